@@ -1,0 +1,463 @@
+//! The build pipeline: inventory → read + extract (cached) → resolve → compile → publish.
+//!
+//! One call, one generation. The build lock is held throughout, the generation is written
+//! into staging and published atomically (R-GEN-2), and unchanged inputs publish nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{AtlasError, IoContext, Result};
+use crate::extract::{self, EXTRACTOR_VERSION};
+use crate::facts::{FileFacts, ParseStatus};
+use crate::graph::compile::{self, FileMeta};
+use crate::graph::{format, hex};
+use crate::inventory::{
+    self, FileClass, FileRole, InventoryLimits, SkipReason, Skipped, Truncation,
+};
+use crate::lang::Language;
+use crate::resolve::{self, SourceUnit};
+use crate::store::{GRAPH_FILE, MANIFEST_FILE, Store};
+
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    pub code_root: PathBuf,
+    pub graph_dir: PathBuf,
+    pub strict: bool,
+    /// Wait for a concurrent build instead of failing with `atlas-build-locked`.
+    pub wait_for_lock: bool,
+    pub limits: InventoryLimits,
+    pub progress: bool,
+}
+
+impl BuildOptions {
+    pub fn new(code_root: impl Into<PathBuf>, graph_dir: impl Into<PathBuf>) -> Self {
+        BuildOptions {
+            code_root: code_root.into(),
+            graph_dir: graph_dir.into(),
+            strict: false,
+            wait_for_lock: false,
+            limits: InventoryLimits::default(),
+            progress: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TruncationReport {
+    pub limit: &'static str,
+    pub files_seen: usize,
+    pub files_kept: usize,
+    pub bytes_seen: u64,
+    pub bytes_kept: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartialFile {
+    pub path: String,
+    pub errors: u32,
+    /// 1-based lines of the first errors.
+    pub lines: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildReport {
+    pub fingerprint: String,
+    pub generation: PathBuf,
+    /// True when the inputs matched the committed generation and nothing was written.
+    pub unchanged: bool,
+    pub files: usize,
+    /// Files whose facts were extracted by this build (cache misses).
+    pub parsed: usize,
+    /// Files whose facts came from the cache.
+    pub cached: usize,
+    pub symbols: usize,
+    pub edges: usize,
+    pub frontier: usize,
+    pub graph_bytes: u64,
+    pub partial: Vec<PartialFile>,
+    pub skipped: Vec<SkippedFile>,
+    pub truncated: Option<TruncationReport>,
+    pub timings_ms: Timings,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    pub inventory: f64,
+    pub extract: f64,
+    pub resolve: f64,
+    pub compile: f64,
+    pub publish: f64,
+    pub total: f64,
+}
+
+/// A file after reading and extraction.
+struct Loaded {
+    path: String,
+    language: Option<Language>,
+    class: FileClass,
+    hash: [u8; 32],
+    size: u64,
+    lines: u32,
+    facts: Option<Arc<FileFacts>>,
+    parsed: bool,
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e5).round() / 100.0
+}
+
+/// Test hook: `ATLAS_INJECT_FAILURE=<point>` fails the build at that point, to prove a
+/// failed build leaves the committed generation intact. Points: `after-extract`,
+/// `before-publish`.
+fn inject(point: &str) -> Result<()> {
+    match std::env::var("ATLAS_INJECT_FAILURE") {
+        Ok(value) if value == point => Err(AtlasError::InjectedFailure(point.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// Cache key of a file's facts (R-EXT-3).
+fn fact_key(hash: &[u8; 32], language: Language) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(hash);
+    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    hasher.update(&[language.code()]);
+    hasher.update(language.query_hash().as_bytes());
+    hasher.finalize()
+}
+
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8000)].contains(&0)
+}
+
+pub fn build(options: &BuildOptions) -> Result<BuildReport> {
+    let started = Instant::now();
+    let mut timings = Timings::default();
+    if !options.code_root.is_dir() {
+        return Err(AtlasError::CodeDirMissing(options.code_root.clone()));
+    }
+    let store = Store::new(&options.graph_dir);
+    let lock = store.lock(options.wait_for_lock)?;
+
+    let stage = Instant::now();
+    let inventory = inventory::scan(&options.code_root, &options.limits)?;
+    timings.inventory = ms(stage);
+
+    let stage = Instant::now();
+    let progress = progress_bar(options.progress, inventory.files.len());
+    let parsed_count = AtomicUsize::new(0);
+    let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
+        .files
+        .par_iter()
+        .map(|file| {
+            let result = load(&store, &options.code_root, file, &parsed_count);
+            progress.inc(1);
+            result
+        })
+        .collect();
+    progress.finish_and_clear();
+    let mut files = Vec::with_capacity(loaded.len());
+    let mut skipped = inventory.skipped.clone();
+    for item in loaded {
+        match item {
+            Ok(file) => files.push(file),
+            Err(skip) => skipped.push(skip),
+        }
+    }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    timings.extract = ms(stage);
+    inject("after-extract")?;
+
+    let partial: Vec<PartialFile> = files
+        .iter()
+        .filter_map(|f| {
+            let facts = f.facts.as_ref()?;
+            (facts.parse_status == ParseStatus::Partial).then(|| PartialFile {
+                path: f.path.clone(),
+                errors: facts.error_count,
+                lines: facts.error_lines.iter().map(|l| l + 1).collect(),
+            })
+        })
+        .collect();
+    if options.strict
+        && let Some(first) = partial.first()
+    {
+        return Err(AtlasError::StrictPartial {
+            count: partial.len(),
+            first: first.path.clone(),
+        });
+    }
+
+    let fingerprint_bytes = fingerprint(&files, &skipped, &inventory.truncated, options);
+    let fingerprint = hex(&fingerprint_bytes);
+    let skipped_report: Vec<SkippedFile> = skipped.iter().map(skipped_file).collect();
+    let truncated = inventory.truncated.as_ref().map(truncation_report);
+    let parsed = parsed_count.load(Ordering::Relaxed);
+
+    if store.current()?.as_deref() == Some(fingerprint.as_str())
+        && store.graph_path(&fingerprint).is_file()
+    {
+        let graph_bytes = std::fs::metadata(store.graph_path(&fingerprint)).map_or(0, |m| m.len());
+        let manifest = store.read_manifest(&fingerprint).ok();
+        let count = |key: &str| {
+            manifest
+                .as_ref()
+                .and_then(|m| m.get(key))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0) as usize
+        };
+        store.write_root(&options.code_root)?;
+        timings.total = ms(started);
+        return Ok(BuildReport {
+            generation: store.generation_dir(&fingerprint),
+            fingerprint,
+            unchanged: true,
+            files: files.len(),
+            parsed,
+            cached: files.len() - parsed,
+            symbols: count("symbols"),
+            edges: count("edges"),
+            frontier: count("frontier"),
+            graph_bytes,
+            partial,
+            skipped: skipped_report,
+            truncated,
+            timings_ms: timings,
+        });
+    }
+
+    let stage = Instant::now();
+    let units: Vec<SourceUnit> = files
+        .iter()
+        .map(|f| SourceUnit {
+            path: &f.path,
+            language: f.language,
+            facts: f.facts.as_deref(),
+        })
+        .collect();
+    let resolved = resolve::resolve(&units);
+    timings.resolve = ms(stage);
+
+    let stage = Instant::now();
+    let metas: Vec<FileMeta> = files
+        .iter()
+        .map(|f| FileMeta {
+            path: &f.path,
+            language: f.language,
+            class: f.class,
+            hash: f.hash,
+            size: f.size,
+            lines: f.lines,
+            parse_status: f
+                .facts
+                .as_ref()
+                .map_or(ParseStatus::Complete, |x| x.parse_status),
+            error_count: f.facts.as_ref().map_or(0, |x| x.error_count),
+        })
+        .collect();
+    let data = compile::compile(fingerprint_bytes, &metas, &resolved);
+    let bytes = format::encode(&data)?;
+    timings.compile = ms(stage);
+
+    let stage = Instant::now();
+    let staging = store.staging(&lock)?;
+    let graph_path = staging.join(GRAPH_FILE);
+    write_synced(&graph_path, &bytes)?;
+    let symbols = resolved
+        .nodes
+        .iter()
+        .filter(|n| {
+            !matches!(
+                n.kind,
+                crate::facts::SymbolKind::Module | crate::facts::SymbolKind::File
+            )
+        })
+        .count();
+    let manifest = serde_json::json!({
+        "format_version": format::FORMAT_VERSION,
+        "extractor_version": EXTRACTOR_VERSION,
+        "fingerprint": fingerprint,
+        "files": files.len(),
+        "symbols": symbols,
+        "edges": resolved.edges.len(),
+        "frontier": resolved.frontier.len(),
+        "skipped": skipped_report,
+        "truncated": truncated,
+        "unsupported": inventory.unsupported,
+        "artifacts": {
+            GRAPH_FILE: { "bytes": bytes.len(), "blake3": blake3::hash(&bytes).to_hex().to_string() }
+        }
+    });
+    let manifest_text =
+        serde_json::to_string_pretty(&manifest).map_err(|e| AtlasError::InvalidInput {
+            what: "manifest",
+            reason: e.to_string(),
+        })?;
+    write_synced(&staging.join(MANIFEST_FILE), manifest_text.as_bytes())?;
+    inject("before-publish")?;
+    store.publish(&lock, &staging, &fingerprint)?;
+    store.write_root(&options.code_root)?;
+    store.collect_garbage(&lock)?;
+    timings.publish = ms(stage);
+    timings.total = ms(started);
+
+    Ok(BuildReport {
+        generation: store.generation_dir(&fingerprint),
+        fingerprint,
+        unchanged: false,
+        files: files.len(),
+        parsed,
+        cached: files.len() - parsed,
+        symbols,
+        edges: resolved.edges.len(),
+        frontier: resolved.frontier.len(),
+        graph_bytes: bytes.len() as u64,
+        partial,
+        skipped: skipped_report,
+        truncated,
+        timings_ms: timings,
+    })
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).at(path)?;
+    file.write_all(bytes).at(path)?;
+    file.sync_all().at(path)
+}
+
+fn skipped_file(s: &Skipped) -> SkippedFile {
+    let detail = match &s.reason {
+        SkipReason::TooLarge { size, limit } => format!("{size} bytes > limit {limit}"),
+        SkipReason::Unreadable(msg) => msg.clone(),
+        SkipReason::MinifiedBundle => "minified or hashed bundle".into(),
+        SkipReason::Binary => "binary content".into(),
+        SkipReason::NotUtf8 => "not valid UTF-8".into(),
+    };
+    SkippedFile {
+        path: s.path.clone(),
+        reason: s.reason.code(),
+        detail,
+    }
+}
+
+fn truncation_report(t: &Truncation) -> TruncationReport {
+    TruncationReport {
+        limit: t.limit,
+        files_seen: t.files_seen,
+        files_kept: t.files_kept,
+        bytes_seen: t.bytes_seen,
+        bytes_kept: t.bytes_kept,
+    }
+}
+
+fn progress_bar(enabled: bool, len: usize) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} extracting {pos}/{len} files {wide_bar} {elapsed}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn load(
+    store: &Store,
+    root: &Path,
+    file: &inventory::InventoryFile,
+    parsed: &AtomicUsize,
+) -> std::result::Result<Loaded, Skipped> {
+    let skip = |reason| Skipped {
+        path: file.path.clone(),
+        reason,
+    };
+    let bytes = std::fs::read(root.join(&file.path))
+        .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
+    if looks_binary(&bytes) {
+        return Err(skip(SkipReason::Binary));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|_| skip(SkipReason::NotUtf8))?;
+    let hash = *blake3::hash(&bytes).as_bytes();
+    let class = inventory::classify(&file.path, text);
+    let lines = text.lines().count() as u32;
+    let mut loaded = Loaded {
+        path: file.path.clone(),
+        language: None,
+        class,
+        hash,
+        size: bytes.len() as u64,
+        lines,
+        facts: None,
+        parsed: false,
+    };
+    if let FileRole::Code(language) = file.role {
+        loaded.language = Some(language);
+        let key = fact_key(&hash, language);
+        let facts = match store.load_facts(&key) {
+            Some(facts) => facts,
+            None => {
+                let facts = extract::extract(language, text)
+                    .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
+                // A cache write failure costs a re-parse next time, never the build.
+                let _ = store.store_facts(&key, &facts);
+                parsed.fetch_add(1, Ordering::Relaxed);
+                loaded.parsed = true;
+                facts
+            }
+        };
+        loaded.facts = Some(Arc::new(facts));
+    }
+    Ok(loaded)
+}
+
+/// blake3 over the canonical build inputs (R-GEN-3).
+fn fingerprint(
+    files: &[Loaded],
+    skipped: &[Skipped],
+    truncated: &Option<Truncation>,
+    options: &BuildOptions,
+) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"atlas-graph\0");
+    hasher.update(&format::FORMAT_VERSION.to_le_bytes());
+    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    for language in Language::ALL {
+        hasher.update(language.query_hash().as_bytes());
+    }
+    hasher.update(&(options.limits.max_files as u64).to_le_bytes());
+    hasher.update(&options.limits.max_total_bytes.to_le_bytes());
+    hasher.update(&options.limits.max_file_bytes.to_le_bytes());
+    for file in files {
+        hasher.update(file.path.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(&file.hash);
+    }
+    hasher.update(b"\0skipped\0");
+    for s in skipped {
+        hasher.update(s.path.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(s.reason.code().as_bytes());
+        hasher.update(&[0]);
+    }
+    if let Some(t) = truncated {
+        hasher
+            .update(format!("truncated:{}:{}:{}", t.limit, t.files_seen, t.bytes_seen).as_bytes());
+    }
+    *hasher.finalize().as_bytes()
+}

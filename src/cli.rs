@@ -1,0 +1,307 @@
+//! The command line: a thin shell over the library. Parses flags, calls one library
+//! function, renders its result as text or JSON, maps errors to exit codes.
+//!
+//! Architecture invariant: only this module prints, and only machine output goes to
+//! stdout; progress and human diagnostics go to stderr.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::build::{self, BuildOptions, BuildReport};
+use crate::error::AtlasError;
+use crate::inventory::InventoryLimits;
+use crate::status::{self, StatusReport};
+use crate::store::{self, Location, Store};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "atlas",
+    version,
+    about = "Compile a repository into a memory-mapped code graph and query it.",
+    long_about = "Atlas compiles a repository once (tree-sitter) into a memory-mapped, \
+                  blake3-fingerprinted graph of symbols and edges, stored as generations \
+                  under .agent-spec/graph.",
+    after_help = "Examples:\n  atlas build\n  atlas status --format json\n  atlas graph dump --code fixtures/python"
+)]
+pub struct Cli {
+    /// Repository root to compile (default: the directory of a found graph, else the CWD).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub code: Option<PathBuf>,
+    /// Graph directory (default: ATLAS_GRAPH_DIR, an ascending search, then <code>/.agent-spec/graph).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub graph: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Compile the repository into a new graph generation (incremental).
+    #[command(after_help = "Example:\n  atlas build --code . --strict --format json")]
+    Build(BuildArgs),
+    /// Show what the committed graph holds, its coverage and staleness.
+    #[command(after_help = "Example:\n  atlas status --format json")]
+    Status {
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Inspect the committed graph.
+    #[command(subcommand)]
+    Graph(GraphCommand),
+    /// Print shell completions.
+    #[command(after_help = "Example:\n  atlas completions bash > /etc/bash_completion.d/atlas")]
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// Fail when any file parses with errors (partial extraction).
+    #[arg(long)]
+    pub strict: bool,
+    /// Wait for a concurrent build to finish instead of failing with atlas-build-locked.
+    #[arg(long)]
+    pub wait: bool,
+    /// Maximum number of files compiled (R-INV-3).
+    #[arg(long, default_value_t = InventoryLimits::default().max_files)]
+    pub max_files: usize,
+    /// Maximum total bytes of source compiled.
+    #[arg(long, default_value_t = InventoryLimits::default().max_total_bytes)]
+    pub max_total_bytes: u64,
+    /// Files larger than this are skipped with a diagnostic.
+    #[arg(long, default_value_t = InventoryLimits::default().max_file_bytes)]
+    pub max_file_bytes: u64,
+    /// Hide the progress bar (it is only shown when stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GraphCommand {
+    /// Print a stable, sorted text rendering of the graph.
+    #[command(after_help = "Example:\n  atlas graph dump --code fixtures/rust")]
+    Dump,
+}
+
+/// Runs the CLI with `args` (argv[0] included) and returns the process exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let format = match &cli.command {
+        Command::Build(args) => args.format,
+        Command::Status { format } => *format,
+        _ => Format::Text,
+    };
+    match execute(&cli) {
+        Ok(()) => 0,
+        Err(err) => {
+            report_error(&err, format);
+            err.exit_code()
+        }
+    }
+}
+
+fn location(cli: &Cli) -> Result<Location, AtlasError> {
+    let cwd = std::env::current_dir().map_err(|e| AtlasError::io(".", e))?;
+    Ok(store::locate(
+        cli.graph.as_deref(),
+        cli.code.as_deref(),
+        &cwd,
+        &|name| std::env::var(name).ok(),
+    ))
+}
+
+fn execute(cli: &Cli) -> Result<(), AtlasError> {
+    match &cli.command {
+        Command::Build(args) => {
+            let location = location(cli)?;
+            let mut options = BuildOptions::new(&location.code_root, &location.graph_dir);
+            options.strict = args.strict;
+            options.wait_for_lock = args.wait;
+            options.progress = !args.no_progress;
+            options.limits = InventoryLimits {
+                max_files: args.max_files,
+                max_total_bytes: args.max_total_bytes,
+                max_file_bytes: args.max_file_bytes,
+            };
+            let report = build::build(&options)?;
+            match args.format {
+                Format::Json => print_json(&report),
+                Format::Text => print_stdout(&render_build(&report)),
+            }
+        }
+        Command::Status { format } => {
+            let location = location(cli)?;
+            let report = status::status(&location)?;
+            match format {
+                Format::Json => print_json(&report),
+                Format::Text => print_stdout(&render_status(&report)),
+            }
+        }
+        Command::Graph(GraphCommand::Dump) => {
+            let location = location(cli)?;
+            let (_, graph) = Store::new(&location.graph_dir).open_current()?;
+            print_stdout(&crate::dump::dump(&graph));
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut command = Cli::command();
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut command, "atlas", &mut out);
+            print_stdout(&String::from_utf8_lossy(&out));
+        }
+    }
+    Ok(())
+}
+
+fn print_stdout(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`atlas … | head`) is not an error worth a panic.
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+fn print_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => print_stdout(&(text + "\n")),
+        Err(e) => eprintln!("error: could not render JSON: {e}"),
+    }
+}
+
+fn report_error(err: &AtlasError, format: Format) {
+    eprintln!("error[{}]: {err}", err.code());
+    if format == Format::Json {
+        print_json(&serde_json::json!({
+            "error": { "code": err.code(), "message": err.to_string(), "exit_code": err.exit_code() }
+        }));
+    }
+}
+
+fn render_build(r: &BuildReport) -> String {
+    let mut out = String::new();
+    let verb = if r.unchanged {
+        "unchanged"
+    } else {
+        "published"
+    };
+    out.push_str(&format!(
+        "{verb} generation {}\n  files {} (parsed {}, cached {}), symbols {}, edges {}, frontier {}, graph {} bytes\n  {:.1} ms (inventory {:.1}, extract {:.1}, resolve {:.1}, compile {:.1}, publish {:.1})\n",
+        r.fingerprint,
+        r.files,
+        r.parsed,
+        r.cached,
+        r.symbols,
+        r.edges,
+        r.frontier,
+        r.graph_bytes,
+        r.timings_ms.total,
+        r.timings_ms.inventory,
+        r.timings_ms.extract,
+        r.timings_ms.resolve,
+        r.timings_ms.compile,
+        r.timings_ms.publish,
+    ));
+    for p in &r.partial {
+        out.push_str(&format!(
+            "  partial {} ({} errors, lines {:?})\n",
+            p.path, p.errors, p.lines
+        ));
+    }
+    for s in &r.skipped {
+        out.push_str(&format!(
+            "  skipped {} [{}] {}\n",
+            s.path, s.reason, s.detail
+        ));
+    }
+    if let Some(t) = &r.truncated {
+        out.push_str(&format!(
+            "  inventory.truncated: {} hit, kept {}/{} files ({}/{} bytes)\n",
+            t.limit, t.files_kept, t.files_seen, t.bytes_kept, t.bytes_seen
+        ));
+    }
+    out
+}
+
+fn render_status(s: &StatusReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "graph dir   {} ({})\n",
+        s.graph_dir.display(),
+        s.graph_dir_rule
+    ));
+    out.push_str(&format!("code root   {}\n", s.code_root.display()));
+    out.push_str(&format!(
+        "fingerprint {} (format {}, {} bytes)\n",
+        s.fingerprint, s.format_version, s.graph_bytes
+    ));
+    let join = |m: &std::collections::BTreeMap<String, usize>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out.push_str(&format!("languages   {}\n", join(&s.files_by_language)));
+    out.push_str(&format!("classes     {}\n", join(&s.files_by_class)));
+    out.push_str(&format!("symbols     {}\n", join(&s.symbols_by_kind)));
+    out.push_str("edges\n");
+    for (kind, by_provenance) in &s.edges {
+        for (provenance, by_resolution) in by_provenance {
+            out.push_str(&format!(
+                "  {kind:<11} {provenance:<12} {}\n",
+                join(by_resolution)
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "frontier    {} entries ({} ambiguous), {} external references\n",
+        s.frontier.entries, s.frontier.ambiguous, s.frontier.external_references
+    ));
+    let c = &s.coverage;
+    out.push_str(&format!(
+        "coverage    {} inventoried: {} extracted ({} with parse errors), {} text only, {} skipped\n",
+        c.files_inventoried, c.files_extracted, c.files_with_parse_errors, c.files_text_only, c.files_skipped
+    ));
+    if !c.unsupported_by_extension.is_empty() {
+        let list: Vec<String> = c
+            .unsupported_by_extension
+            .iter()
+            .map(|(k, v)| format!(".{k} {v}"))
+            .collect();
+        out.push_str(&format!("unsupported {}\n", list.join(", ")));
+    }
+    if let Some(t) = &c.truncated {
+        out.push_str(&format!("truncated   {t}\n"));
+    }
+    for p in &s.partial_files {
+        out.push_str(&format!("partial     {} ({} errors)\n", p.path, p.errors));
+    }
+    let st = &s.staleness;
+    if st.stale {
+        out.push_str(&format!(
+            "stale       {} changed, {} added, {} removed since this generation: {}\n",
+            st.changed,
+            st.added,
+            st.removed,
+            st.examples.join(", ")
+        ));
+    } else {
+        out.push_str("fresh       the working tree matches this generation\n");
+    }
+    out
+}

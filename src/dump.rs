@@ -1,0 +1,138 @@
+//! `atlas graph dump`: a stable, sorted, line-per-fact text rendering of a graph, for
+//! snapshot tests and for people. Ordering follows node ids, which are deterministic.
+
+use std::fmt::Write;
+
+use crate::facts::{RefRole, SymbolKind};
+use crate::graph::Graph;
+use crate::graph::data::NONE;
+use crate::inventory::FileClass;
+use crate::lang::Language;
+use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
+
+/// Label of a node: `path::Qualified` for symbols, the path for files and modules.
+pub fn node_label(graph: &Graph, id: u32) -> String {
+    let node = graph.node(id);
+    let qualified = graph.str(node.qualified.to_native());
+    match graph.kind(id) {
+        SymbolKind::Module => format!("{qualified}/"),
+        SymbolKind::File => qualified.to_string(),
+        _ => {
+            let path = graph.file_path(node.file.to_native());
+            format!("{path}::{qualified}")
+        }
+    }
+}
+
+pub fn dump(graph: &Graph) -> String {
+    let data = graph.data();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# atlas graph dump (format {})",
+        crate::graph::format::FORMAT_VERSION
+    );
+    let _ = writeln!(out, "fingerprint {}", graph.fingerprint());
+    for file in data.files.iter() {
+        let language = Language::from_code(file.language).map_or("-", Language::as_str);
+        let class = FileClass::from_code(file.class).map_or("?", FileClass::as_str);
+        let status = if file.parse_status == 0 {
+            "complete"
+        } else {
+            "partial"
+        };
+        let _ = writeln!(
+            out,
+            "file {} {language} {class} {status} lines={}",
+            graph.str(file.path.to_native()),
+            file.lines.to_native()
+        );
+    }
+    for id in 0..graph.node_count() as u32 {
+        let node = graph.node(id);
+        let kind = graph.kind(id);
+        if matches!(kind, SymbolKind::Module | SymbolKind::File) {
+            continue;
+        }
+        let vis = crate::facts::Visibility::from_code(node.visibility).as_str();
+        let test = if node.flags & crate::graph::data::FLAG_TEST_SCOPE != 0 {
+            " test-scope"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "symbol {} {} L{}-{} {vis}{test}",
+            kind.as_str(),
+            node_label(graph, id),
+            node.span.start_line.to_native() + 1,
+            node.span.end_line.to_native() + 1,
+        );
+    }
+    for id in 0..graph.node_count() as u32 {
+        for edge in graph.out_edges(id) {
+            let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
+            let extends = if EdgeSubkind::from_code(edge.subkind) == EdgeSubkind::Extends {
+                "(extends)"
+            } else {
+                ""
+            };
+            let provenance = Provenance::from_code(edge.provenance).map_or("?", Provenance::as_str);
+            let resolution = Resolution::from_code(edge.resolution).map_or("?", Resolution::as_str);
+            let site = if edge.site_file.to_native() == NONE {
+                String::new()
+            } else {
+                format!(
+                    " @{}:{}",
+                    graph.file_path(edge.site_file.to_native()),
+                    edge.site.start_line.to_native() + 1
+                )
+            };
+            let _ = writeln!(
+                out,
+                "edge {kind}{extends} {} -> {}{site} [{provenance} {resolution} {}]",
+                node_label(graph, id),
+                node_label(graph, edge.node.to_native()),
+                edge.confidence
+            );
+        }
+    }
+    for entry in data.frontier.iter() {
+        let role = role_name(entry.role);
+        let _ = writeln!(
+            out,
+            "frontier {} {role} @{}:{} from {} candidates={}",
+            graph.str(entry.name.to_native()),
+            graph.file_path(entry.file.to_native()),
+            entry.site.start_line.to_native() + 1,
+            node_label(graph, entry.from.to_native()),
+            entry.candidates.to_native()
+        );
+    }
+    for edge in data.module_edges.iter() {
+        let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
+        let _ = writeln!(
+            out,
+            "module-edge {kind} {} -> {} x{}",
+            node_label(graph, edge.from.to_native()),
+            node_label(graph, edge.to.to_native()),
+            edge.count.to_native()
+        );
+    }
+    out
+}
+
+fn role_name(code: u8) -> &'static str {
+    [
+        RefRole::Call,
+        RefRole::TypeUse,
+        RefRole::Import,
+        RefRole::Read,
+        RefRole::Write,
+        RefRole::Inherit,
+        RefRole::Implement,
+    ]
+    .into_iter()
+    .find(|r| *r as u8 == code)
+    .map_or("?", RefRole::as_str)
+}

@@ -1,0 +1,316 @@
+//! Extraction checks: snapshots of every fixture file's facts, plus targeted assertions of
+//! the facts the spec names (qualified names, roles, imports with aliases, partial parses).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::*;
+
+/// Renders facts as stable text: one line per fact.
+fn render(facts: &FileFacts, source: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "status {} errors={} lines={} package={:?}",
+        facts.parse_status.as_str(),
+        facts.error_count,
+        facts.line_count,
+        facts.package
+    );
+    for d in &facts.defs {
+        let parent = d.parent.map(|p| facts.defs[p as usize].qualified.as_str());
+        let sig = source
+            .get(d.signature.start_byte as usize..d.signature.end_byte as usize)
+            .unwrap_or("?")
+            .replace('\n', "⏎");
+        let _ = writeln!(
+            out,
+            "def {} {} L{}-{} {} parent={:?} doc={} test={} sig=`{}`",
+            d.kind.as_str(),
+            d.qualified,
+            d.span.start_line + 1,
+            d.span.end_line + 1,
+            d.visibility.as_str(),
+            parent,
+            d.doc
+                .map(|s| format!("L{}-{}", s.start_line + 1, s.end_line + 1))
+                .unwrap_or("-".into()),
+            d.in_test_scope,
+            sig
+        );
+    }
+    for r in &facts.refs {
+        let from = r
+            .from
+            .map(|f| facts.defs[f as usize].qualified.as_str())
+            .unwrap_or("<file>");
+        let _ = writeln!(
+            out,
+            "ref {} {} L{} from={} receiver={:?} qualifier={:?}",
+            r.role.as_str(),
+            r.name,
+            r.site.start_line + 1,
+            from,
+            r.receiver,
+            r.qualifier
+        );
+    }
+    for i in &facts.imports {
+        let _ = writeln!(
+            out,
+            "import module={:?} name={:?} alias={:?} wildcard={} L{}",
+            i.module,
+            i.name,
+            i.alias,
+            i.wildcard,
+            i.site.start_line + 1
+        );
+    }
+    out
+}
+
+fn facts_of(relative: &str) -> (FileFacts, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(relative);
+    let source = std::fs::read_to_string(&path).expect("fixture readable");
+    let language = Language::from_path(relative).expect("fixture language");
+    (extract(language, &source).expect("queries load"), source)
+}
+
+fn check(relative: &str) -> FileFacts {
+    let (facts, source) = facts_of(relative);
+    insta::assert_snapshot!(relative.replace('/', "__"), render(&facts, &source));
+    facts
+}
+
+fn qualified(facts: &FileFacts) -> Vec<&str> {
+    facts.defs.iter().map(|d| d.qualified.as_str()).collect()
+}
+
+#[test]
+fn python_classes_methods_and_docstrings() {
+    let facts = check("python/shop/models.py");
+    let names = qualified(&facts);
+    assert!(names.contains(&"Item.total"), "{names:?}");
+    assert!(names.contains(&"Cart.add"), "{names:?}");
+    let total = facts
+        .defs
+        .iter()
+        .find(|d| d.qualified == "Item.total")
+        .unwrap();
+    assert_eq!(total.kind, SymbolKind::Method);
+    assert!(total.doc.is_some());
+    let max = facts.defs.iter().find(|d| d.name == "MAX_ITEMS").unwrap();
+    assert_eq!(max.kind, SymbolKind::Constant);
+    let audit = facts.defs.iter().find(|d| d.name == "_audit").unwrap();
+    assert_eq!(audit.visibility, Visibility::Private);
+    assert!(
+        facts
+            .refs
+            .iter()
+            .any(|r| r.role == RefRole::Inherit && r.name == "Base")
+    );
+    assert!(
+        facts
+            .refs
+            .iter()
+            .any(|r| r.role == RefRole::TypeUse && r.name == "Item")
+    );
+    let self_call = facts.refs.iter().find(|r| r.name == "describe").unwrap();
+    assert_eq!(self_call.receiver.as_deref(), Some("self"));
+    assert_eq!(
+        facts.defs[self_call.from.unwrap() as usize].qualified,
+        "Cart._audit"
+    );
+}
+
+#[test]
+fn python_imports_keep_aliases_and_relative_modules() {
+    let facts = check("python/shop/pricing.py");
+    let product = facts
+        .imports
+        .iter()
+        .find(|i| i.alias.as_deref() == Some("Product"))
+        .unwrap();
+    assert_eq!(product.module, "shop.models");
+    assert_eq!(product.name.as_deref(), Some("Item"));
+    let util = facts
+        .imports
+        .iter()
+        .find(|i| i.name.as_deref() == Some("util"))
+        .unwrap();
+    assert_eq!(util.module, ".");
+    let u = facts
+        .imports
+        .iter()
+        .find(|i| i.alias.as_deref() == Some("u"))
+        .unwrap();
+    assert_eq!((u.module.as_str(), u.name.as_deref()), ("shop.util", None));
+}
+
+#[test]
+fn broken_python_is_partial_but_keeps_facts() {
+    let facts = check("python/broken.py");
+    assert_eq!(facts.parse_status, ParseStatus::Partial);
+    assert!(facts.error_count > 0);
+    assert!(qualified(&facts).contains(&"fine"));
+}
+
+#[test]
+fn rust_impls_traits_and_test_modules() {
+    let facts = check("rust/src/geometry.rs");
+    let names = qualified(&facts);
+    for expected in [
+        "Shape",
+        "Shape::area",
+        "Circle::new",
+        "Circle::area",
+        "Circle::fmt",
+        "tests::circle_area",
+    ] {
+        assert!(names.contains(&expected), "missing {expected}: {names:?}");
+    }
+    let implements: Vec<_> = facts
+        .refs
+        .iter()
+        .filter(|r| r.role == RefRole::Implement)
+        .map(|r| (r.name.as_str(), r.qualifier.as_deref()))
+        .collect();
+    assert!(implements.contains(&("Shape", None)), "{implements:?}");
+    assert!(
+        implements.contains(&("Display", Some("fmt"))),
+        "{implements:?}"
+    );
+    let circle_area = facts
+        .defs
+        .iter()
+        .find(|d| d.qualified == "tests::circle_area")
+        .unwrap();
+    assert!(circle_area.in_test_scope);
+    let new = facts
+        .defs
+        .iter()
+        .find(|d| d.qualified == "Circle::new")
+        .unwrap();
+    assert_eq!(
+        (new.kind, new.visibility),
+        (SymbolKind::Method, Visibility::Public)
+    );
+    let circle = facts
+        .defs
+        .iter()
+        .find(|d| d.name == "Circle" && d.kind == SymbolKind::Struct)
+        .unwrap();
+    assert!(circle.doc.is_some(), "doc comment above #[derive] is found");
+}
+
+#[test]
+fn rust_use_trees_are_flattened() {
+    let facts = check("rust/src/lib.rs");
+    let bound: Vec<_> = facts
+        .imports
+        .iter()
+        .filter_map(|i| i.local_name())
+        .collect();
+    assert_eq!(bound, vec!["Circle", "Shape"]);
+    check("rust/src/render.rs");
+}
+
+#[test]
+fn typescript_interfaces_classes_and_heritage() {
+    let facts = check("typescript/src/model.ts");
+    assert!(qualified(&facts).contains(&"User.validate"));
+    assert!(
+        facts
+            .refs
+            .iter()
+            .any(|r| r.role == RefRole::Implement && r.name == "Entity")
+    );
+    let facts = check("typescript/src/repo.ts");
+    assert!(
+        facts
+            .refs
+            .iter()
+            .any(|r| r.role == RefRole::Inherit && r.name == "Repository")
+    );
+    let ns = facts
+        .imports
+        .iter()
+        .find(|i| i.alias.as_deref() == Some("model"))
+        .unwrap();
+    assert_eq!((ns.module.as_str(), ns.name.as_deref()), ("./model", None));
+    let facts = check("typescript/src/view.tsx");
+    assert!(qualified(&facts).contains(&"App"));
+    assert!(
+        facts
+            .refs
+            .iter()
+            .any(|r| r.role == RefRole::Call && r.name == "UserBadge")
+    );
+}
+
+#[test]
+fn javascript_require_and_arrow_functions() {
+    check("javascript/src/lib.js");
+    let facts = check("javascript/src/app.js");
+    let run = facts.defs.iter().find(|d| d.name == "run").unwrap();
+    assert_eq!(run.kind, SymbolKind::Function);
+    assert!(
+        facts
+            .imports
+            .iter()
+            .any(|i| i.module == "./lib" && i.alias.as_deref() == Some("lib"))
+    );
+}
+
+#[test]
+fn go_methods_are_qualified_by_receiver() {
+    let facts = check("go/store/store.go");
+    let names = qualified(&facts);
+    assert!(names.contains(&"Memory.Get"), "{names:?}");
+    assert!(names.contains(&"Store.Get"), "{names:?}");
+    assert_eq!(facts.package.as_deref(), Some("store"));
+    let facts = check("go/main.go");
+    let kv = facts
+        .imports
+        .iter()
+        .find(|i| i.alias.as_deref() == Some("kv"))
+        .unwrap();
+    assert_eq!(kv.module, "example.com/kv/store");
+}
+
+#[test]
+fn java_packages_imports_and_implements() {
+    let facts = check("java/src/main/java/com/example/data/MemoryRepository.java");
+    assert_eq!(facts.package.as_deref(), Some("com.example.data"));
+    assert!(
+        facts
+            .refs
+            .iter()
+            .any(|r| r.role == RefRole::Implement && r.name == "Repository")
+    );
+    let list = facts
+        .imports
+        .iter()
+        .find(|i| i.name.as_deref() == Some("List"))
+        .unwrap();
+    assert_eq!(list.module, "java.util");
+    check("java/src/main/java/com/example/app/App.java");
+}
+
+#[test]
+fn garbage_input_never_panics() {
+    for language in Language::ALL {
+        for source in [
+            "",
+            "\u{0}\u{1}",
+            "}}}{{{((",
+            "class def fn func (",
+            "\u{feff}é😀 \n\t",
+        ] {
+            let facts = extract(language, source).expect("extraction never fails on input");
+            assert!(facts.defs.len() < 10);
+        }
+    }
+}

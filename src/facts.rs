@@ -1,0 +1,321 @@
+//! Per-file facts: what extraction learns from one file's bytes, independent of its path.
+//!
+//! Facts are cached by content (R-EXT-3), so nothing here may depend on where the file
+//! lives; path-dependent work (module names, imports to files) belongs to `resolve`.
+
+use rkyv::{Archive, Deserialize, Serialize};
+
+/// A byte range with its 0-based line range (end line inclusive).
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Span {
+    pub start_byte: u32,
+    pub end_byte: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+impl Span {
+    pub fn contains(&self, other: &Span) -> bool {
+        self.start_byte <= other.start_byte && other.end_byte <= self.end_byte
+    }
+}
+
+/// Symbol kinds (R-RES-3). The discriminants are the on-disk codes of the graph format.
+#[derive(
+    Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
+#[repr(u8)]
+pub enum SymbolKind {
+    Module = 0,
+    File = 1,
+    Function = 2,
+    Method = 3,
+    Class = 4,
+    Struct = 5,
+    Enum = 6,
+    Interface = 7,
+    Impl = 8,
+    Field = 9,
+    Constant = 10,
+    TypeAlias = 11,
+    Macro = 12,
+    Variable = 13,
+}
+
+impl SymbolKind {
+    pub const ALL: [SymbolKind; 14] = [
+        SymbolKind::Module,
+        SymbolKind::File,
+        SymbolKind::Function,
+        SymbolKind::Method,
+        SymbolKind::Class,
+        SymbolKind::Struct,
+        SymbolKind::Enum,
+        SymbolKind::Interface,
+        SymbolKind::Impl,
+        SymbolKind::Field,
+        SymbolKind::Constant,
+        SymbolKind::TypeAlias,
+        SymbolKind::Macro,
+        SymbolKind::Variable,
+    ];
+
+    pub fn from_code(code: u8) -> Option<SymbolKind> {
+        SymbolKind::ALL.get(code as usize).copied()
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymbolKind::Module => "module",
+            SymbolKind::File => "file",
+            SymbolKind::Function => "function",
+            SymbolKind::Method => "method",
+            SymbolKind::Class => "class",
+            SymbolKind::Struct => "struct",
+            SymbolKind::Enum => "enum",
+            SymbolKind::Interface => "interface",
+            SymbolKind::Impl => "impl",
+            SymbolKind::Field => "field",
+            SymbolKind::Constant => "constant",
+            SymbolKind::TypeAlias => "type-alias",
+            SymbolKind::Macro => "macro",
+            SymbolKind::Variable => "variable",
+        }
+    }
+
+    /// Kinds that own members: a function directly inside one is a method.
+    pub fn is_type_container(self) -> bool {
+        matches!(
+            self,
+            SymbolKind::Class
+                | SymbolKind::Struct
+                | SymbolKind::Enum
+                | SymbolKind::Interface
+                | SymbolKind::Impl
+        )
+    }
+
+    pub fn is_callable(self) -> bool {
+        matches!(
+            self,
+            SymbolKind::Function | SymbolKind::Method | SymbolKind::Macro
+        )
+    }
+
+    pub fn is_type(self) -> bool {
+        matches!(
+            self,
+            SymbolKind::Class
+                | SymbolKind::Struct
+                | SymbolKind::Enum
+                | SymbolKind::Interface
+                | SymbolKind::TypeAlias
+        )
+    }
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Visibility {
+    Public = 0,
+    Private = 1,
+    /// Language default (package-private, crate-private, module-level without marker).
+    Internal = 2,
+}
+
+impl Visibility {
+    pub fn from_code(code: u8) -> Visibility {
+        match code {
+            0 => Visibility::Public,
+            1 => Visibility::Private,
+            _ => Visibility::Internal,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Public => "public",
+            Visibility::Private => "private",
+            Visibility::Internal => "internal",
+        }
+    }
+}
+
+/// A definition found in a file.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Definition {
+    pub kind: SymbolKind,
+    pub name: String,
+    /// In-file qualified name: `Class.method` (Python, JS/TS, Go, Java), `Type::method` (Rust).
+    pub qualified: String,
+    /// Name used to qualify members (an impl's self type; otherwise `name`).
+    pub member_scope: String,
+    pub span: Span,
+    pub name_span: Span,
+    pub signature: Span,
+    pub doc: Option<Span>,
+    /// Index of the enclosing definition in `FileFacts::defs`.
+    pub parent: Option<u32>,
+    pub visibility: Visibility,
+    /// Inside a test-only scope (`#[cfg(test)] mod`).
+    pub in_test_scope: bool,
+}
+
+/// How a reference uses its target (R-EXT-2).
+#[derive(
+    Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
+#[repr(u8)]
+pub enum RefRole {
+    Call = 0,
+    TypeUse = 1,
+    Import = 2,
+    Read = 3,
+    Write = 4,
+    Inherit = 5,
+    Implement = 6,
+}
+
+impl RefRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefRole::Call => "call",
+            RefRole::TypeUse => "type-use",
+            RefRole::Import => "import",
+            RefRole::Read => "read",
+            RefRole::Write => "write",
+            RefRole::Inherit => "inherit",
+            RefRole::Implement => "implement",
+        }
+    }
+
+    /// When two patterns tag the same site, the more specific role wins (lower is stronger).
+    pub fn specificity(self) -> u8 {
+        match self {
+            RefRole::Implement | RefRole::Inherit => 0,
+            RefRole::Call => 1,
+            RefRole::Import => 2,
+            RefRole::TypeUse => 3,
+            RefRole::Write => 4,
+            RefRole::Read => 5,
+        }
+    }
+}
+
+/// A use of a name at a site.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub role: RefRole,
+    pub name: String,
+    /// Receiver expression text of a member call (`self`, `obj`, `pkg`).
+    pub receiver: Option<String>,
+    /// Path qualifier text (`a::b` in `a::b::c`, `pkg` in `pkg.Type`).
+    pub qualifier: Option<String>,
+    /// Span of the name token.
+    pub site: Span,
+    /// Innermost enclosing definition (index into `FileFacts::defs`); `None` at file level.
+    pub from: Option<u32>,
+}
+
+/// One imported binding (`from m import a as b` yields module `m`, name `a`, alias `b`).
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Import {
+    /// Module text as written (`..pkg.mod`, `./util`, `crate::a::b`, `github.com/x/y`).
+    pub module: String,
+    /// Imported member, `None` when the module itself is bound.
+    pub name: Option<String>,
+    /// Local name when renamed.
+    pub alias: Option<String>,
+    pub wildcard: bool,
+    pub site: Span,
+}
+
+impl Import {
+    /// The name this import binds in the importing file, if any.
+    pub fn local_name(&self) -> Option<&str> {
+        if self.wildcard {
+            return None;
+        }
+        if let Some(alias) = &self.alias {
+            return Some(alias);
+        }
+        match &self.name {
+            Some(name) => Some(last_segment(name)),
+            None => Some(last_segment(&self.module)),
+        }
+    }
+}
+
+/// Last segment of a `.`, `::` or `/` separated path.
+pub fn last_segment(path: &str) -> &str {
+    let path = path.trim_end_matches(['/', '.', ':']);
+    let cut = path
+        .rfind("::")
+        .map(|i| i + 2)
+        .into_iter()
+        .chain(path.rfind(['.', '/']).map(|i| i + 1))
+        .max()
+        .unwrap_or(0);
+    &path[cut..]
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ParseStatus {
+    Complete = 0,
+    Partial = 1,
+}
+
+impl ParseStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParseStatus::Complete => "complete",
+            ParseStatus::Partial => "partial",
+        }
+    }
+}
+
+/// Everything extraction learned from one file.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct FileFacts {
+    pub parse_status: ParseStatus,
+    pub error_count: u32,
+    /// 0-based lines of the first few syntax errors (diagnostics).
+    pub error_lines: Vec<u32>,
+    pub line_count: u32,
+    /// Package declared in the file (Go `package x`, Java `package a.b`).
+    pub package: Option<String>,
+    pub defs: Vec<Definition>,
+    pub refs: Vec<Reference>,
+    pub imports: Vec<Import>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_segment_handles_every_separator() {
+        assert_eq!(last_segment("a::b::c"), "c");
+        assert_eq!(last_segment("pkg.mod.Class"), "Class");
+        assert_eq!(last_segment("./util/helpers"), "helpers");
+        assert_eq!(last_segment("plain"), "plain");
+        assert_eq!(last_segment("github.com/x/y"), "y");
+    }
+
+    #[test]
+    fn import_local_name_prefers_alias_then_member() {
+        let mut import = Import {
+            module: "a.b".into(),
+            name: Some("C".into()),
+            alias: None,
+            wildcard: false,
+            site: Span::default(),
+        };
+        assert_eq!(import.local_name(), Some("C"));
+        import.alias = Some("D".into());
+        assert_eq!(import.local_name(), Some("D"));
+        import.wildcard = true;
+        assert_eq!(import.local_name(), None);
+    }
+}

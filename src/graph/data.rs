@@ -1,0 +1,120 @@
+//! The archived graph (R-GEN-5). Plain data with `u32` ids and `u8` codes so that every
+//! read is zero-copy; the meaning of each code is in `model`, `facts` and graph-schema/.
+
+use rkyv::{Archive, Deserialize, Serialize};
+
+/// "No value" for optional `u32` ids.
+pub const NONE: u32 = u32::MAX;
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SpanRecord {
+    pub start_byte: u32,
+    pub end_byte: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct FileRecord {
+    pub path: u32,
+    /// `Language::code`, or 255 for files that are not extracted (docs, manifests).
+    pub language: u8,
+    pub class: u8,
+    pub parse_status: u8,
+    pub error_count: u32,
+    pub hash: [u8; 32],
+    pub size: u64,
+    pub lines: u32,
+    pub node: u32,
+    pub module: u32,
+}
+
+pub const FLAG_TEST_SCOPE: u8 = 1;
+pub const FLAG_HAS_DOC: u8 = 2;
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct NodeRecord {
+    pub kind: u8,
+    pub visibility: u8,
+    pub flags: u8,
+    pub name: u32,
+    pub qualified: u32,
+    pub file: u32,
+    pub parent: u32,
+    pub span: SpanRecord,
+    pub signature: SpanRecord,
+    pub doc: SpanRecord,
+    /// PageRank scaled so that the mean over all nodes is 1000.
+    pub centrality: u32,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct EdgeRecord {
+    /// The other end: target in `out_edges`, source in `in_edges`.
+    pub node: u32,
+    pub kind: u8,
+    pub subkind: u8,
+    pub provenance: u8,
+    pub resolution: u8,
+    pub confidence: u8,
+    pub site_file: u32,
+    pub site: SpanRecord,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct FrontierRecord {
+    pub name: u32,
+    pub role: u8,
+    pub from: u32,
+    pub file: u32,
+    pub site: SpanRecord,
+    pub candidates: u32,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct ModuleEdgeRecord {
+    pub from: u32,
+    pub to: u32,
+    pub kind: u8,
+    pub count: u32,
+}
+
+/// One entry of a sorted name table: `key` is a string id; tables are sorted by
+/// (key, node), and string ids are in lexicographic order, so a table is sorted by text.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NameEntry {
+    pub key: u32,
+    pub node: u32,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct GraphStats {
+    pub external_references: u64,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct GraphData {
+    pub fingerprint: [u8; 32],
+    /// Interned strings, sorted and unique.
+    pub strings: Vec<String>,
+    /// Sorted by path.
+    pub files: Vec<FileRecord>,
+    pub nodes: Vec<NodeRecord>,
+    /// CSR by source: edges of node `n` are `out_edges[out_offsets[n]..out_offsets[n+1]]`.
+    pub out_offsets: Vec<u32>,
+    pub out_edges: Vec<EdgeRecord>,
+    /// CSR by target, `node` being the source.
+    pub in_offsets: Vec<u32>,
+    pub in_edges: Vec<EdgeRecord>,
+    pub frontier: Vec<FrontierRecord>,
+    pub module_edges: Vec<ModuleEdgeRecord>,
+    /// Symbol name → node.
+    pub names_exact: Vec<NameEntry>,
+    /// Lower-cased name → node.
+    pub names_folded: Vec<NameEntry>,
+    /// Dotted suffixes (≥ 2 segments) of `module.path.Qualified.name` → node.
+    pub names_suffix: Vec<NameEntry>,
+    /// Lower-cased identifier segments (`compile_context` → `compile`, `context`) → node.
+    pub names_segments: Vec<NameEntry>,
+    pub stats: GraphStats,
+}

@@ -1,0 +1,151 @@
+//! The graph file: a fixed header followed by an rkyv archive (R-GEN-4).
+//!
+//! ```text
+//! offset size
+//! 0      8    magic  b"ATLASGR\0"
+//! 8      4    format version (u32 LE)
+//! 12     4    oldest format version able to read this file (u32 LE)
+//! 16     8    payload length in bytes (u64 LE)
+//! 24     32   blake3 of the payload
+//! 56     8    reserved, zero
+//! 64     …    payload: rkyv archive of `GraphData` (16-byte aligned)
+//! ```
+//!
+//! A reader rejects a file whose magic, length or checksum is wrong (`atlas-graph-corrupt`)
+//! and one whose version it cannot read (`atlas-graph-incompatible`), before touching the
+//! archive; the archive itself is then validated by bytecheck. No input can cause a panic
+//! or undefined behaviour.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::data::{ArchivedGraphData, GraphData};
+use crate::error::{AtlasError, IoContext, Result};
+
+pub const MAGIC: &[u8; 8] = b"ATLASGR\0";
+/// Format version written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+/// Oldest format version this build reads.
+pub const OLDEST_READABLE: u32 = 1;
+pub const HEADER_LEN: usize = 64;
+
+/// Serializes `data` into the complete file bytes (header + payload).
+pub fn encode(data: &GraphData) -> Result<Vec<u8>> {
+    let payload =
+        rkyv::to_bytes::<rkyv::rancor::Error>(data).map_err(|e| AtlasError::InvalidInput {
+            what: "graph",
+            reason: format!("serialization failed: {e}"),
+        })?;
+    let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    bytes.extend_from_slice(&OLDEST_READABLE.to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
+    bytes.resize(HEADER_LEN, 0);
+    bytes.extend_from_slice(&payload);
+    Ok(bytes)
+}
+
+/// Writes the file and fsyncs it.
+pub fn write(path: &Path, data: &GraphData) -> Result<()> {
+    let bytes = encode(data)?;
+    let mut file = File::create(path).at(path)?;
+    file.write_all(&bytes).at(path)?;
+    file.sync_all().at(path)?;
+    Ok(())
+}
+
+/// A validated, memory-mapped graph file.
+pub struct GraphFile {
+    mmap: Mmap,
+    path: PathBuf,
+}
+
+impl GraphFile {
+    pub fn open(path: &Path) -> Result<GraphFile> {
+        let file = File::open(path).at(path)?;
+        // SAFETY: generation files are written once into staging and never modified after
+        // being published (R-GEN-2); readers map them read-only. A file truncated under us by
+        // another process is outside that contract (documented in graph-schema/).
+        let mmap = unsafe { Mmap::map(&file) }.at(path)?;
+        validate(&mmap, path)?;
+        Ok(GraphFile {
+            mmap,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn len(&self) -> usize {
+        self.mmap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.mmap.is_empty()
+    }
+
+    pub fn data(&self) -> &ArchivedGraphData {
+        // SAFETY: `open` ran `validate`, which checked the checksum and the whole archive
+        // with bytecheck; the mapping is immutable for the lifetime of `self`.
+        unsafe { rkyv::access_unchecked::<ArchivedGraphData>(&self.mmap[HEADER_LEN..]) }
+    }
+}
+
+/// Header, checksum and archive checks; returns the validated archive.
+pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphData> {
+    let corrupt = |reason: String| AtlasError::GraphCorrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if bytes.len() < HEADER_LEN {
+        return Err(corrupt(format!(
+            "{} bytes, shorter than the {HEADER_LEN}-byte header",
+            bytes.len()
+        )));
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(corrupt("bad magic: not an atlas graph file".into()));
+    }
+    let u32_at =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let version = u32_at(8);
+    let oldest = u32_at(12);
+    let readable = if version >= FORMAT_VERSION {
+        oldest <= FORMAT_VERSION
+    } else {
+        version >= OLDEST_READABLE
+    };
+    if !readable {
+        return Err(AtlasError::GraphIncompatible {
+            path: path.to_path_buf(),
+            found: version,
+            oldest: OLDEST_READABLE,
+            current: FORMAT_VERSION,
+        });
+    }
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(&bytes[16..24]);
+    let payload_len = u64::from_le_bytes(len_bytes);
+    let actual = (bytes.len() - HEADER_LEN) as u64;
+    if payload_len != actual {
+        return Err(corrupt(format!(
+            "payload is {actual} bytes, header says {payload_len} (truncated?)"
+        )));
+    }
+    let payload = &bytes[HEADER_LEN..];
+    if blake3::hash(payload).as_bytes() != &bytes[24..56] {
+        return Err(corrupt("payload checksum mismatch".into()));
+    }
+    if !(payload.as_ptr() as usize).is_multiple_of(16) {
+        return Err(corrupt("payload is not 16-byte aligned".into()));
+    }
+    rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(payload)
+        .map_err(|e| corrupt(format!("archive validation failed: {e}")))
+}

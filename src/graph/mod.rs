@@ -1,0 +1,167 @@
+//! The compiled graph: its archived data model (`data`), the file format (`format`), the
+//! compiler from resolved facts (`compile`), name normalisation (`names`) and the
+//! read-only, zero-copy view every query uses (`Graph`).
+//!
+//! Architecture invariant: `graph` knows nothing of JSON, the CLI or the store layout.
+
+pub mod compile;
+pub mod data;
+pub mod format;
+pub mod names;
+
+use std::path::Path;
+
+use data::{
+    ArchivedEdgeRecord, ArchivedFileRecord, ArchivedGraphData, ArchivedNameEntry,
+    ArchivedNodeRecord, NONE,
+};
+use format::GraphFile;
+
+use crate::error::Result;
+use crate::facts::SymbolKind;
+
+/// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy.
+pub struct Graph {
+    file: GraphFile,
+}
+
+/// Which name table a lookup searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameTable {
+    Exact,
+    Folded,
+    Suffix,
+    Segments,
+}
+
+impl Graph {
+    pub fn open(path: &Path) -> Result<Graph> {
+        Ok(Graph {
+            file: GraphFile::open(path)?,
+        })
+    }
+
+    pub fn data(&self) -> &ArchivedGraphData {
+        self.file.data()
+    }
+
+    pub fn byte_len(&self) -> usize {
+        self.file.len()
+    }
+
+    pub fn fingerprint(&self) -> String {
+        hex(&self.data().fingerprint)
+    }
+
+    pub fn str(&self, id: u32) -> &str {
+        self.data()
+            .strings
+            .get(id as usize)
+            .map_or("", |s| s.as_str())
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.data().nodes.len()
+    }
+
+    pub fn node(&self, id: u32) -> &ArchivedNodeRecord {
+        &self.data().nodes[id as usize]
+    }
+
+    pub fn kind(&self, id: u32) -> SymbolKind {
+        SymbolKind::from_code(self.node(id).kind).unwrap_or(SymbolKind::Variable)
+    }
+
+    pub fn file_of(&self, id: u32) -> Option<&ArchivedFileRecord> {
+        let file = self.node(id).file.to_native();
+        (file != NONE).then(|| &self.data().files[file as usize])
+    }
+
+    pub fn file_path(&self, file: u32) -> &str {
+        self.data()
+            .files
+            .get(file as usize)
+            .map_or("", |f| self.str(f.path.to_native()))
+    }
+
+    pub fn out_edges(&self, id: u32) -> &[ArchivedEdgeRecord] {
+        let d = self.data();
+        let (a, b) = (
+            d.out_offsets[id as usize].to_native(),
+            d.out_offsets[id as usize + 1].to_native(),
+        );
+        &d.out_edges[a as usize..b as usize]
+    }
+
+    pub fn in_edges(&self, id: u32) -> &[ArchivedEdgeRecord] {
+        let d = self.data();
+        let (a, b) = (
+            d.in_offsets[id as usize].to_native(),
+            d.in_offsets[id as usize + 1].to_native(),
+        );
+        &d.in_edges[a as usize..b as usize]
+    }
+
+    /// Id of an interned string, if present.
+    pub fn string_id(&self, text: &str) -> Option<u32> {
+        let strings = &self.data().strings;
+        let mut lo = 0usize;
+        let mut hi = strings.len();
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match strings[mid].as_str().cmp(text) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid as u32),
+            }
+        }
+        None
+    }
+
+    fn table(&self, table: NameTable) -> &[ArchivedNameEntry] {
+        let d = self.data();
+        match table {
+            NameTable::Exact => &d.names_exact,
+            NameTable::Folded => &d.names_folded,
+            NameTable::Suffix => &d.names_suffix,
+            NameTable::Segments => &d.names_segments,
+        }
+    }
+
+    /// Nodes whose key in `table` equals `key`, by binary search.
+    pub fn lookup(&self, table: NameTable, key: &str) -> Vec<u32> {
+        let Some(id) = self.string_id(key) else {
+            return Vec::new();
+        };
+        let entries = self.table(table);
+        let start = entries.partition_point(|e| e.key.to_native() < id);
+        entries[start..]
+            .iter()
+            .take_while(|e| e.key.to_native() == id)
+            .map(|e| e.node.to_native())
+            .collect()
+    }
+
+    /// Nodes whose key in `table` starts with `prefix` (keys are sorted by text).
+    pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<u32> {
+        let strings = &self.data().strings;
+        let first = strings.partition_point(|s| s.as_str() < prefix) as u32;
+        let entries = self.table(table);
+        let start = entries.partition_point(|e| e.key.to_native() < first);
+        entries[start..]
+            .iter()
+            .take_while(|e| self.str(e.key.to_native()).starts_with(prefix))
+            .take(limit)
+            .map(|e| e.node.to_native())
+            .collect()
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}

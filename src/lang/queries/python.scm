@@ -1,0 +1,38 @@
+; Python facts for atlas. Capture names are validated at load (src/lang/mod.rs).
+
+; ---- definitions
+(class_definition name: (identifier) @name) @def.class
+(function_definition name: (identifier) @name) @def.function
+(module (expression_statement (assignment left: (identifier) @name) @def.variable))
+(class_definition
+  body: (block (expression_statement (assignment left: (identifier) @name) @def.field)))
+
+; ---- references
+(call function: (identifier) @name) @ref.call
+(call function: (attribute object: (_) @receiver attribute: (identifier) @name)) @ref.call
+(decorator (identifier) @name @ref.call)
+(decorator (call function: (identifier) @name) @ref.call)
+(class_definition
+  superclasses: (argument_list (identifier) @name @ref.inherit))
+(class_definition
+  superclasses: (argument_list
+    (attribute object: (_) @qualifier attribute: (identifier) @name) @ref.inherit))
+(type (identifier) @name @ref.type)
+(type (generic_type (identifier) @name @ref.type))
+(argument_list (identifier) @name @ref.read)
+(keyword_argument value: (identifier) @name @ref.read)
+(assignment right: (identifier) @name @ref.read)
+
+; ---- imports
+(import_statement name: (dotted_name) @import.module) @import
+(import_statement
+  name: (aliased_import name: (dotted_name) @import.module alias: (identifier) @import.alias)) @import
+(import_from_statement
+  module_name: (_) @import.module
+  name: (dotted_name) @import.name) @import
+(import_from_statement
+  module_name: (_) @import.module
+  name: (aliased_import name: (dotted_name) @import.name alias: (identifier) @import.alias)) @import
+(import_from_statement
+  module_name: (_) @import.module
+  (wildcard_import) @import.wildcard) @import

@@ -1,0 +1,45 @@
+; Rust facts for atlas.
+
+; ---- definitions
+(function_item name: (identifier) @name) @def.function
+(function_signature_item name: (identifier) @name) @def.function
+(struct_item name: (type_identifier) @name) @def.struct
+(union_item name: (type_identifier) @name) @def.struct
+(enum_item name: (type_identifier) @name) @def.enum
+(enum_variant name: (identifier) @name) @def.constant
+(trait_item name: (type_identifier) @name) @def.interface
+(impl_item trait: (_) @trait type: (_) @scope) @def.impl
+(impl_item !trait type: (_) @scope) @def.impl
+(type_item name: (type_identifier) @name) @def.type
+(const_item name: (identifier) @name) @def.constant
+(static_item name: (identifier) @name) @def.constant
+(mod_item name: (identifier) @name) @def.module
+(macro_definition name: (identifier) @name) @def.macro
+(field_declaration name: (field_identifier) @name) @def.field
+
+((attribute_item (attribute (identifier) @_cfg arguments: (token_tree (identifier) @_test)))
+  .
+  (mod_item) @test.scope
+  (#eq? @_cfg "cfg")
+  (#eq? @_test "test"))
+
+; ---- references
+(call_expression function: (identifier) @name) @ref.call
+(call_expression
+  function: (field_expression value: (_) @receiver field: (field_identifier) @name)) @ref.call
+(call_expression
+  function: (scoped_identifier path: (_) @qualifier name: (identifier) @name)) @ref.call
+(call_expression function: (generic_function function: (identifier) @name)) @ref.call
+(call_expression
+  function: (generic_function
+    function: (scoped_identifier path: (_) @qualifier name: (identifier) @name))) @ref.call
+(call_expression
+  function: (generic_function
+    function: (field_expression value: (_) @receiver field: (field_identifier) @name))) @ref.call
+(macro_invocation macro: (identifier) @name) @ref.call
+(scoped_type_identifier path: (_) @qualifier name: (type_identifier) @name) @ref.type
+(type_identifier) @name @ref.type
+(arguments (identifier) @name @ref.read)
+
+; ---- imports
+(use_declaration argument: (_) @import.tree) @import

@@ -1,0 +1,16 @@
+//! Atlas compiles a repository into a memory-mapped, fingerprinted graph of symbols and
+//! edges, and answers bounded, honest context queries over it. See docs/ARCHITECTURE.md.
+
+pub mod build;
+pub mod cli;
+pub mod dump;
+pub mod error;
+pub mod extract;
+pub mod facts;
+pub mod graph;
+pub mod inventory;
+pub mod lang;
+pub mod model;
+pub mod resolve;
+pub mod status;
+pub mod store;

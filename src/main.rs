@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(atlas::cli::run(std::env::args_os()));
+}

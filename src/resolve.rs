@@ -1,0 +1,1164 @@
+//! Resolution: from per-file facts to a symbol/edge graph (R-RES-1..3).
+//!
+//! Each reference is tried in the order the spec fixes: local scope and same file; names
+//! brought in by imports (following the import to its target file); `self`/`this`
+//! receivers to the enclosing type; qualified paths; a unique global name. Anything else
+//! becomes an unresolved frontier entry with its number of candidate definitions: a
+//! guessed edge is never emitted. Every edge carries provenance, resolution and confidence.
+//!
+//! Node numbering is deterministic: module (directory) nodes sorted by path, then for each
+//! file in path order its file node followed by its definitions in source order.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKind, Visibility};
+use crate::lang::Language;
+use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
+
+/// One inventoried file as resolution sees it.
+pub struct SourceUnit<'a> {
+    pub path: &'a str,
+    pub language: Option<Language>,
+    pub facts: Option<&'a FileFacts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedNode {
+    pub kind: SymbolKind,
+    pub name: String,
+    pub qualified: String,
+    pub file: Option<u32>,
+    pub span: Span,
+    pub signature: Span,
+    pub doc: Option<Span>,
+    pub parent: Option<u32>,
+    pub visibility: Visibility,
+    pub in_test_scope: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Site {
+    pub file: u32,
+    pub span: SpanKey,
+}
+
+/// `Span` with an ordering, for sorting and dedup of sites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpanKey {
+    pub start_byte: u32,
+    pub end_byte: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+impl From<Span> for SpanKey {
+    fn from(s: Span) -> Self {
+        SpanKey {
+            start_byte: s.start_byte,
+            end_byte: s.end_byte,
+            start_line: s.start_line,
+            end_line: s.end_line,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResolvedEdge {
+    pub from: u32,
+    pub to: u32,
+    pub kind: EdgeKind,
+    pub subkind: EdgeSubkind,
+    pub provenance: Provenance,
+    pub resolution: Resolution,
+    pub confidence: u8,
+    pub site: Option<Site>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrontierEntry {
+    pub name: String,
+    pub role: RefRole,
+    pub from: u32,
+    pub file: u32,
+    pub site: Span,
+    /// Definitions in the graph that share the name (0: external or unknown).
+    pub candidates: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct Resolved {
+    pub nodes: Vec<ResolvedNode>,
+    /// Sorted and deduplicated.
+    pub edges: Vec<ResolvedEdge>,
+    pub frontier: Vec<FrontierEntry>,
+    /// Node id of each file (index = file index).
+    pub file_nodes: Vec<u32>,
+    /// Module node id of each file.
+    pub file_modules: Vec<u32>,
+    /// Type-use and read references to names defined nowhere in the graph (counted, not kept).
+    pub external_references: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Target {
+    Symbol(u32),
+    Files(Vec<u32>),
+}
+
+/// What a file's imports bring into scope.
+struct FileImports {
+    bindings: HashMap<String, Target>,
+    /// Files whose top-level names are all visible (`from m import *`, `use m::*`).
+    wildcards: Vec<u32>,
+    /// (target node, import site) for `imports` edges.
+    edges: Vec<(u32, Span)>,
+}
+
+struct Outcome {
+    target: u32,
+    resolution: Resolution,
+    confidence: u8,
+}
+
+/// Resolves all files. `units` must be sorted by path.
+pub fn resolve(units: &[SourceUnit]) -> Resolved {
+    let mut resolver = Resolver::new(units);
+    resolver.build_nodes();
+    resolver.build_indexes();
+    resolver.resolve_all();
+    resolver.finish()
+}
+
+struct Resolver<'a> {
+    units: &'a [SourceUnit<'a>],
+    out: Resolved,
+    /// First node id of each file's definitions (def i of file f is `def_base[f] + i`).
+    def_base: Vec<u32>,
+    by_name: HashMap<&'a str, Vec<u32>>,
+    by_qualified: HashMap<&'a str, Vec<u32>>,
+    /// (type member scope, member name) → member nodes.
+    members: HashMap<(&'a str, &'a str), Vec<u32>>,
+    /// Top-level definitions of each file by name.
+    top_level: Vec<HashMap<&'a str, Vec<u32>>>,
+    file_by_path: HashMap<&'a str, u32>,
+    dir_files: HashMap<&'a str, Vec<u32>>,
+    dotted_full: HashMap<String, Vec<u32>>,
+    dotted_suffix: HashMap<String, Vec<u32>>,
+    packages: HashMap<&'a str, Vec<u32>>,
+    rust_modules: HashMap<(String, String), u32>,
+    bindings: Vec<HashMap<String, Target>>,
+    wildcards: Vec<Vec<u32>>,
+    edges: HashSet<ResolvedEdge>,
+}
+
+fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+fn strip_ext(path: &str) -> &str {
+    let name_start = path.rfind('/').map_or(0, |i| i + 1);
+    match path[name_start..].find('.') {
+        Some(i) => &path[..name_start + i],
+        None => path,
+    }
+}
+
+/// Rust: (crate root dir, module path) of a file.
+fn rust_module_of(path: &str) -> (String, String) {
+    let segments: Vec<&str> = path.split('/').collect();
+    let Some(src) = segments.iter().rposition(|s| *s == "src") else {
+        return (dir_of(path).to_string(), String::new());
+    };
+    let crate_root = segments[..=src].join("/");
+    let mut module: Vec<&str> = segments[src + 1..].to_vec();
+    if let Some(last) = module.pop() {
+        let stem = strip_ext(last);
+        if !matches!(stem, "lib" | "main" | "mod") {
+            module.push(stem);
+        }
+    }
+    (crate_root, module.join("::"))
+}
+
+impl<'a> Resolver<'a> {
+    fn new(units: &'a [SourceUnit<'a>]) -> Self {
+        Resolver {
+            units,
+            out: Resolved::default(),
+            def_base: Vec::new(),
+            by_name: HashMap::new(),
+            by_qualified: HashMap::new(),
+            members: HashMap::new(),
+            top_level: Vec::new(),
+            file_by_path: HashMap::new(),
+            dir_files: HashMap::new(),
+            dotted_full: HashMap::new(),
+            dotted_suffix: HashMap::new(),
+            packages: HashMap::new(),
+            rust_modules: HashMap::new(),
+            bindings: Vec::new(),
+            wildcards: Vec::new(),
+            edges: HashSet::new(),
+        }
+    }
+
+    fn facts(&self, file: u32) -> Option<&'a FileFacts> {
+        self.units[file as usize].facts
+    }
+
+    fn language(&self, file: u32) -> Option<Language> {
+        self.units[file as usize].language
+    }
+
+    fn build_nodes(&mut self) {
+        // Modules: every directory holding a file, plus the root.
+        let mut dirs: BTreeMap<&str, u32> = BTreeMap::new();
+        dirs.insert("", 0);
+        for unit in self.units {
+            let mut dir = dir_of(unit.path);
+            loop {
+                dirs.insert(dir, 0);
+                if dir.is_empty() {
+                    break;
+                }
+                dir = dir_of(dir);
+            }
+        }
+        for (index, (dir, id)) in dirs.iter_mut().enumerate() {
+            *id = index as u32;
+            let name = if dir.is_empty() { "." } else { *dir };
+            self.out.nodes.push(ResolvedNode {
+                kind: SymbolKind::Module,
+                name: crate::facts::last_segment(name).to_string(),
+                qualified: name.to_string(),
+                file: None,
+                span: Span::default(),
+                signature: Span::default(),
+                doc: None,
+                parent: None,
+                visibility: Visibility::Public,
+                in_test_scope: false,
+            });
+        }
+        for (dir, &id) in &dirs {
+            if !dir.is_empty() {
+                let parent = dirs[dir_of(dir)];
+                self.out.nodes[id as usize].parent = Some(parent);
+                self.contains(parent, id);
+            }
+        }
+        for (file, unit) in self.units.iter().enumerate() {
+            let file = file as u32;
+            let file_node = self.out.nodes.len() as u32;
+            let module = dirs[dir_of(unit.path)];
+            let name = unit.path.rsplit_once('/').map_or(unit.path, |(_, n)| n);
+            self.out.nodes.push(ResolvedNode {
+                kind: SymbolKind::File,
+                name: name.to_string(),
+                qualified: unit.path.to_string(),
+                file: Some(file),
+                span: Span::default(),
+                signature: Span::default(),
+                doc: None,
+                parent: Some(module),
+                visibility: Visibility::Public,
+                in_test_scope: false,
+            });
+            self.out.file_nodes.push(file_node);
+            self.out.file_modules.push(module);
+            self.contains(module, file_node);
+            let base = file_node + 1;
+            self.def_base.push(base);
+            if let Some(facts) = unit.facts {
+                for (i, def) in facts.defs.iter().enumerate() {
+                    let id = base + i as u32;
+                    let parent = def.parent.map(|p| base + p).unwrap_or(file_node);
+                    self.out.nodes.push(ResolvedNode {
+                        kind: def.kind,
+                        name: def.name.clone(),
+                        qualified: def.qualified.clone(),
+                        file: Some(file),
+                        span: def.span,
+                        signature: def.signature,
+                        doc: def.doc,
+                        parent: Some(parent),
+                        visibility: def.visibility,
+                        in_test_scope: def.in_test_scope,
+                    });
+                    self.contains(parent, id);
+                }
+            }
+        }
+    }
+
+    fn contains(&mut self, from: u32, to: u32) {
+        self.edges.insert(ResolvedEdge {
+            from,
+            to,
+            kind: EdgeKind::Contains,
+            subkind: EdgeSubkind::None,
+            provenance: Provenance::TreeSitter,
+            resolution: Resolution::Scope,
+            confidence: 100,
+            site: None,
+        });
+    }
+
+    fn build_indexes(&mut self) {
+        let units = self.units;
+        self.top_level = vec![HashMap::new(); units.len()];
+        for (file, unit) in units.iter().enumerate() {
+            let f = file as u32;
+            self.file_by_path.insert(unit.path, f);
+            self.dir_files.entry(dir_of(unit.path)).or_default().push(f);
+            let Some(language) = unit.language else {
+                continue;
+            };
+            match language {
+                Language::Python | Language::Java => {
+                    let stem = strip_ext(unit.path);
+                    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+                    let dotted = stem.replace('/', ".");
+                    self.dotted_full.entry(dotted.clone()).or_default().push(f);
+                    let mut rest = dotted.as_str();
+                    while let Some((_, tail)) = rest.split_once('.') {
+                        self.dotted_suffix
+                            .entry(tail.to_string())
+                            .or_default()
+                            .push(f);
+                        rest = tail;
+                    }
+                }
+                Language::Rust => {
+                    self.rust_modules.insert(rust_module_of(unit.path), f);
+                }
+                _ => {}
+            }
+            let Some(facts) = unit.facts else { continue };
+            if let Some(package) = &facts.package {
+                self.packages.entry(package.as_str()).or_default().push(f);
+            }
+            let base = self.def_base[file];
+            for (i, def) in facts.defs.iter().enumerate() {
+                let id = base + i as u32;
+                self.by_name.entry(def.name.as_str()).or_default().push(id);
+                self.by_qualified
+                    .entry(def.qualified.as_str())
+                    .or_default()
+                    .push(id);
+                match def.parent {
+                    None => self.top_level[file]
+                        .entry(def.name.as_str())
+                        .or_default()
+                        .push(id),
+                    Some(p) => {
+                        let parent = &facts.defs[p as usize];
+                        if parent.kind.is_type_container() {
+                            self.members
+                                .entry((parent.member_scope.as_str(), def.name.as_str()))
+                                .or_default()
+                                .push(id);
+                        }
+                    }
+                }
+                // Go methods are declared outside their type but belong to it.
+                if def.parent.is_some()
+                    && language == Language::Go
+                    && def.kind == SymbolKind::Method
+                    && let Some((scope, _)) = def.qualified.rsplit_once('.')
+                {
+                    let scope: &'a str = scope;
+                    let list = self.members.entry((scope, def.name.as_str())).or_default();
+                    if !list.contains(&id) {
+                        list.push(id);
+                    }
+                }
+            }
+        }
+        for file in 0..units.len() as u32 {
+            let FileImports {
+                bindings,
+                wildcards,
+                edges: import_edges,
+            } = self.bind_imports(file);
+            for (target, site) in import_edges {
+                let from = self.out.file_nodes[file as usize];
+                self.edges.insert(ResolvedEdge {
+                    from,
+                    to: target,
+                    kind: EdgeKind::Imports,
+                    subkind: EdgeSubkind::None,
+                    provenance: Provenance::TreeSitter,
+                    resolution: Resolution::Import,
+                    confidence: 95,
+                    site: Some(Site {
+                        file,
+                        span: site.into(),
+                    }),
+                });
+            }
+            self.bindings.push(bindings);
+            self.wildcards.push(wildcards);
+        }
+    }
+
+    /// Files a module text names, seen from `file`.
+    fn module_files(&self, file: u32, module: &str) -> Vec<u32> {
+        let unit = &self.units[file as usize];
+        let Some(language) = unit.language else {
+            return Vec::new();
+        };
+        match language {
+            Language::Python => self.python_module(unit.path, module),
+            Language::Java => match self.packages.get(module) {
+                Some(files) => files.clone(),
+                None => self.dotted(module),
+            },
+            Language::TypeScript | Language::Tsx | Language::JavaScript => {
+                self.script_module(unit.path, module).into_iter().collect()
+            }
+            Language::Go => self.go_package(module),
+            Language::Rust => self.rust_module(unit.path, module).into_iter().collect(),
+        }
+    }
+
+    fn dotted(&self, dotted: &str) -> Vec<u32> {
+        if let Some(files) = self.dotted_full.get(dotted) {
+            return files.clone();
+        }
+        match self.dotted_suffix.get(dotted) {
+            Some(files) if files.len() == 1 => files.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn python_module(&self, from_path: &str, module: &str) -> Vec<u32> {
+        let dots = module.chars().take_while(|c| *c == '.').count();
+        if dots == 0 {
+            return self.dotted(module);
+        }
+        let mut package: Vec<&str> = dir_of(from_path)
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        for _ in 1..dots {
+            package.pop();
+        }
+        let rest = &module[dots..];
+        let mut parts: Vec<&str> = package;
+        if !rest.is_empty() {
+            parts.extend(rest.split('.'));
+        }
+        let dotted = parts.join(".");
+        self.dotted_full.get(&dotted).cloned().unwrap_or_default()
+    }
+
+    fn script_module(&self, from_path: &str, spec: &str) -> Option<u32> {
+        if !spec.starts_with('.') {
+            return None;
+        }
+        let mut parts: Vec<&str> = dir_of(from_path)
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        for part in spec.split('/') {
+            match part {
+                "." | "" => {}
+                ".." => {
+                    parts.pop()?;
+                }
+                other => parts.push(other),
+            }
+        }
+        let base = parts.join("/");
+        let stripped = ["js", "jsx", "mjs", "cjs"]
+            .iter()
+            .find_map(|e| base.strip_suffix(&format!(".{e}")));
+        const EXTENSIONS: &[&str] = &["", ".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs"];
+        for candidate in [Some(base.as_str()), stripped].into_iter().flatten() {
+            for ext in EXTENSIONS {
+                if let Some(&f) = self.file_by_path.get(format!("{candidate}{ext}").as_str()) {
+                    return Some(f);
+                }
+            }
+            for ext in &EXTENSIONS[1..] {
+                if let Some(&f) = self
+                    .file_by_path
+                    .get(format!("{candidate}/index{ext}").as_str())
+                {
+                    return Some(f);
+                }
+            }
+        }
+        None
+    }
+
+    fn go_package(&self, import_path: &str) -> Vec<u32> {
+        // The longest directory that is a suffix of the import path.
+        let mut best: Option<(&str, &Vec<u32>)> = None;
+        for (dir, files) in &self.dir_files {
+            if dir.is_empty() {
+                continue;
+            }
+            let matches = import_path == *dir || import_path.ends_with(&format!("/{dir}"));
+            if matches && best.is_none_or(|(b, _)| dir.len() > b.len()) {
+                best = Some((dir, files));
+            }
+        }
+        best.map(|(_, files)| {
+            files
+                .iter()
+                .copied()
+                .filter(|&f| self.language(f) == Some(Language::Go))
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    fn rust_module(&self, from_path: &str, path: &str) -> Option<u32> {
+        let (crate_root, current) = rust_module_of(from_path);
+        let mut segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+        let mut base: Vec<String> = Vec::new();
+        match segments.first().copied() {
+            Some("crate") => {
+                segments.remove(0);
+            }
+            Some("self") => {
+                segments.remove(0);
+                base = current
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+            }
+            Some("super") => {
+                base = current
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                while segments.first() == Some(&"super") {
+                    segments.remove(0);
+                    base.pop();
+                }
+            }
+            _ => {
+                // A path relative to the current module (Rust 2018 allows `use sibling::x`
+                // only for crates, but `mod` children resolve this way).
+                base = current
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                let mut relative = base.clone();
+                relative.extend(segments.iter().map(|s| s.to_string()));
+                if let Some(&f) = self
+                    .rust_modules
+                    .get(&(crate_root.clone(), relative.join("::")))
+                {
+                    return Some(f);
+                }
+                return None;
+            }
+        }
+        base.extend(segments.iter().map(|s| s.to_string()));
+        self.rust_modules
+            .get(&(crate_root, base.join("::")))
+            .copied()
+    }
+
+    fn bind_imports(&self, file: u32) -> FileImports {
+        let mut bindings = HashMap::new();
+        let mut wildcards = Vec::new();
+        let mut edges = Vec::new();
+        let Some(facts) = self.facts(file) else {
+            return FileImports {
+                bindings,
+                wildcards,
+                edges,
+            };
+        };
+        for import in &facts.imports {
+            let files = self.module_files(file, &import.module);
+            if import.wildcard {
+                for &f in &files {
+                    edges.push((self.out.file_nodes[f as usize], import.site));
+                }
+                wildcards.extend(files);
+                continue;
+            }
+            let target = self.import_target(file, import, &files);
+            let Some(target) = target else { continue };
+            match &target {
+                Target::Symbol(id) => edges.push((*id, import.site)),
+                Target::Files(fs) => {
+                    for &f in fs {
+                        edges.push((self.out.file_nodes[f as usize], import.site));
+                    }
+                }
+            }
+            if let Some(local) = import.local_name() {
+                bindings.insert(local.to_string(), target.clone());
+            }
+            if import.alias.is_none() && import.name.is_none() {
+                bindings.insert(import.module.clone(), target);
+            }
+        }
+        FileImports {
+            bindings,
+            wildcards,
+            edges,
+        }
+    }
+
+    fn import_target(&self, file: u32, import: &Import, files: &[u32]) -> Option<Target> {
+        let Some(name) = &import.name else {
+            return (!files.is_empty()).then(|| Target::Files(files.to_vec()));
+        };
+        // The member as a definition of the module's files.
+        for &f in files {
+            if let Some(ids) = self.top_level[f as usize].get(name.as_str()) {
+                return Some(Target::Symbol(ids[0]));
+            }
+        }
+        // The member as a submodule (`from pkg import mod`, `use crate::a::b`).
+        let language = self.language(file)?;
+        let sub = match language {
+            Language::Rust => format!("{}::{}", import.module, name),
+            Language::Python => {
+                if import.module.ends_with('.') {
+                    format!("{}{}", import.module, name)
+                } else {
+                    format!("{}.{}", import.module, name)
+                }
+            }
+            _ => {
+                return (!files.is_empty() && name == "default")
+                    .then(|| Target::Files(files.to_vec()));
+            }
+        };
+        let sub_files = self.module_files(file, &sub);
+        (!sub_files.is_empty()).then_some(Target::Files(sub_files))
+    }
+
+    fn resolve_all(&mut self) {
+        for file in 0..self.units.len() as u32 {
+            let Some(facts) = self.facts(file) else {
+                continue;
+            };
+            let Some(language) = self.language(file) else {
+                continue;
+            };
+            let base = self.def_base[file as usize];
+            for reference in &facts.refs {
+                let from = reference
+                    .from
+                    .map(|f| base + f)
+                    .unwrap_or(self.out.file_nodes[file as usize]);
+                let outcome = self.resolve_reference(file, language, facts, reference);
+                let (kind, subkind) = match reference.role {
+                    RefRole::Call => (EdgeKind::Calls, EdgeSubkind::None),
+                    RefRole::TypeUse => (EdgeKind::UsesType, EdgeSubkind::None),
+                    RefRole::Implement => (EdgeKind::Implements, EdgeSubkind::None),
+                    RefRole::Inherit => (EdgeKind::Implements, EdgeSubkind::Extends),
+                    RefRole::Import => (EdgeKind::Imports, EdgeSubkind::None),
+                    RefRole::Read | RefRole::Write => (EdgeKind::References, EdgeSubkind::None),
+                };
+                match outcome {
+                    Ok(o) if o.target != from || kind == EdgeKind::Calls => {
+                        self.edges.insert(ResolvedEdge {
+                            from,
+                            to: o.target,
+                            kind,
+                            subkind,
+                            provenance: Provenance::TreeSitter,
+                            resolution: o.resolution,
+                            confidence: o.confidence,
+                            site: Some(Site {
+                                file,
+                                span: reference.site.into(),
+                            }),
+                        });
+                    }
+                    Ok(_) => {}
+                    Err(candidates) => {
+                        let keep = candidates > 0
+                            || matches!(
+                                reference.role,
+                                RefRole::Call | RefRole::Inherit | RefRole::Implement
+                            );
+                        if keep {
+                            self.out.frontier.push(FrontierEntry {
+                                name: reference.name.clone(),
+                                role: reference.role,
+                                from,
+                                file,
+                                site: reference.site,
+                                candidates,
+                            });
+                        } else {
+                            self.out.external_references += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The nodes of kinds a reference with this role may target.
+    fn compatible(&self, role: RefRole, id: u32) -> bool {
+        let kind = self.out.nodes[id as usize].kind;
+        match role {
+            RefRole::Call => kind.is_callable() || kind.is_type(),
+            RefRole::TypeUse | RefRole::Inherit | RefRole::Implement => kind.is_type(),
+            RefRole::Import => true,
+            RefRole::Read | RefRole::Write => {
+                !matches!(kind, SymbolKind::Impl | SymbolKind::Module)
+            }
+        }
+    }
+
+    fn pick(&self, role: RefRole, ids: &[u32]) -> Option<u32> {
+        ids.iter().copied().find(|&id| self.compatible(role, id))
+    }
+
+    fn resolve_reference(
+        &self,
+        file: u32,
+        language: Language,
+        facts: &FileFacts,
+        r: &Reference,
+    ) -> Result<Outcome, u32> {
+        let ok = |target, resolution, confidence| {
+            Ok(Outcome {
+                target,
+                resolution,
+                confidence,
+            })
+        };
+        let base = self.def_base[file as usize];
+
+        if let Some(receiver) = &r.receiver {
+            if language.is_self_receiver(receiver) {
+                if let Some(owner) = self.enclosing_type(facts, r.from)
+                    && let Some(id) = self.member_of(file, owner, &r.name, 0)
+                {
+                    return ok(id, Resolution::Scope, 85);
+                }
+            } else if let Some(target) = self.bindings[file as usize].get(receiver.as_str()) {
+                if let Some(id) = self.lookup_in_target(target, &r.name, r.role) {
+                    return ok(id, Resolution::Import, 90);
+                }
+            } else if let Some(id) = self.type_named(file, receiver) {
+                let scope = self.member_scope_of(id);
+                if let Some(id) = self.member_of(file, scope, &r.name, 0) {
+                    return ok(id, Resolution::Scope, 80);
+                }
+            }
+            return self.unique_member(file, r);
+        }
+
+        if let Some(qualifier) = &r.qualifier {
+            return match self.resolve_qualified(file, language, facts, r, qualifier) {
+                Some(o) => Ok(o),
+                None => Err(self.candidate_count(r)),
+            };
+        }
+
+        // 1. Local scope: enclosing functions' nested definitions, then the file's top level.
+        let mut scope = r.from;
+        while let Some(s) = scope {
+            let def = &facts.defs[s as usize];
+            let allow_members = def.kind.is_callable()
+                || (language == Language::Java && def.kind.is_type_container());
+            if allow_members {
+                let found = facts.defs.iter().enumerate().find(|(_, d)| {
+                    d.parent == Some(s) && d.name == r.name && d.kind != SymbolKind::Impl
+                });
+                if let Some((i, _)) = found {
+                    let id = base + i as u32;
+                    if self.compatible(r.role, id) {
+                        return ok(id, Resolution::Scope, 90);
+                    }
+                }
+            }
+            scope = def.parent;
+        }
+        if let Some(ids) = self.top_level[file as usize].get(r.name.as_str())
+            && let Some(id) = self.pick(r.role, ids)
+        {
+            return ok(id, Resolution::Scope, 90);
+        }
+        // 2. Imports.
+        if let Some(target) = self.bindings[file as usize].get(r.name.as_str()) {
+            match target {
+                Target::Symbol(id) if self.compatible(r.role, *id) => {
+                    return ok(*id, Resolution::Import, 95);
+                }
+                _ => {}
+            }
+        }
+        // Same package (Go directory, Java package) shares one namespace.
+        for f in self.package_peers(file) {
+            if let Some(ids) = self.top_level[f as usize].get(r.name.as_str())
+                && let Some(id) = self.pick(r.role, ids)
+            {
+                return ok(id, Resolution::Scope, 85);
+            }
+        }
+        for &f in &self.wildcards[file as usize] {
+            if let Some(ids) = self.top_level[f as usize].get(r.name.as_str())
+                && let Some(id) = self.pick(r.role, ids)
+            {
+                return ok(id, Resolution::Import, 80);
+            }
+        }
+        if r.name == "Self"
+            && language == Language::Rust
+            && let Some(owner) = self.enclosing_type(facts, r.from)
+            && let Some(id) = self.type_named(file, owner)
+        {
+            return ok(id, Resolution::Scope, 90);
+        }
+        // 5. A unique global name.
+        self.unique_global(r)
+    }
+
+    fn candidate_count(&self, r: &Reference) -> u32 {
+        self.by_name.get(r.name.as_str()).map_or(0, |ids| {
+            ids.iter()
+                .filter(|&&id| self.compatible(r.role, id))
+                .count() as u32
+        })
+    }
+
+    fn unique_global(&self, r: &Reference) -> Result<Outcome, u32> {
+        let Some(ids) = self.by_name.get(r.name.as_str()) else {
+            return Err(0);
+        };
+        let compatible: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| self.compatible(r.role, id))
+            .collect();
+        match compatible.as_slice() {
+            [only] => Ok(Outcome {
+                target: *only,
+                resolution: Resolution::UniqueName,
+                confidence: 50,
+            }),
+            other => Err(other.len() as u32),
+        }
+    }
+
+    /// A member call on a receiver of unknown type: only a method name unique in the graph
+    /// whose file the caller can see (same file or imported) is accepted.
+    fn unique_member(&self, file: u32, r: &Reference) -> Result<Outcome, u32> {
+        let Some(ids) = self.by_name.get(r.name.as_str()) else {
+            return Err(0);
+        };
+        let methods: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| {
+                matches!(
+                    self.out.nodes[id as usize].kind,
+                    SymbolKind::Method | SymbolKind::Field
+                )
+            })
+            .collect();
+        match methods.as_slice() {
+            [only] => {
+                let target_file = self.out.nodes[*only as usize].file.unwrap_or(u32::MAX);
+                let visible = target_file == file
+                    || self.bindings[file as usize].values().any(|t| match t {
+                        Target::Symbol(id) => {
+                            self.out.nodes[*id as usize].file == Some(target_file)
+                        }
+                        Target::Files(fs) => fs.contains(&target_file),
+                    });
+                if visible {
+                    Ok(Outcome {
+                        target: *only,
+                        resolution: Resolution::UniqueName,
+                        confidence: 45,
+                    })
+                } else {
+                    Err(1)
+                }
+            }
+            other => Err(other.len() as u32),
+        }
+    }
+
+    fn package_peers(&self, file: u32) -> Vec<u32> {
+        let unit = &self.units[file as usize];
+        match unit.language {
+            Some(Language::Go) => self.dir_files[dir_of(unit.path)]
+                .iter()
+                .copied()
+                .filter(|&f| f != file && self.language(f) == Some(Language::Go))
+                .collect(),
+            Some(Language::Java) => unit
+                .facts
+                .and_then(|f| f.package.as_deref())
+                .and_then(|p| self.packages.get(p))
+                .map(|files| files.iter().copied().filter(|&f| f != file).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Member scope name of the type enclosing a definition (class name, impl self type).
+    fn enclosing_type(&self, facts: &'a FileFacts, from: Option<u32>) -> Option<&'a str> {
+        let mut scope = from;
+        while let Some(s) = scope {
+            let def = &facts.defs[s as usize];
+            if def.kind.is_type_container() {
+                return Some(def.member_scope.as_str());
+            }
+            // Go methods: the receiver type qualifies the method.
+            if def.kind == SymbolKind::Method
+                && def
+                    .parent
+                    .is_some_and(|p| !facts.defs[p as usize].span.contains(&def.span))
+            {
+                return def
+                    .parent
+                    .map(|p| facts.defs[p as usize].member_scope.as_str());
+            }
+            scope = def.parent;
+        }
+        None
+    }
+
+    fn member_scope_of(&self, id: u32) -> &str {
+        let node = &self.out.nodes[id as usize];
+        let file = node.file.unwrap_or(0) as usize;
+        let index = id - self.def_base[file];
+        self.units[file]
+            .facts
+            .and_then(|f| f.defs.get(index as usize))
+            .map_or(node.name.as_str(), |d| d.member_scope.as_str())
+    }
+
+    /// A member `name` of type `owner`, preferring the caller's file, then bases.
+    fn member_of(&self, file: u32, owner: &str, name: &str, depth: u32) -> Option<u32> {
+        if let Some(ids) = self.members.get(&(owner, name)) {
+            let same_file = ids
+                .iter()
+                .copied()
+                .find(|&id| self.out.nodes[id as usize].file == Some(file));
+            return same_file.or_else(|| (ids.len() == 1).then(|| ids[0]));
+        }
+        if depth >= 4 {
+            return None;
+        }
+        // Inherited: follow the bases declared by the owner type.
+        let owner_id = self.type_named(file, owner)?;
+        let owner_file = self.out.nodes[owner_id as usize].file?;
+        let facts = self.facts(owner_file)?;
+        let local = owner_id - self.def_base[owner_file as usize];
+        for r in &facts.refs {
+            if r.from == Some(local)
+                && matches!(r.role, RefRole::Inherit | RefRole::Implement)
+                && let Some(found) = self.member_of(owner_file, &r.name, name, depth + 1)
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// A type called `name` visible from `file`: same file, imported, or unique.
+    fn type_named(&self, file: u32, name: &str) -> Option<u32> {
+        let is_type = |id: &u32| {
+            self.out.nodes[*id as usize].kind.is_type()
+                || self.out.nodes[*id as usize].kind == SymbolKind::Impl
+        };
+        if let Some(ids) = self.top_level[file as usize].get(name)
+            && let Some(id) = ids
+                .iter()
+                .copied()
+                .find(|id| self.out.nodes[*id as usize].kind.is_type())
+        {
+            return Some(id);
+        }
+        if let Some(Target::Symbol(id)) = self.bindings.get(file as usize).and_then(|b| b.get(name))
+            && is_type(id)
+        {
+            return Some(*id);
+        }
+        for f in self.package_peers(file) {
+            if let Some(ids) = self.top_level[f as usize].get(name)
+                && let Some(id) = ids
+                    .iter()
+                    .copied()
+                    .find(|id| self.out.nodes[*id as usize].kind.is_type())
+            {
+                return Some(id);
+            }
+        }
+        let ids = self.by_name.get(name)?;
+        let types: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.out.nodes[*id as usize].kind.is_type())
+            .collect();
+        (types.len() == 1).then(|| types[0])
+    }
+
+    fn lookup_in_target(&self, target: &Target, name: &str, role: RefRole) -> Option<u32> {
+        match target {
+            Target::Symbol(id) => {
+                let node = &self.out.nodes[*id as usize];
+                let file = node.file?;
+                if node.kind.is_type() {
+                    let scope = self.member_scope_of(*id);
+                    self.member_of(file, scope, name, 0)
+                } else {
+                    None
+                }
+            }
+            Target::Files(files) => files.iter().find_map(|&f| {
+                self.top_level[f as usize]
+                    .get(name)
+                    .and_then(|ids| self.pick(role, ids))
+            }),
+        }
+    }
+
+    fn resolve_qualified(
+        &self,
+        file: u32,
+        language: Language,
+        facts: &'a FileFacts,
+        r: &Reference,
+        qualifier: &str,
+    ) -> Option<Outcome> {
+        let separator = if qualifier.contains("::") { "::" } else { "." };
+        let segments: Vec<&str> = qualifier.split(separator).map(str::trim).collect();
+        let first = *segments.first()?;
+        let mut resolution = Resolution::Qualified;
+        // The scope the first segment names.
+        let mut scope: Option<Target> =
+            if language == Language::Rust && matches!(first, "crate" | "self" | "super") {
+                let module_segments: Vec<&str> = segments
+                    .iter()
+                    .copied()
+                    .take_while(|s| matches!(*s, "crate" | "self" | "super"))
+                    .collect();
+                let path = module_segments.join("::");
+                self.rust_module(self.units[file as usize].path, &path)
+                    .map(|f| Target::Files(vec![f]))
+            } else if first == "Self" {
+                self.enclosing_type(facts, r.from)
+                    .and_then(|t| self.type_named(file, t))
+                    .map(Target::Symbol)
+            } else if let Some(t) = self.bindings[file as usize].get(first) {
+                resolution = Resolution::Import;
+                Some(t.clone())
+            } else if let Some(id) = self.type_named(file, first) {
+                Some(Target::Symbol(id))
+            } else if language == Language::Rust {
+                self.rust_module(self.units[file as usize].path, first)
+                    .map(|f| Target::Files(vec![f]))
+            } else {
+                None
+            };
+        let skip = segments
+            .iter()
+            .take_while(|s| matches!(**s, "crate" | "self" | "super"))
+            .count()
+            .max(1);
+        for segment in &segments[skip..] {
+            scope = match scope? {
+                Target::Files(files) => {
+                    let next_files: Vec<u32> = files
+                        .iter()
+                        .filter_map(|&f| {
+                            let path = self.units[f as usize].path;
+                            match language {
+                                Language::Rust => {
+                                    let (root, module) = rust_module_of(path);
+                                    let sub = if module.is_empty() {
+                                        segment.to_string()
+                                    } else {
+                                        format!("{module}::{segment}")
+                                    };
+                                    self.rust_modules.get(&(root, sub)).copied()
+                                }
+                                _ => None,
+                            }
+                        })
+                        .collect();
+                    if !next_files.is_empty() {
+                        Some(Target::Files(next_files))
+                    } else {
+                        files
+                            .iter()
+                            .find_map(|&f| {
+                                self.top_level[f as usize].get(*segment).map(|ids| ids[0])
+                            })
+                            .map(Target::Symbol)
+                    }
+                }
+                Target::Symbol(id) => {
+                    let owner = self.member_scope_of(id);
+                    let file = self.out.nodes[id as usize].file?;
+                    self.member_of(file, owner, segment, 0).map(Target::Symbol)
+                }
+            };
+        }
+        if let Some(target) = scope {
+            if let Some(id) = self.lookup_in_target(&target, &r.name, r.role) {
+                return Some(Outcome {
+                    target: id,
+                    resolution,
+                    confidence: 80,
+                });
+            }
+            return None;
+        }
+        // Qualified-suffix lookup: `Type::method` anywhere in the graph, if unique.
+        let last = segments.last()?;
+        let key = format!("{last}{}{}", language.separator(), r.name);
+        let ids = self.by_qualified.get(key.as_str())?;
+        let compatible: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| self.compatible(r.role, id))
+            .collect();
+        (compatible.len() == 1).then(|| Outcome {
+            target: compatible[0],
+            resolution: Resolution::Qualified,
+            confidence: 70,
+        })
+    }
+
+    fn finish(mut self) -> Resolved {
+        let mut edges: Vec<ResolvedEdge> = self.edges.into_iter().collect();
+        edges.sort();
+        self.out.edges = edges;
+        self.out.frontier.sort_by(|a, b| {
+            (a.file, a.site.start_byte, &a.name).cmp(&(b.file, b.site.start_byte, &b.name))
+        });
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_module_paths() {
+        assert_eq!(rust_module_of("src/lib.rs"), ("src".into(), "".into()));
+        assert_eq!(rust_module_of("src/a/b.rs"), ("src".into(), "a::b".into()));
+        assert_eq!(
+            rust_module_of("crates/x/src/a/mod.rs"),
+            ("crates/x/src".into(), "a".into())
+        );
+        assert_eq!(rust_module_of("tests/it.rs"), ("tests".into(), "".into()));
+    }
+}

@@ -1,0 +1,157 @@
+//! The graph file and generations under bad conditions: corruption, incompatible
+//! versions, failed and concurrent builds (R-GEN-2, R-GEN-4).
+
+mod common;
+
+use common::Sandbox;
+
+fn corrupt_graph(s: &Sandbox, edit: impl FnOnce(&mut Vec<u8>)) {
+    let path = s.graph_file();
+    let mut bytes = std::fs::read(&path).unwrap();
+    edit(&mut bytes);
+    std::fs::write(&path, bytes).unwrap();
+}
+
+#[test]
+fn truncated_graph_file_is_corrupt() {
+    let s = Sandbox::with_fixture("rust");
+    s.build_json();
+    corrupt_graph(&s, |b| b.truncate(b.len() / 2));
+    let run = s
+        .atlas(&["status", "--format", "json"])
+        .failure(4, "atlas-graph-corrupt");
+    assert_eq!(run.json()["error"]["code"], "atlas-graph-corrupt");
+    assert!(run.stderr.contains("truncated"), "{}", run.describe());
+    // A header-only file and an empty file are corrupt too.
+    corrupt_graph(&s, |b| b.truncate(10));
+    s.atlas(&["graph", "dump"])
+        .failure(4, "atlas-graph-corrupt");
+    corrupt_graph(&s, |b| b.clear());
+    s.atlas(&["graph", "dump"])
+        .failure(4, "atlas-graph-corrupt");
+}
+
+#[test]
+fn flipped_payload_bytes_are_corrupt() {
+    let s = Sandbox::with_fixture("rust");
+    s.build_json();
+    corrupt_graph(&s, |b| {
+        let n = b.len();
+        for i in (80..n).step_by(97) {
+            b[i] ^= 0x5a;
+        }
+    });
+    let run = s
+        .atlas(&["graph", "dump"])
+        .failure(4, "atlas-graph-corrupt");
+    assert!(run.stderr.contains("checksum"), "{}", run.describe());
+}
+
+#[test]
+fn flipped_bytes_with_a_recomputed_checksum_are_still_caught_by_validation() {
+    // An adversarial file: valid header and checksum over a garbage archive.
+    let s = Sandbox::with_fixture("rust");
+    s.build_json();
+    corrupt_graph(&s, |b| {
+        let n = b.len();
+        for byte in &mut b[n - 64..] {
+            *byte = 0xff;
+        }
+        let checksum = blake3::hash(&b[64..]);
+        b[24..56].copy_from_slice(checksum.as_bytes());
+    });
+    let run = s
+        .atlas(&["graph", "dump"])
+        .failure(4, "atlas-graph-corrupt");
+    assert!(
+        run.stderr.contains("archive validation"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn bad_magic_is_corrupt_and_a_future_version_is_incompatible() {
+    let s = Sandbox::with_fixture("rust");
+    s.build_json();
+    corrupt_graph(&s, |b| b[0] = b'X');
+    s.atlas(&["graph", "dump"])
+        .failure(4, "atlas-graph-corrupt");
+    corrupt_graph(&s, |b| {
+        b[0] = b'A';
+        b[8..12].copy_from_slice(&99u32.to_le_bytes());
+        b[12..16].copy_from_slice(&99u32.to_le_bytes());
+    });
+    let run = s
+        .atlas(&["status", "--format", "json"])
+        .failure(4, "atlas-graph-incompatible");
+    assert_eq!(run.json()["error"]["code"], "atlas-graph-incompatible");
+    // A newer file that declares this version can still read it is accepted.
+    corrupt_graph(&s, |b| {
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        b[12..16].copy_from_slice(&1u32.to_le_bytes());
+    });
+    s.atlas(&["graph", "dump"]).success();
+}
+
+#[test]
+fn a_failed_build_leaves_the_committed_generation_readable() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let committed = s.current();
+    let dump_before = s.atlas(&["graph", "dump"]).success().stdout;
+    s.write("shop/util.py", "def replaced():\n    return 2\n");
+    for point in ["after-extract", "before-publish"] {
+        s.atlas_env(&["build"], &[("ATLAS_INJECT_FAILURE", point)])
+            .failure(1, "atlas-build-injected-failure");
+        assert_eq!(
+            s.current(),
+            committed,
+            "CURRENT moved after failure at {point}"
+        );
+        assert_eq!(s.atlas(&["graph", "dump"]).success().stdout, dump_before);
+    }
+    // The next build succeeds and cleans the abandoned staging directory.
+    let report = s.build_json();
+    assert_ne!(report["fingerprint"].as_str().unwrap(), committed);
+    let staging = s.graph().join(".staging");
+    let leftovers = std::fs::read_dir(&staging).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(leftovers, 0, "staging is empty after a successful build");
+}
+
+#[test]
+fn a_killed_build_leftover_does_not_block_the_next_build() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let orphan = s.graph().join(".staging/4242");
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::write(orphan.join("graph.atlas"), b"half-written").unwrap();
+    s.write("shop/util.py", "def other():\n    return 3\n");
+    s.build_json();
+    assert!(!orphan.exists());
+}
+
+#[test]
+fn a_concurrent_build_is_refused_while_the_lock_is_held() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let store = atlas::store::Store::new(s.graph());
+    let lock = store.lock(false).expect("lock is free");
+    let run = s
+        .atlas(&["build", "--format", "json"])
+        .failure(5, "atlas-build-locked");
+    assert_eq!(run.json()["error"]["code"], "atlas-build-locked");
+    // Readers never block on builds.
+    s.atlas(&["status"]).success();
+    drop(lock);
+    s.atlas(&["build"]).success();
+}
+
+#[test]
+fn golden_format_v1_graph_still_opens() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1");
+    let graph =
+        atlas::graph::Graph::open(&dir.join("python.graph.atlas")).expect("v1 golden opens");
+    let expected = std::fs::read_to_string(dir.join("python.dump.txt")).unwrap();
+    assert_eq!(atlas::dump::dump(&graph), expected);
+}

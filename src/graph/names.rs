@@ -13,7 +13,7 @@ pub fn split_identifier(name: &str) -> Vec<String> {
             }
             continue;
         }
-        if let Some(&prev) = current.chars().last().as_ref() {
+        if let Some(&prev) = (!current.is_empty()).then(|| &chars[i - 1]) {
             let next_is_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
             let boundary = (prev.is_lowercase() && c.is_uppercase())
                 || (prev.is_alphabetic() && c.is_ascii_digit())

@@ -78,6 +78,8 @@ pub struct BuildReport {
     /// True when the inputs matched the committed generation and nothing was written.
     pub unchanged: bool,
     pub files: usize,
+    /// Lines of the compiled files.
+    pub lines: u64,
     /// Files whose facts were extracted by this build (cache misses).
     pub parsed: usize,
     /// Files whose facts came from the cache.
@@ -111,7 +113,6 @@ struct Loaded {
     size: u64,
     lines: u32,
     facts: Option<Arc<FileFacts>>,
-    parsed: bool,
 }
 
 fn ms(since: Instant) -> f64 {
@@ -225,6 +226,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             fingerprint,
             unchanged: true,
             files: files.len(),
+            lines: files.iter().map(|f| u64::from(f.lines)).sum(),
             parsed,
             cached: files.len() - parsed,
             symbols: count("symbols"),
@@ -318,6 +320,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         fingerprint,
         unchanged: false,
         files: files.len(),
+        lines: files.iter().map(|f| u64::from(f.lines)).sum(),
         parsed,
         cached: files.len() - parsed,
         symbols,
@@ -404,7 +407,6 @@ fn load(
         size: bytes.len() as u64,
         lines,
         facts: None,
-        parsed: false,
     };
     if let FileRole::Code(language) = file.role {
         loaded.language = Some(language);
@@ -417,7 +419,6 @@ fn load(
                 // A cache write failure costs a re-parse next time, never the build.
                 let _ = store.store_facts(&key, &facts);
                 parsed.fetch_add(1, Ordering::Relaxed);
-                loaded.parsed = true;
                 facts
             }
         };
@@ -460,4 +461,67 @@ fn fingerprint(
             .update(format!("truncated:{}:{}:{}", t.limit, t.files_seen, t.bytes_seen).as_bytes());
     }
     *hasher.finalize().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_skipped_as_unreadable() {
+        // Root reads everything, so a permission test cannot fail here; a file that
+        // vanishes between inventory and read exercises the same path.
+        let temp = tempfile::tempdir().unwrap();
+        let store = Store::new(temp.path().join("graph"));
+        let file = inventory::InventoryFile {
+            path: "gone.py".into(),
+            size: 10,
+            role: FileRole::Code(Language::Python),
+        };
+        let parsed = AtomicUsize::new(0);
+        let skipped = match load(&store, temp.path(), &file, &parsed) {
+            Err(skipped) => skipped,
+            Ok(_) => panic!("a missing file cannot load"),
+        };
+        assert_eq!(skipped.path, "gone.py");
+        assert_eq!(skipped.reason.code(), "unreadable");
+        assert_eq!(parsed.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_corrupt_cache_entry_is_a_miss_not_an_error() {
+        let temp = tempfile::tempdir().unwrap();
+        let store = Store::new(temp.path().join("graph"));
+        std::fs::write(temp.path().join("a.py"), "def f():\n    return 1\n").unwrap();
+        let file = inventory::InventoryFile {
+            path: "a.py".into(),
+            size: 22,
+            role: FileRole::Code(Language::Python),
+        };
+        let parsed = AtomicUsize::new(0);
+        assert!(load(&store, temp.path(), &file, &parsed).is_ok());
+        assert_eq!(parsed.load(Ordering::Relaxed), 1);
+        // Overwrite every cache entry with garbage: the next load re-parses.
+        for entry in walk(&temp.path().join("graph/cache")) {
+            std::fs::write(entry, b"garbage").unwrap();
+        }
+        let loaded = load(&store, temp.path(), &file, &parsed)
+            .map_err(|s| s.path)
+            .unwrap();
+        assert_eq!(parsed.load(Ordering::Relaxed), 2);
+        assert_eq!(loaded.facts.unwrap().defs[0].name, "f");
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+        out
+    }
 }

@@ -9,7 +9,9 @@
 //! Node numbering is deterministic: module (directory) nodes sorted by path, then for each
 //! file in path order its file node followed by its definitions in source order.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKind, Visibility};
 use crate::lang::Language;
@@ -105,6 +107,13 @@ enum Target {
     Files(Vec<u32>),
 }
 
+#[derive(Default)]
+struct FileResolution {
+    edges: Vec<ResolvedEdge>,
+    frontier: Vec<FrontierEntry>,
+    external_references: u64,
+}
+
 /// What a file's imports bring into scope.
 struct FileImports {
     bindings: HashMap<String, Target>,
@@ -138,6 +147,8 @@ struct Resolver<'a> {
     by_qualified: HashMap<&'a str, Vec<u32>>,
     /// (type member scope, member name) → member nodes.
     members: HashMap<(&'a str, &'a str), Vec<u32>>,
+    /// (parent node, name) → nested definitions, for local-scope lookups.
+    children: HashMap<(u32, &'a str), Vec<u32>>,
     /// Top-level definitions of each file by name.
     top_level: Vec<HashMap<&'a str, Vec<u32>>>,
     file_by_path: HashMap<&'a str, u32>,
@@ -186,19 +197,20 @@ impl<'a> Resolver<'a> {
             units,
             out: Resolved::default(),
             def_base: Vec::new(),
-            by_name: HashMap::new(),
-            by_qualified: HashMap::new(),
-            members: HashMap::new(),
+            by_name: HashMap::default(),
+            by_qualified: HashMap::default(),
+            members: HashMap::default(),
+            children: HashMap::default(),
             top_level: Vec::new(),
-            file_by_path: HashMap::new(),
-            dir_files: HashMap::new(),
-            dotted_full: HashMap::new(),
-            dotted_suffix: HashMap::new(),
-            packages: HashMap::new(),
-            rust_modules: HashMap::new(),
+            file_by_path: HashMap::default(),
+            dir_files: HashMap::default(),
+            dotted_full: HashMap::default(),
+            dotted_suffix: HashMap::default(),
+            packages: HashMap::default(),
+            rust_modules: HashMap::default(),
             bindings: Vec::new(),
             wildcards: Vec::new(),
-            edges: HashSet::new(),
+            edges: HashSet::default(),
         }
     }
 
@@ -306,7 +318,7 @@ impl<'a> Resolver<'a> {
 
     fn build_indexes(&mut self) {
         let units = self.units;
-        self.top_level = vec![HashMap::new(); units.len()];
+        self.top_level = vec![HashMap::default(); units.len()];
         for (file, unit) in units.iter().enumerate() {
             let f = file as u32;
             self.file_by_path.insert(unit.path, f);
@@ -352,6 +364,12 @@ impl<'a> Resolver<'a> {
                         .or_default()
                         .push(id),
                     Some(p) => {
+                        if def.kind != SymbolKind::Impl {
+                            self.children
+                                .entry((base + p, def.name.as_str()))
+                                .or_default()
+                                .push(id);
+                        }
                         let parent = &facts.defs[p as usize];
                         if parent.kind.is_type_container() {
                             self.members
@@ -568,7 +586,7 @@ impl<'a> Resolver<'a> {
     }
 
     fn bind_imports(&self, file: u32) -> FileImports {
-        let mut bindings = HashMap::new();
+        let mut bindings = HashMap::default();
         let mut wildcards = Vec::new();
         let mut edges = Vec::new();
         let Some(facts) = self.facts(file) else {
@@ -642,67 +660,77 @@ impl<'a> Resolver<'a> {
     }
 
     fn resolve_all(&mut self) {
-        for file in 0..self.units.len() as u32 {
-            let Some(facts) = self.facts(file) else {
-                continue;
+        use rayon::prelude::*;
+        let results: Vec<FileResolution> = (0..self.units.len() as u32)
+            .into_par_iter()
+            .map(|file| self.resolve_file(file))
+            .collect();
+        for result in results {
+            self.edges.extend(result.edges);
+            self.out.frontier.extend(result.frontier);
+            self.out.external_references += result.external_references;
+        }
+    }
+
+    fn resolve_file(&self, file: u32) -> FileResolution {
+        let mut result = FileResolution::default();
+        let (Some(facts), Some(language)) = (self.facts(file), self.language(file)) else {
+            return result;
+        };
+        let base = self.def_base[file as usize];
+        for reference in &facts.refs {
+            let from = reference
+                .from
+                .map(|f| base + f)
+                .unwrap_or(self.out.file_nodes[file as usize]);
+            let outcome = self.resolve_reference(file, language, facts, reference);
+            let (kind, subkind) = match reference.role {
+                RefRole::Call => (EdgeKind::Calls, EdgeSubkind::None),
+                RefRole::TypeUse => (EdgeKind::UsesType, EdgeSubkind::None),
+                RefRole::Implement => (EdgeKind::Implements, EdgeSubkind::None),
+                RefRole::Inherit => (EdgeKind::Implements, EdgeSubkind::Extends),
+                RefRole::Import => (EdgeKind::Imports, EdgeSubkind::None),
+                RefRole::Read | RefRole::Write => (EdgeKind::References, EdgeSubkind::None),
             };
-            let Some(language) = self.language(file) else {
-                continue;
-            };
-            let base = self.def_base[file as usize];
-            for reference in &facts.refs {
-                let from = reference
-                    .from
-                    .map(|f| base + f)
-                    .unwrap_or(self.out.file_nodes[file as usize]);
-                let outcome = self.resolve_reference(file, language, facts, reference);
-                let (kind, subkind) = match reference.role {
-                    RefRole::Call => (EdgeKind::Calls, EdgeSubkind::None),
-                    RefRole::TypeUse => (EdgeKind::UsesType, EdgeSubkind::None),
-                    RefRole::Implement => (EdgeKind::Implements, EdgeSubkind::None),
-                    RefRole::Inherit => (EdgeKind::Implements, EdgeSubkind::Extends),
-                    RefRole::Import => (EdgeKind::Imports, EdgeSubkind::None),
-                    RefRole::Read | RefRole::Write => (EdgeKind::References, EdgeSubkind::None),
-                };
-                match outcome {
-                    Ok(o) if o.target != from || kind == EdgeKind::Calls => {
-                        self.edges.insert(ResolvedEdge {
+            match outcome {
+                Ok(o) if o.target != from || kind == EdgeKind::Calls => {
+                    result.edges.push(ResolvedEdge {
+                        from,
+                        to: o.target,
+                        kind,
+                        subkind,
+                        provenance: Provenance::TreeSitter,
+                        resolution: o.resolution,
+                        confidence: o.confidence,
+                        site: Some(Site {
+                            file,
+                            span: reference.site.into(),
+                        }),
+                    });
+                }
+                Ok(_) => {}
+                Err(candidates) => {
+                    let keep = candidates > 0
+                        || matches!(
+                            reference.role,
+                            RefRole::Call | RefRole::Inherit | RefRole::Implement
+                        );
+                    if keep {
+                        result.frontier.push(FrontierEntry {
+                            name: reference.name.clone(),
+                            role: reference.role,
                             from,
-                            to: o.target,
-                            kind,
-                            subkind,
-                            provenance: Provenance::TreeSitter,
-                            resolution: o.resolution,
-                            confidence: o.confidence,
-                            site: Some(Site {
-                                file,
-                                span: reference.site.into(),
-                            }),
+                            file,
+                            site: reference.site,
+                            candidates,
                         });
-                    }
-                    Ok(_) => {}
-                    Err(candidates) => {
-                        let keep = candidates > 0
-                            || matches!(
-                                reference.role,
-                                RefRole::Call | RefRole::Inherit | RefRole::Implement
-                            );
-                        if keep {
-                            self.out.frontier.push(FrontierEntry {
-                                name: reference.name.clone(),
-                                role: reference.role,
-                                from,
-                                file,
-                                site: reference.site,
-                                candidates,
-                            });
-                        } else {
-                            self.out.external_references += 1;
-                        }
+                    } else {
+                        result.external_references += 1;
                     }
                 }
             }
         }
+        result
     }
 
     /// The nodes of kinds a reference with this role may target.
@@ -771,16 +799,11 @@ impl<'a> Resolver<'a> {
             let def = &facts.defs[s as usize];
             let allow_members = def.kind.is_callable()
                 || (language == Language::Java && def.kind.is_type_container());
-            if allow_members {
-                let found = facts.defs.iter().enumerate().find(|(_, d)| {
-                    d.parent == Some(s) && d.name == r.name && d.kind != SymbolKind::Impl
-                });
-                if let Some((i, _)) = found {
-                    let id = base + i as u32;
-                    if self.compatible(r.role, id) {
-                        return ok(id, Resolution::Scope, 90);
-                    }
-                }
+            if allow_members
+                && let Some(ids) = self.children.get(&(base + s, r.name.as_str()))
+                && let Some(id) = self.pick(r.role, ids)
+            {
+                return ok(id, Resolution::Scope, 90);
             }
             scope = def.parent;
         }

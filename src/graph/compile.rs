@@ -4,7 +4,9 @@
 //! Architecture invariant: the output is a pure function of its inputs — every collection
 //! is sorted before it is written — so equal inputs give byte-identical files (R-GEN-3).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
@@ -28,11 +30,11 @@ pub struct FileMeta<'a> {
     pub error_count: u32,
 }
 
-struct Interner {
-    ids: HashMap<String, u32>,
+struct Interner<'a> {
+    ids: HashMap<&'a str, u32>,
 }
 
-impl Interner {
+impl Interner<'_> {
     fn id(&self, text: &str) -> u32 {
         self.ids[text]
     }
@@ -70,6 +72,7 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
     let mut folded = Vec::new();
     let mut suffixes = Vec::new();
     let mut segments = Vec::new();
+    let module_paths: Vec<String> = files.iter().map(|f| module_path_of(f.path)).collect();
     for (id, node) in nodes.iter().enumerate() {
         let id = id as u32;
         if matches!(
@@ -82,10 +85,7 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
         for word in split_identifier(&node.name) {
             segments.push((word, id));
         }
-        let module = node
-            .file
-            .map(|f| module_path_of(files[f as usize].path))
-            .unwrap_or_default();
+        let module = node.file.map_or("", |f| module_paths[f as usize].as_str());
         let full = format!("{module}.{}", normalize_qualified(&node.qualified));
         let parts: Vec<&str> = full.split('.').filter(|p| !p.is_empty()).collect();
         for start in 0..parts.len().saturating_sub(1) {
@@ -94,28 +94,30 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
     }
 
     // Intern every string, sorted, so string ids order like their text.
-    let mut all: BTreeSet<&str> = BTreeSet::new();
-    for file in files {
-        all.insert(file.path);
-    }
+    let mut all: Vec<&str> = Vec::with_capacity(nodes.len() * 2 + suffixes.len() + segments.len());
+    all.extend(files.iter().map(|f| f.path));
     for node in nodes {
-        all.insert(&node.name);
-        all.insert(&node.qualified);
+        all.push(&node.name);
+        all.push(&node.qualified);
     }
-    for entry in &resolved.frontier {
-        all.insert(&entry.name);
-    }
-    for (text, _) in folded.iter().chain(&suffixes).chain(&segments) {
-        all.insert(text);
-    }
-    let strings: Vec<String> = all.into_iter().map(str::to_string).collect();
+    all.extend(resolved.frontier.iter().map(|f| f.name.as_str()));
+    all.extend(
+        folded
+            .iter()
+            .chain(&suffixes)
+            .chain(&segments)
+            .map(|(t, _)| t.as_str()),
+    );
+    all.sort_unstable();
+    all.dedup();
     let interner = Interner {
-        ids: strings
+        ids: all
             .iter()
             .enumerate()
-            .map(|(i, s)| (s.clone(), i as u32))
+            .map(|(i, s)| (*s, i as u32))
             .collect(),
     };
+    let strings: Vec<String> = all.iter().map(|s| s.to_string()).collect();
 
     let centrality = centrality(nodes.len(), resolved);
 

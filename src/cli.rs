@@ -11,8 +11,10 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::build::{self, BuildOptions, BuildReport};
+use crate::context::{self, ContextRequest, Freshness};
 use crate::error::AtlasError;
 use crate::inventory::InventoryLimits;
+use crate::profile::ProfileName;
 use crate::status::{self, StatusReport};
 use crate::store::{self, Location, Store};
 
@@ -55,6 +57,11 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// Compile a bounded, honest context for one query (two-stage: retrieval, projection).
+    #[command(
+        after_help = "Examples:\n  atlas context \"compile calls\" --profile flow\n  atlas context Cart.total --profile symbol --format text\n  atlas context shop/models.py --profile impact --frozen --max-bytes 8000"
+    )]
+    Context(ContextArgs),
     /// Inspect the committed graph.
     #[command(subcommand)]
     Graph(GraphCommand),
@@ -87,6 +94,35 @@ pub struct BuildArgs {
     pub format: Format,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct ContextArgs {
+    /// Identifiers (`name`, `a::b`, `pkg.Class.method`), paths and relation words
+    /// (calls callers callees references uses-type implements contains).
+    pub query: String,
+    #[arg(long, value_enum)]
+    pub profile: ProfileName,
+    /// Read the committed graph as it is: never build, never write.
+    #[arg(long)]
+    pub frozen: bool,
+    /// Fail instead of building when no graph exists.
+    #[arg(long)]
+    pub no_build: bool,
+    /// Byte ceiling of the printed JSON (overrides the profile).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1024..=1_000_000))]
+    pub max_bytes: Option<u32>,
+    /// Relevance threshold for optional evidence (overrides the profile).
+    #[arg(long)]
+    pub min_score: Option<u16>,
+    /// Fingerprint the continuation expects (fails with atlas-context-graph-mismatch otherwise).
+    #[arg(long, value_name = "FP")]
+    pub expect_graph: Option<String>,
+    /// Resume after this evidence id (`START` for the beginning).
+    #[arg(long, value_name = "ID|START", requires = "expect_graph")]
+    pub after: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum GraphCommand {
     /// Print a stable, sorted text rendering of the graph.
@@ -106,6 +142,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let format = match &cli.command {
         Command::Build(args) => args.format,
         Command::Status { format } => *format,
+        Command::Context(args) => args.format,
         _ => Format::Text,
     };
     match execute(&cli) {
@@ -154,6 +191,28 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                 Format::Text => print_stdout(&render_status(&report)),
             }
         }
+        Command::Context(args) => {
+            let location = location(cli)?;
+            let request = ContextRequest {
+                query: args.query.clone(),
+                profile: args.profile,
+                max_bytes: args.max_bytes.map(|b| b as usize),
+                min_score: args.min_score,
+                expect_graph: args.expect_graph.clone(),
+                after: args.after.clone(),
+                code_arg: cli.code.as_ref().map(|p| p.display().to_string()),
+                graph_arg: cli.graph.as_ref().map(|p| p.display().to_string()),
+            };
+            let freshness = Freshness {
+                frozen: args.frozen,
+                no_build: args.no_build,
+            };
+            let result = context::run(&location, &request, freshness)?;
+            match args.format {
+                Format::Json => print_stdout(&(result.json + "\n")),
+                Format::Text => print_stdout(&context::text::render(&result.output)),
+            }
+        }
         Command::Graph(GraphCommand::Dump) => {
             let location = location(cli)?;
             let (_, graph) = Store::new(&location.graph_dir).open_current()?;
@@ -188,7 +247,12 @@ fn report_error(err: &AtlasError, format: Format) {
     eprintln!("error[{}]: {err}", err.code());
     if format == Format::Json {
         print_json(&serde_json::json!({
-            "error": { "code": err.code(), "message": err.to_string(), "exit_code": err.exit_code() }
+            "error": {
+                "code": err.code(),
+                "message": err.to_string(),
+                "exit_code": err.exit_code(),
+                "details": err.details(),
+            }
         }));
     }
 }

@@ -44,6 +44,29 @@ pub enum AtlasError {
     CacheCorrupt { path: PathBuf, reason: String },
     #[error("invalid value for {what}: {reason}")]
     InvalidInput { what: &'static str, reason: String },
+    #[error("no symbol, path or module matches `{query}`")]
+    ContextNoMatch { query: String },
+    #[error("`{term}` is ambiguous ({total} candidates via {tier}); name one of: {}", candidates.join(", "))]
+    ContextAmbiguous {
+        term: String,
+        tier: &'static str,
+        total: usize,
+        candidates: Vec<String>,
+    },
+    #[error("required evidence {id} does not fit in --max-bytes {max_bytes}")]
+    ContextRequiredBudget { max_bytes: usize, id: String },
+    #[error("required evidence {id} is beyond the retrieval cap of {cap} candidates")]
+    ContextRequiredCandidateCap { cap: usize, id: String },
+    #[error("required evidence {id} needs a source slice beyond {limit} = {value}")]
+    ContextRequiredSourceCap {
+        limit: &'static str,
+        value: usize,
+        id: String,
+    },
+    #[error("the committed graph is {actual}, the continuation expects {expected}")]
+    ContextGraphMismatch { expected: String, actual: String },
+    #[error("unknown evidence id `{id}` for this query and graph")]
+    ContextCursor { id: String },
 }
 
 impl AtlasError {
@@ -61,6 +84,15 @@ impl AtlasError {
             AtlasError::QueryInvalid { .. } => "atlas-query-invalid",
             AtlasError::CacheCorrupt { .. } => "atlas-cache-corrupt",
             AtlasError::InvalidInput { .. } => "atlas-invalid-input",
+            AtlasError::ContextNoMatch { .. } => "atlas-context-no-match",
+            AtlasError::ContextAmbiguous { .. } => "atlas-context-ambiguous",
+            AtlasError::ContextRequiredBudget { .. } => "atlas-context-required-budget",
+            AtlasError::ContextRequiredCandidateCap { .. } => {
+                "atlas-context-required-candidate-cap"
+            }
+            AtlasError::ContextRequiredSourceCap { .. } => "atlas-context-required-source-cap",
+            AtlasError::ContextGraphMismatch { .. } => "atlas-context-graph-mismatch",
+            AtlasError::ContextCursor { .. } => "atlas-context-cursor",
         }
     }
 
@@ -76,6 +108,40 @@ impl AtlasError {
             AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. } => 4,
             AtlasError::BuildLocked(_) => 5,
             AtlasError::StrictPartial { .. } => 6,
+            AtlasError::ContextNoMatch { .. } | AtlasError::ContextAmbiguous { .. } => 7,
+            AtlasError::ContextRequiredBudget { .. }
+            | AtlasError::ContextRequiredCandidateCap { .. }
+            | AtlasError::ContextRequiredSourceCap { .. } => 8,
+            AtlasError::ContextGraphMismatch { .. } | AtlasError::ContextCursor { .. } => 9,
+        }
+    }
+
+    /// Structured details for JSON error bodies.
+    pub fn details(&self) -> serde_json::Value {
+        match self {
+            AtlasError::ContextAmbiguous {
+                term,
+                tier,
+                total,
+                candidates,
+            } => {
+                serde_json::json!({ "term": term, "tier": tier, "total": total, "candidates": candidates })
+            }
+            AtlasError::ContextRequiredBudget { max_bytes, id } => {
+                serde_json::json!({ "max_bytes": max_bytes, "evidence_id": id })
+            }
+            AtlasError::ContextRequiredCandidateCap { cap, id } => {
+                serde_json::json!({ "retrieval_cap": cap, "evidence_id": id })
+            }
+            AtlasError::ContextRequiredSourceCap { limit, value, id } => {
+                serde_json::json!({ "limit": limit, "value": value, "evidence_id": id })
+            }
+            AtlasError::ContextGraphMismatch { expected, actual } => {
+                serde_json::json!({ "expected": expected, "actual": actual })
+            }
+            AtlasError::ContextCursor { id } => serde_json::json!({ "evidence_id": id }),
+            AtlasError::ContextNoMatch { query } => serde_json::json!({ "query": query }),
+            _ => serde_json::Value::Null,
         }
     }
 

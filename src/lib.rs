@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod cli;
+pub mod context;
 pub mod dump;
 pub mod error;
 pub mod extract;
@@ -11,6 +12,8 @@ pub mod graph;
 pub mod inventory;
 pub mod lang;
 pub mod model;
+pub mod profile;
+pub mod query;
 pub mod resolve;
 pub mod status;
 pub mod store;

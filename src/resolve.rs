@@ -119,6 +119,10 @@ struct FileImports {
     bindings: HashMap<String, Target>,
     /// Files whose top-level names are all visible (`from m import *`, `use m::*`).
     wildcards: Vec<u32>,
+    /// Names imported from modules that are not in the graph (or not found in it).
+    unresolved: HashSet<String>,
+    /// A wildcard import whose module is not in the graph.
+    unresolved_wildcard: bool,
     /// (target node, import site) for `imports` edges.
     edges: Vec<(u32, Span)>,
 }
@@ -159,6 +163,9 @@ struct Resolver<'a> {
     rust_modules: HashMap<(String, String), u32>,
     bindings: Vec<HashMap<String, Target>>,
     wildcards: Vec<Vec<u32>>,
+    /// Per file: names bound by imports that did not resolve, and whether a wildcard
+    /// import did not resolve. Only such names may fall back to a unique global name.
+    opaque_imports: Vec<(HashSet<String>, bool)>,
     edges: HashSet<ResolvedEdge>,
 }
 
@@ -210,6 +217,7 @@ impl<'a> Resolver<'a> {
             rust_modules: HashMap::default(),
             bindings: Vec::new(),
             wildcards: Vec::new(),
+            opaque_imports: Vec::new(),
             edges: HashSet::default(),
         }
     }
@@ -397,8 +405,11 @@ impl<'a> Resolver<'a> {
             let FileImports {
                 bindings,
                 wildcards,
+                unresolved,
+                unresolved_wildcard,
                 edges: import_edges,
             } = self.bind_imports(file);
+            self.opaque_imports.push((unresolved, unresolved_wildcard));
             for (target, site) in import_edges {
                 let from = self.out.file_nodes[file as usize];
                 self.edges.insert(ResolvedEdge {
@@ -589,16 +600,21 @@ impl<'a> Resolver<'a> {
         let mut bindings = HashMap::default();
         let mut wildcards = Vec::new();
         let mut edges = Vec::new();
+        let mut unresolved = HashSet::default();
+        let mut unresolved_wildcard = false;
         let Some(facts) = self.facts(file) else {
             return FileImports {
                 bindings,
                 wildcards,
+                unresolved,
+                unresolved_wildcard,
                 edges,
             };
         };
         for import in &facts.imports {
             let files = self.module_files(file, &import.module);
             if import.wildcard {
+                unresolved_wildcard |= files.is_empty();
                 for &f in &files {
                     edges.push((self.out.file_nodes[f as usize], import.site));
                 }
@@ -606,7 +622,12 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             let target = self.import_target(file, import, &files);
-            let Some(target) = target else { continue };
+            let Some(target) = target else {
+                if let Some(local) = import.local_name() {
+                    unresolved.insert(local.to_string());
+                }
+                continue;
+            };
             match &target {
                 Target::Symbol(id) => edges.push((*id, import.site)),
                 Target::Files(fs) => {
@@ -625,6 +646,8 @@ impl<'a> Resolver<'a> {
         FileImports {
             bindings,
             wildcards,
+            unresolved,
+            unresolved_wildcard,
             edges,
         }
     }
@@ -844,7 +867,7 @@ impl<'a> Resolver<'a> {
             return ok(id, Resolution::Scope, 90);
         }
         // 5. A unique global name.
-        self.unique_global(r)
+        self.unique_global(file, r)
     }
 
     fn candidate_count(&self, r: &Reference) -> u32 {
@@ -855,14 +878,29 @@ impl<'a> Resolver<'a> {
         })
     }
 
-    fn unique_global(&self, r: &Reference) -> Result<Outcome, u32> {
+    /// A unique definition of the name in the whole graph — only for names the file
+    /// imports from somewhere we could not follow (an unresolved import or wildcard):
+    /// in every supported language a bare name from another file must be imported, so
+    /// anything else would be a guess.
+    fn unique_global(&self, file: u32, r: &Reference) -> Result<Outcome, u32> {
         let Some(ids) = self.by_name.get(r.name.as_str()) else {
             return Err(0);
         };
+        let (names, wildcard) = &self.opaque_imports[file as usize];
+        if !(*wildcard || names.contains(r.name.as_str())) {
+            return Err(self.candidate_count(r));
+        }
+        // A bare name never means a member: methods and fields need a receiver.
         let compatible: Vec<u32> = ids
             .iter()
             .copied()
             .filter(|&id| self.compatible(r.role, id))
+            .filter(|&id| {
+                !matches!(
+                    self.out.nodes[id as usize].kind,
+                    SymbolKind::Method | SymbolKind::Field
+                )
+            })
             .collect();
         match compatible.as_slice() {
             [only] => Ok(Outcome {

@@ -1,0 +1,500 @@
+//! `atlas context`: the two-stage context compiler (SPEC §5).
+//!
+//! query → intent (`query`) → retrieval (`retrieve`: candidates with stable ids, classes,
+//! scores, required flags) → projection (`project`: relevance gate, slices, byte ceiling)
+//! → `ContextOutput` with omission manifest and receipt. The JSON rendering is the
+//! contract (graph-schema/context.schema.json); `serialized_bytes` is computed on the
+//! exact bytes printed (R-PROJ-5).
+
+pub mod project;
+pub mod retrieve;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::build::{self, BuildOptions};
+use crate::dump::node_label;
+use crate::error::{AtlasError, Result};
+use crate::graph::Graph;
+use crate::profile::{Profile, ProfileName};
+use crate::query::{self, Intent};
+use crate::store::{Location, Store};
+use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
+
+pub const SCHEMA: &str = "atlas.context.v1";
+
+#[derive(Debug, Clone)]
+pub struct ContextRequest {
+    pub query: String,
+    pub profile: ProfileName,
+    pub max_bytes: Option<usize>,
+    pub min_score: Option<u16>,
+    pub expect_graph: Option<String>,
+    /// `START` or an evidence id.
+    pub after: Option<String>,
+    /// `--code` and `--graph` exactly as given, carried into continuation argv.
+    pub code_arg: Option<String>,
+    pub graph_arg: Option<String>,
+}
+
+impl ContextRequest {
+    pub fn new(query: impl Into<String>, profile: ProfileName) -> Self {
+        ContextRequest {
+            query: query.into(),
+            profile,
+            max_bytes: None,
+            min_score: None,
+            expect_graph: None,
+            after: None,
+            code_arg: None,
+            graph_arg: None,
+        }
+    }
+}
+
+/// R-GEN-8: whether a read may refresh the graph first.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Freshness {
+    /// Read the committed generation as it is; never build, never write.
+    pub frozen: bool,
+    /// Do not build a missing graph (fail instead).
+    pub no_build: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphOut {
+    pub fingerprint: String,
+    /// The graph was rebuilt (incrementally) before this query.
+    pub refreshed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AnchorOut {
+    pub term: String,
+    pub symbol: String,
+    pub kind: &'static str,
+    pub tier: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IntentOut {
+    pub anchors: Vec<AnchorOut>,
+    pub relations: Vec<&'static str>,
+    pub free_terms: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SpineStep {
+    pub id: String,
+    pub symbol: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<RelationOut>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileOut {
+    pub name: String,
+    pub version: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RetrievalReceipt {
+    pub total: usize,
+    pub eligible: usize,
+    pub returned: usize,
+    pub cursor_prefix: usize,
+    pub hard_cap: usize,
+    /// returned / eligible.
+    pub coverage: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectionReceipt {
+    pub above_relevance: usize,
+    pub retained: usize,
+    pub below_threshold: usize,
+    pub byte_omitted: usize,
+    pub item_capped: usize,
+    pub cursor_prefix: usize,
+    pub skeletonized: usize,
+    pub policy_skeletonized: usize,
+    pub source_unavailable: usize,
+    /// retained / above_relevance.
+    pub retention: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimingsOut {
+    pub freshness: f64,
+    pub retrieval: f64,
+    pub projection: f64,
+    pub total: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Receipt {
+    pub profile: ProfileOut,
+    pub limits: Limits,
+    pub retrieval: RetrievalReceipt,
+    pub projection: ProjectionReceipt,
+    /// Byte length of the printed JSON document (this field included).
+    pub serialized_bytes: usize,
+    pub truncated_classes: Vec<&'static str>,
+    pub graph_fingerprint: String,
+    pub read_back_required: bool,
+    pub follow_ups: usize,
+    /// `light | traversal | source-heavy | mixed`, from paths traversed and slices read.
+    pub load_profile: &'static str,
+    pub paths_traversed: usize,
+    pub slices_read: usize,
+    pub refreshed: bool,
+    pub timings_ms: TimingsOut,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ContextOutput {
+    pub schema: &'static str,
+    pub query: String,
+    pub profile: String,
+    pub graph: GraphOut,
+    pub intent: IntentOut,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spine: Vec<SpineStep>,
+    pub evidence: Vec<EvidenceItem>,
+    pub omissions: Vec<Omission>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub receipt: Receipt,
+}
+
+/// A finished context: the data and its exact JSON text.
+pub struct ContextResult {
+    pub output: ContextOutput,
+    pub json: String,
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Opens the committed graph, refreshing it first unless frozen (R-GEN-8).
+pub fn open_fresh(
+    location: &Location,
+    freshness: Freshness,
+) -> Result<(String, Graph, PathBuf, bool)> {
+    let store = Store::new(&location.graph_dir);
+    let mut refreshed = false;
+    if !freshness.frozen {
+        let needs_build = match store.open_current() {
+            Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
+                return Err(AtlasError::GraphMissing(location.graph_dir.clone()));
+            }
+            Err(AtlasError::GraphMissing(_)) => true,
+            Err(e) => return Err(e),
+            Ok((_, graph)) => {
+                let root = store
+                    .read_root()
+                    .unwrap_or_else(|| location.code_root.clone());
+                crate::status::staleness(&graph, &root, &Default::default())?.stale
+            }
+        };
+        if needs_build {
+            let root = store
+                .read_root()
+                .filter(|r| r.is_dir())
+                .unwrap_or_else(|| location.code_root.clone());
+            build::build(&BuildOptions::new(root, &location.graph_dir))?;
+            refreshed = true;
+        }
+    }
+    let (fingerprint, graph) = store.open_current()?;
+    let root = store
+        .read_root()
+        .unwrap_or_else(|| location.code_root.clone());
+    Ok((fingerprint, graph, root, refreshed))
+}
+
+/// Runs one context query end to end.
+pub fn run(
+    location: &Location,
+    request: &ContextRequest,
+    freshness: Freshness,
+) -> Result<ContextResult> {
+    let started = Instant::now();
+    let (fingerprint, graph, root, refreshed) = open_fresh(location, freshness)?;
+    let freshness_ms = ms(started);
+    compile_context(
+        &graph,
+        &fingerprint,
+        &root,
+        request,
+        refreshed,
+        freshness_ms,
+        started,
+    )
+}
+
+fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
+    let mut overridden = Vec::new();
+    if request.max_bytes.is_some() {
+        overridden.push("max_bytes");
+    }
+    if request.min_score.is_some() {
+        overridden.push("min_score");
+    }
+    Limits {
+        retrieval_cap: profile.retrieval_cap,
+        max_paths: profile.max_paths,
+        max_slices: profile.max_slices,
+        lines_per_slice: profile.lines_per_slice,
+        max_bytes: request.max_bytes.unwrap_or(profile.max_bytes),
+        min_score: request.min_score.unwrap_or(profile.min_score),
+        overridden,
+    }
+}
+
+fn check_intent(intent: &Intent, request: &ContextRequest) -> Result<()> {
+    if let Some(ambiguity) = intent.ambiguities.first() {
+        return Err(AtlasError::ContextAmbiguous {
+            term: ambiguity.term.clone(),
+            tier: ambiguity.tier.as_str(),
+            total: ambiguity.total,
+            candidates: ambiguity.candidates.clone(),
+        });
+    }
+    if intent.anchors.is_empty() && request.profile != ProfileName::Architecture {
+        return Err(AtlasError::ContextNoMatch {
+            query: request.query.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Compiles the context of `request` over an open graph.
+pub fn compile_context(
+    graph: &Graph,
+    fingerprint: &str,
+    code_root: &Path,
+    request: &ContextRequest,
+    refreshed: bool,
+    freshness_ms: f64,
+    started: Instant,
+) -> Result<ContextResult> {
+    if let Some(expected) = &request.expect_graph
+        && expected != fingerprint
+    {
+        return Err(AtlasError::ContextGraphMismatch {
+            expected: expected.clone(),
+            actual: fingerprint.to_string(),
+        });
+    }
+    let profile = request.profile.load()?;
+    let limits = limits_of(&profile, request);
+
+    let stage = Instant::now();
+    let intent = query::parse(graph, &request.query);
+    check_intent(&intent, request)?;
+    let mut retrieval = retrieve::retrieve(graph, &intent, request.profile);
+    let class_rank = |class: &str| profile.class_rank(class);
+    project::order(&mut retrieval.candidates, &class_rank);
+    let retrieval_ms = ms(stage);
+
+    let stage = Instant::now();
+    let input = ProjectInput {
+        graph,
+        code_root,
+        limits: &limits,
+        class_rank: &class_rank,
+        after: request.after.as_deref(),
+    };
+    let mut base_argv = vec![
+        "atlas".to_string(),
+        "context".to_string(),
+        request.query.clone(),
+        "--profile".to_string(),
+        request.profile.as_str().to_string(),
+    ];
+    if let Some(code) = &request.code_arg {
+        base_argv.extend(["--code".to_string(), code.clone()]);
+    }
+    if let Some(graph_dir) = &request.graph_arg {
+        base_argv.extend(["--graph".to_string(), graph_dir.clone()]);
+    }
+
+    let mut diagnostics = Vec::new();
+    for term in &intent.free_terms {
+        diagnostics.push(Diagnostic {
+            code: "atlas-context-unused-term",
+            message: format!("`{term}` names no symbol or path; free-text terms need hybrid search, which is not available in this build"),
+            path: None,
+        });
+    }
+    if refreshed {
+        diagnostics.push(Diagnostic {
+            code: "atlas-context-refreshed",
+            message: "sources changed since the committed generation; the graph was rebuilt incrementally before this query".into(),
+            path: None,
+        });
+    }
+
+    let assemble = |projection: &project::Projection,
+                    timings: TimingsOut,
+                    serialized_bytes: usize| {
+        let counters = &projection.counters;
+        let omissions = projection.omissions(&base_argv, fingerprint, &limits);
+        let mut truncated_classes: Vec<&'static str> = omissions.iter().map(|o| o.class).collect();
+        truncated_classes.sort_unstable();
+        truncated_classes.dedup();
+        let eligible = counters.total - counters.cursor_prefix;
+        let retained = projection.retained();
+        let heavy_paths = retrieval.paths_traversed > 4;
+        let heavy_slices = counters.slices_read > 4;
+        let load_profile = match (heavy_paths, heavy_slices) {
+            (false, false) => "light",
+            (true, false) => "traversal",
+            (false, true) => "source-heavy",
+            (true, true) => "mixed",
+        };
+        let ratio = |a: usize, b: usize| {
+            if b == 0 {
+                1.0
+            } else {
+                (a as f64 / b as f64 * 1e4).round() / 1e4
+            }
+        };
+        let spine = projection
+            .evidence
+            .iter()
+            .filter(|e| e.class == "spine")
+            .map(|e| SpineStep {
+                id: e.id.clone(),
+                symbol: e.symbol.clone().unwrap_or_default(),
+                via: e.relation.clone(),
+            })
+            .collect();
+        let mut all_diagnostics = diagnostics.clone();
+        all_diagnostics.extend(projection.diagnostics.iter().cloned());
+        ContextOutput {
+            schema: SCHEMA,
+            query: request.query.clone(),
+            profile: request.profile.as_str().to_string(),
+            graph: GraphOut {
+                fingerprint: fingerprint.to_string(),
+                refreshed,
+            },
+            intent: IntentOut {
+                anchors: intent
+                    .anchors
+                    .iter()
+                    .map(|a| AnchorOut {
+                        term: a.term.clone(),
+                        symbol: node_label(graph, a.node),
+                        kind: graph.kind(a.node).as_str(),
+                        tier: a.tier.as_str(),
+                    })
+                    .collect(),
+                relations: intent.relations.iter().map(|r| r.as_str()).collect(),
+                free_terms: intent.free_terms.clone(),
+            },
+            spine,
+            evidence: projection.evidence.clone(),
+            receipt: Receipt {
+                profile: ProfileOut {
+                    name: profile.name.clone(),
+                    version: profile.version,
+                },
+                limits: limits.clone(),
+                retrieval: RetrievalReceipt {
+                    total: counters.total,
+                    eligible,
+                    returned: counters.returned,
+                    cursor_prefix: counters.cursor_prefix,
+                    hard_cap: limits.retrieval_cap,
+                    coverage: ratio(counters.returned, eligible),
+                },
+                projection: ProjectionReceipt {
+                    above_relevance: counters.above_relevance,
+                    retained,
+                    below_threshold: counters.below_threshold,
+                    byte_omitted: counters.byte_omitted,
+                    item_capped: counters.item_capped,
+                    cursor_prefix: counters.cursor_prefix,
+                    skeletonized: counters.skeletonized,
+                    policy_skeletonized: counters.policy_skeletonized,
+                    source_unavailable: counters.source_unavailable,
+                    retention: ratio(retained, counters.above_relevance),
+                },
+                serialized_bytes,
+                truncated_classes,
+                graph_fingerprint: fingerprint.to_string(),
+                read_back_required: counters.read_back_required,
+                follow_ups: omissions.len(),
+                load_profile,
+                paths_traversed: retrieval.paths_traversed,
+                slices_read: counters.slices_read,
+                refreshed,
+                timings_ms: timings,
+            },
+            omissions,
+            diagnostics: all_diagnostics,
+        }
+    };
+    // Widest timings and byte count: fitting decisions must not depend on clock digits.
+    let widest = || TimingsOut {
+        freshness: 99_999.999,
+        retrieval: 99_999.999,
+        projection: 99_999.999,
+        total: 99_999.999,
+    };
+    let render = |output: &ContextOutput| serde_json::to_string(output).unwrap_or_default();
+
+    let envelope_input = ProjectInput {
+        after: None,
+        ..input
+    };
+    let empty = project::project(&envelope_input, &[], 0)?;
+    let envelope = render(&assemble(&empty, widest(), 1_000_000)).len();
+    // Omission groups and the evidence array's own punctuation are not known yet.
+    let reserve = envelope + 512;
+    let budget = limits.max_bytes.saturating_sub(reserve);
+    let mut projection = project::project(&input, &retrieval.candidates, budget)?;
+    loop {
+        let size = render(&assemble(&projection, widest(), 1_000_000)).len();
+        if size <= limits.max_bytes {
+            break;
+        }
+        if !projection.drop_last_optional() {
+            let id = projection
+                .evidence
+                .last()
+                .map(|e| e.id.clone())
+                .unwrap_or_default();
+            return Err(AtlasError::ContextRequiredBudget {
+                max_bytes: limits.max_bytes,
+                id,
+            });
+        }
+    }
+    let projection_ms = ms(stage);
+    let timings = TimingsOut {
+        freshness: freshness_ms,
+        retrieval: retrieval_ms,
+        projection: projection_ms,
+        total: ms(started),
+    };
+    // serialized_bytes counts itself: iterate to the fixed point.
+    let mut bytes = 0;
+    let mut output = assemble(&projection, timings.clone(), bytes);
+    for _ in 0..4 {
+        let json = render(&output);
+        if json.len() == bytes {
+            return Ok(ContextResult { output, json });
+        }
+        bytes = json.len();
+        output = assemble(&projection, timings.clone(), bytes);
+    }
+    let json = render(&output);
+    Ok(ContextResult { output, json })
+}

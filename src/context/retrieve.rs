@@ -1,0 +1,1153 @@
+//! Stage one: retrieval (R-Q-4/5). From an intent to a candidate set in which every
+//! candidate has a stable evidence id, a class, a u16 score with reasons and a required
+//! flag. Nothing here reads source or knows about bytes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use crate::dump::node_label;
+use crate::facts::SymbolKind;
+use crate::graph::Graph;
+use crate::graph::data::{ArchivedEdgeRecord, NONE};
+use crate::inventory::FileClass;
+use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
+use crate::profile::ProfileName;
+use crate::query::{Intent, Relation};
+
+/// What a candidate shows as source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceTarget {
+    None,
+    /// The node's declaration span.
+    Declaration(u32),
+    /// A few lines around a site: (file, 0-based line).
+    Site(u32, u32),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelationInfo {
+    pub kind: EdgeKind,
+    pub extends: bool,
+    pub from: u32,
+    pub to: u32,
+    pub provenance: Provenance,
+    pub resolution: Resolution,
+    pub confidence: u8,
+    /// (file, 0-based line).
+    pub site: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub id: String,
+    pub class: &'static str,
+    pub score: u16,
+    pub reasons: Vec<String>,
+    pub required: bool,
+    pub node: Option<u32>,
+    pub relation: Option<RelationInfo>,
+    pub slice: SliceTarget,
+    pub on_spine: bool,
+    /// The query names this symbol or its path.
+    pub named: bool,
+    /// A typed statement (failure evidence, module summaries).
+    pub statement: Option<Statement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    pub code: &'static str,
+    pub text: String,
+}
+
+pub struct Retrieval {
+    pub candidates: Vec<Candidate>,
+    /// Spine node ids in order (flow), for rendering.
+    pub spine: Vec<u32>,
+    /// Distinct files touched while traversing (load profile input).
+    pub paths_traversed: usize,
+}
+
+const MAX_HOPS: u32 = 2;
+const IMPACT_HOPS: u32 = 4;
+const SPINE_MAX: usize = 10;
+const VISIT_CAP: usize = 20_000;
+
+/// Runtime-boundary call names by category (R-Q-5).
+const BOUNDARIES: &[(&str, &[&str])] = &[
+    (
+        "task-spawn",
+        &[
+            "spawn",
+            "spawn_blocking",
+            "spawn_local",
+            "create_task",
+            "ensure_future",
+            "run_in_executor",
+            "start_new_thread",
+            "setTimeout",
+            "setInterval",
+            "setImmediate",
+            "nextTick",
+            "queueMicrotask",
+            "Thread",
+            "Go",
+        ],
+    ),
+    (
+        "channel",
+        &[
+            "send",
+            "recv",
+            "try_recv",
+            "try_send",
+            "put_nowait",
+            "get_nowait",
+            "postMessage",
+            "channel",
+            "Queue",
+        ],
+    ),
+    (
+        "callback-registry",
+        &[
+            "register",
+            "subscribe",
+            "addEventListener",
+            "add_listener",
+            "add_done_callback",
+            "addCallback",
+            "connect_signal",
+            "on",
+        ],
+    ),
+    (
+        "reflection",
+        &[
+            "getattr",
+            "setattr",
+            "eval",
+            "exec",
+            "__import__",
+            "import_module",
+            "forName",
+            "getMethod",
+            "getDeclaredMethod",
+            "Reflect",
+        ],
+    ),
+    (
+        "framework-route",
+        &[
+            "route",
+            "add_url_rule",
+            "add_route",
+            "HandleFunc",
+            "add_api_route",
+            "api_route",
+            "RequestMapping",
+            "GetMapping",
+            "PostMapping",
+        ],
+    ),
+    (
+        "process-io",
+        &[
+            "Popen",
+            "check_output",
+            "check_call",
+            "system",
+            "execvp",
+            "spawnSync",
+            "execSync",
+            "exec_command",
+        ],
+    ),
+    (
+        "network-io",
+        &[
+            "fetch",
+            "urlopen",
+            "urlretrieve",
+            "TcpStream",
+            "TcpListener",
+            "UdpSocket",
+            "socket",
+            "Dial",
+            "ListenAndServe",
+            "XMLHttpRequest",
+        ],
+    ),
+    (
+        "file-io",
+        &[
+            "open",
+            "read_to_string",
+            "read_file",
+            "readFile",
+            "readFileSync",
+            "writeFile",
+            "writeFileSync",
+            "write_all",
+            "fopen",
+            "ReadFile",
+            "WriteFile",
+        ],
+    ),
+    (
+        "ffi",
+        &["CDLL", "cdll", "dlopen", "LoadLibrary", "ffi", "extern"],
+    ),
+];
+
+pub fn boundary_category(name: &str) -> Option<&'static str> {
+    BOUNDARIES
+        .iter()
+        .find(|(_, names)| names.contains(&name))
+        .map(|(category, _)| *category)
+}
+
+pub fn evidence_id(class: &str, identity: &str) -> String {
+    let hash = blake3::hash(format!("{class}\0{identity}").as_bytes());
+    format!("ev-{class}-{}", &hash.to_hex()[..16])
+}
+
+struct Builder<'g> {
+    graph: &'g Graph,
+    named: BTreeSet<u32>,
+    candidates: Vec<Candidate>,
+    seen: HashMap<String, usize>,
+    touched_files: BTreeSet<u32>,
+}
+
+fn relation_of(from: u32, edge: &ArchivedEdgeRecord, outgoing: bool) -> RelationInfo {
+    let other = edge.node.to_native();
+    let (from, to) = if outgoing {
+        (from, other)
+    } else {
+        (other, from)
+    };
+    let site_file = edge.site_file.to_native();
+    RelationInfo {
+        kind: EdgeKind::from_code(edge.kind).unwrap_or(EdgeKind::References),
+        extends: EdgeSubkind::from_code(edge.subkind) == EdgeSubkind::Extends,
+        from,
+        to,
+        provenance: Provenance::from_code(edge.provenance).unwrap_or(Provenance::TreeSitter),
+        resolution: Resolution::from_code(edge.resolution).unwrap_or(Resolution::UniqueName),
+        confidence: edge.confidence,
+        site: (site_file != NONE).then(|| (site_file, edge.site.start_line.to_native())),
+    }
+}
+
+impl<'g> Builder<'g> {
+    fn label(&self, node: u32) -> String {
+        node_label(self.graph, node)
+    }
+
+    fn is_policy_class(&self, node: u32) -> bool {
+        self.graph.file_of(node).is_some_and(|f| {
+            matches!(
+                FileClass::from_code(f.class),
+                Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
+            )
+        }) || self.graph.node(node).flags & crate::graph::data::FLAG_TEST_SCOPE != 0
+    }
+
+    /// Centrality bonus: up to +150 for hubs (mean centrality is 1000).
+    fn bonus(&self, node: u32) -> u32 {
+        (self.graph.node(node).centrality.to_native() / 20).min(150)
+    }
+
+    fn relation_score(
+        &self,
+        node: u32,
+        confidence: u8,
+        hop: u32,
+        decay_square: bool,
+    ) -> (u16, Vec<String>) {
+        let divisor = if decay_square { hop * hop } else { hop };
+        let mut score = u32::from(confidence) * 10 / divisor.max(1) + self.bonus(node);
+        let mut reasons = vec![format!("confidence {confidence}"), format!("hop {hop}")];
+        if self.bonus(node) > 0 {
+            reasons.push(format!("centrality +{}", self.bonus(node)));
+        }
+        if self.is_policy_class(node) {
+            score /= 2;
+            reasons.push("test/generated/vendored ×0.5".into());
+        }
+        (score.min(u16::MAX as u32) as u16, reasons)
+    }
+
+    fn push(&mut self, mut candidate: Candidate, identity: &str) {
+        candidate.id = evidence_id(candidate.class, identity);
+        if let Some(node) = candidate.node {
+            candidate.named |= self.named.contains(&node);
+            let file = self.graph.node(node).file.to_native();
+            if file != NONE {
+                self.touched_files.insert(file);
+            }
+        }
+        match self.seen.get(&candidate.id) {
+            Some(&index) => {
+                let existing = &mut self.candidates[index];
+                // The same evidence reached twice keeps its strongest form.
+                if (candidate.required, candidate.score) > (existing.required, existing.score) {
+                    *existing = candidate;
+                }
+            }
+            None => {
+                self.seen
+                    .insert(candidate.id.clone(), self.candidates.len());
+                self.candidates.push(candidate);
+            }
+        }
+    }
+
+    fn declaration(&mut self, node: u32, term: &str, tier: &str) {
+        let kind = self.graph.kind(node);
+        let slice = if matches!(kind, SymbolKind::Module | SymbolKind::File) {
+            SliceTarget::None
+        } else {
+            SliceTarget::Declaration(node)
+        };
+        let label = self.label(node);
+        self.push(
+            Candidate {
+                id: String::new(),
+                class: "declaration",
+                score: 60_000,
+                reasons: vec![format!("named by `{term}` ({tier})")],
+                required: true,
+                node: Some(node),
+                relation: None,
+                slice,
+                on_spine: false,
+                named: true,
+                statement: None,
+            },
+            &label,
+        );
+    }
+
+    fn relation(
+        &mut self,
+        class: &'static str,
+        node: u32,
+        relation: RelationInfo,
+        hop: u32,
+        decay_square: bool,
+        extra: Option<String>,
+    ) {
+        let (score, mut reasons) =
+            self.relation_score(node, relation.confidence, hop, decay_square);
+        reasons.insert(
+            0,
+            format!(
+                "{} {} → {} ({}/{})",
+                relation.kind.as_str(),
+                self.label(relation.from),
+                self.label(relation.to),
+                relation.provenance.as_str(),
+                relation.resolution.as_str()
+            ),
+        );
+        if let Some(extra) = extra {
+            reasons.push(extra);
+        }
+        let slice = match (class, relation.site) {
+            (
+                "caller" | "dependent" | "reverse-path" | "reference" | "type-use",
+                Some((file, line)),
+            ) => SliceTarget::Site(file, line),
+            _ => SliceTarget::Declaration(node),
+        };
+        let identity = format!(
+            "{}|{}|{}|{:?}",
+            self.label(relation.from),
+            self.label(relation.to),
+            relation.kind.as_str(),
+            relation
+                .site
+                .map(|(f, l)| (self.graph.file_path(f).to_string(), l))
+        );
+        self.push(
+            Candidate {
+                id: String::new(),
+                class,
+                score,
+                reasons,
+                required: false,
+                node: Some(node),
+                relation: Some(relation),
+                slice,
+                on_spine: false,
+                named: false,
+                statement: None,
+            },
+            &identity,
+        );
+    }
+
+    fn statement(
+        &mut self,
+        class: &'static str,
+        code: &'static str,
+        text: String,
+        node: Option<u32>,
+        required: bool,
+        score: u16,
+    ) {
+        let identity = format!("{code}|{text}");
+        self.push(
+            Candidate {
+                id: String::new(),
+                class,
+                score,
+                reasons: vec![code.to_string()],
+                required,
+                node,
+                relation: None,
+                slice: SliceTarget::None,
+                on_spine: false,
+                named: false,
+                statement: Some(Statement { code, text }),
+            },
+            &identity,
+        );
+    }
+
+    fn edges(&self, node: u32, outgoing: bool, kind: EdgeKind) -> Vec<RelationInfo> {
+        let edges = if outgoing {
+            self.graph.out_edges(node)
+        } else {
+            self.graph.in_edges(node)
+        };
+        edges
+            .iter()
+            .filter(|e| e.kind == kind as u8)
+            .map(|e| relation_of(node, e, outgoing))
+            .collect()
+    }
+
+    /// Frontier entries named like `node` that could reach it.
+    fn frontier_reaching(&self, node: u32) -> Vec<(u32, u32, u32, u32)> {
+        let name = self.graph.node(node).name.to_native();
+        self.graph
+            .data()
+            .frontier
+            .iter()
+            .filter(|f| f.name.to_native() == name && f.candidates.to_native() > 0)
+            .map(|f| {
+                (
+                    f.from.to_native(),
+                    f.file.to_native(),
+                    f.site.start_line.to_native(),
+                    f.candidates.to_native(),
+                )
+            })
+            .collect()
+    }
+
+    fn frontier_candidates(&mut self, anchor: u32, score: u16) -> usize {
+        let entries = self.frontier_reaching(anchor);
+        let name = self
+            .graph
+            .str(self.graph.node(anchor).name.to_native())
+            .to_string();
+        for (from, file, line, candidates) in &entries {
+            let identity = format!("frontier|{name}|{}|{line}", self.graph.file_path(*file));
+            let reasons = vec![format!(
+                "unresolved `{name}` at {}:{} could reach {} ({} candidates)",
+                self.graph.file_path(*file),
+                line + 1,
+                self.label(anchor),
+                candidates
+            )];
+            self.push(
+                Candidate {
+                    id: String::new(),
+                    class: "frontier",
+                    score,
+                    reasons,
+                    required: false,
+                    node: Some(*from),
+                    relation: None,
+                    slice: SliceTarget::Site(*file, *line),
+                    on_spine: false,
+                    named: false,
+                    statement: None,
+                },
+                &identity,
+            );
+        }
+        entries.len()
+    }
+
+    /// Implementations of `node`: implementors of a trait/interface/class, and for a
+    /// method of one, the same-named members of the implementors.
+    fn implementations(&mut self, node: u32) -> usize {
+        let graph = self.graph;
+        let kind = graph.kind(node);
+        let mut found = Vec::new();
+        for relation in self.edges(node, false, EdgeKind::Implements) {
+            found.push((relation.from, relation));
+        }
+        if kind == SymbolKind::Method {
+            let parent = graph.node(node).parent.to_native();
+            let name = graph.node(node).name.to_native();
+            if parent != NONE {
+                for relation in self.edges(parent, false, EdgeKind::Implements) {
+                    let implementor = relation.from;
+                    for member in self.edges(implementor, true, EdgeKind::Contains) {
+                        if graph.node(member.to).name.to_native() == name {
+                            found.push((member.to, relation.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        let unique = found.len() == 1;
+        for (implementor, relation) in &found {
+            self.relation(
+                "implementation",
+                *implementor,
+                relation.clone(),
+                1,
+                false,
+                None,
+            );
+        }
+        if unique {
+            // A unique implementation is required evidence (R-Q-5).
+            if let Some(last) = self.candidates.last_mut() {
+                last.required = true;
+                last.reasons.push("unique implementation".into());
+            }
+        }
+        found.len()
+    }
+
+    /// Callers or callees up to `hops`, breadth first.
+    fn walk_calls(&mut self, anchor: u32, outgoing: bool, hops: u32, class: &'static str) -> usize {
+        let mut frontier = vec![anchor];
+        let mut visited: BTreeSet<u32> = BTreeSet::from([anchor]);
+        let mut direct = 0;
+        for hop in 1..=hops {
+            let mut next = Vec::new();
+            for &node in &frontier {
+                for relation in self.edges(node, outgoing, EdgeKind::Calls) {
+                    let other = if outgoing { relation.to } else { relation.from };
+                    if hop == 1 {
+                        direct += 1;
+                    }
+                    let via = (hop > 1).then(|| format!("via {}", self.label(node)));
+                    self.relation(class, other, relation, hop, true, via);
+                    if visited.insert(other) && visited.len() < VISIT_CAP {
+                        next.push(other);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        direct
+    }
+}
+
+pub fn retrieve(graph: &Graph, intent: &Intent, profile: ProfileName) -> Retrieval {
+    let mut builder = Builder {
+        graph,
+        named: intent.anchors.iter().map(|a| a.node).collect(),
+        candidates: Vec::new(),
+        seen: HashMap::new(),
+        touched_files: BTreeSet::new(),
+    };
+    let mut spine = Vec::new();
+    match profile {
+        ProfileName::Symbol => symbol(&mut builder, intent),
+        ProfileName::Flow => spine = flow(&mut builder, intent),
+        ProfileName::Architecture => architecture(&mut builder, intent),
+        ProfileName::Impact => impact(&mut builder, intent),
+    }
+    Retrieval {
+        paths_traversed: builder.touched_files.len(),
+        candidates: builder.candidates,
+        spine,
+    }
+}
+
+fn wants(intent: &Intent, relation: Relation) -> bool {
+    intent.relations.is_empty() || intent.has_relation(relation)
+}
+
+fn symbol(b: &mut Builder, intent: &Intent) {
+    for anchor in &intent.anchors {
+        let node = anchor.node;
+        b.declaration(node, &anchor.term, anchor.tier.as_str());
+        let kind = b.graph.kind(node);
+        if matches!(kind, SymbolKind::File | SymbolKind::Module)
+            || wants(intent, Relation::Contains)
+        {
+            for member in b.edges(node, true, EdgeKind::Contains) {
+                b.relation("member", member.to, member.clone(), 1, false, None);
+            }
+        }
+        if wants(intent, Relation::Callers) || intent.has_relation(Relation::Calls) {
+            let callers = b.walk_calls(node, false, MAX_HOPS, "caller");
+            if callers == 0 && kind.is_callable() {
+                let unresolved = b.frontier_candidates(node, 350);
+                failure_for_callers(b, node, unresolved);
+            }
+        }
+        if wants(intent, Relation::Callees) || intent.has_relation(Relation::Calls) {
+            b.walk_calls(node, true, MAX_HOPS, "callee");
+        }
+        if wants(intent, Relation::Implements) {
+            b.implementations(node);
+            for relation in b.edges(node, true, EdgeKind::Implements) {
+                b.relation(
+                    "implementation",
+                    relation.to,
+                    relation,
+                    1,
+                    false,
+                    Some("implemented by the anchor".into()),
+                );
+            }
+        }
+        if wants(intent, Relation::References) {
+            for relation in b.edges(node, false, EdgeKind::References) {
+                b.relation("reference", relation.from, relation, 1, false, None);
+            }
+        }
+        if wants(intent, Relation::UsesType) {
+            for relation in b.edges(node, false, EdgeKind::UsesType) {
+                b.relation("type-use", relation.from, relation, 1, false, None);
+            }
+        }
+    }
+}
+
+/// "Zero callers" and "callers unknown (frontier)" are different answers (R-RES-2).
+fn failure_for_callers(b: &mut Builder, node: u32, unresolved: usize) {
+    let label = b.label(node);
+    if unresolved > 0 {
+        b.statement(
+            "failure",
+            "callers-unknown",
+            format!("{label} has no resolved callers; {unresolved} unresolved call site(s) share its name and could reach it (see frontier evidence)"),
+            Some(node),
+            true,
+            50_000,
+        );
+    } else {
+        b.statement(
+            "failure",
+            "no-callers",
+            format!("{label} has zero callers: no call edge and no unresolved call site names it"),
+            Some(node),
+            true,
+            50_000,
+        );
+    }
+}
+
+/// Breadth-first call path from `from` to `to`, optionally avoiding one edge.
+fn call_path(
+    graph: &Graph,
+    from: u32,
+    to: u32,
+    avoid: Option<(u32, u32)>,
+) -> Option<Vec<(u32, Option<RelationInfo>)>> {
+    let mut previous: HashMap<u32, (u32, RelationInfo)> = HashMap::new();
+    let mut queue = VecDeque::from([(from, 0usize)]);
+    let mut visited = BTreeSet::from([from]);
+    while let Some((node, depth)) = queue.pop_front() {
+        if node == to {
+            let mut path = vec![(to, previous.get(&to).map(|(_, r)| r.clone()))];
+            let mut current = to;
+            while let Some((prev, _)) = previous.get(&current) {
+                current = *prev;
+                path.push((current, previous.get(&current).map(|(_, r)| r.clone())));
+            }
+            path.reverse();
+            return Some(path);
+        }
+        if depth >= SPINE_MAX || visited.len() > VISIT_CAP {
+            continue;
+        }
+        // Stronger edges first, so ties between equal-length paths prefer confidence.
+        let mut edges: Vec<&ArchivedEdgeRecord> = graph
+            .out_edges(node)
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Calls as u8)
+            .collect();
+        edges.sort_by_key(|e| (std::cmp::Reverse(e.confidence), e.node.to_native()));
+        for edge in edges {
+            let next = edge.node.to_native();
+            if avoid == Some((node, next)) {
+                continue;
+            }
+            if visited.insert(next) {
+                previous.insert(next, (node, relation_of(node, edge, true)));
+                queue.push_back((next, depth + 1));
+            }
+        }
+    }
+    None
+}
+
+/// The dominant outgoing chain: follow the strongest, most central callee.
+fn dominant_chain(graph: &Graph, from: u32) -> Vec<(u32, Option<RelationInfo>)> {
+    let mut chain = vec![(from, None)];
+    let mut visited = BTreeSet::from([from]);
+    let mut current = from;
+    while chain.len() < SPINE_MAX {
+        let best = graph
+            .out_edges(current)
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Calls as u8 && !visited.contains(&e.node.to_native()))
+            .filter(|e| {
+                !matches!(
+                    graph.kind(e.node.to_native()),
+                    SymbolKind::Class | SymbolKind::Struct
+                )
+            })
+            .max_by_key(|e| {
+                let n = e.node.to_native();
+                let out_degree = graph
+                    .out_edges(n)
+                    .iter()
+                    .filter(|x| x.kind == EdgeKind::Calls as u8)
+                    .count();
+                // Prefer callees that lead somewhere, then confident edges, then hubs.
+                (
+                    out_degree > 0,
+                    e.confidence / 10,
+                    out_degree.min(50),
+                    graph.node(n).centrality.to_native(),
+                    std::cmp::Reverse(n),
+                )
+            });
+        let Some(edge) = best else { break };
+        let next = edge.node.to_native();
+        chain.push((next, Some(relation_of(current, edge, true))));
+        visited.insert(next);
+        current = next;
+    }
+    chain
+}
+
+fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
+    let anchors: Vec<u32> = intent.anchors.iter().map(|a| a.node).collect();
+    let Some(&first) = anchors.first() else {
+        return Vec::new();
+    };
+    let spine_path = if let Some(&second) = anchors.get(1) {
+        match call_path(b.graph, first, second, None) {
+            Some(path) => path,
+            None => {
+                for anchor in &intent.anchors {
+                    b.declaration(anchor.node, &anchor.term, anchor.tier.as_str());
+                }
+                let text = format!(
+                    "no call path from {} to {} within {SPINE_MAX} calls in the resolved graph",
+                    b.label(first),
+                    b.label(second)
+                );
+                b.statement("failure", "no-call-path", text, Some(first), true, 50_000);
+                b.walk_calls(first, true, 1, "callee");
+                b.walk_calls(second, false, 1, "caller");
+                frontier_of_spine(b, &[first, second]);
+                return Vec::new();
+            }
+        }
+    } else {
+        dominant_chain(b.graph, first)
+    };
+    let spine: Vec<u32> = spine_path.iter().map(|(n, _)| *n).collect();
+    for (step, (node, via)) in spine_path.iter().enumerate() {
+        let label = b.label(*node);
+        let mut reasons = vec![format!("spine step {}", step + 1)];
+        if let Some(term) = intent.anchors.iter().find(|a| a.node == *node) {
+            reasons.push(format!("named by `{}` ({})", term.term, term.tier.as_str()));
+        }
+        if let Some(relation) = via {
+            reasons.push(format!(
+                "called by {} ({}/{}, confidence {})",
+                b.label(relation.from),
+                relation.provenance.as_str(),
+                relation.resolution.as_str(),
+                relation.confidence
+            ));
+        }
+        b.push(
+            Candidate {
+                id: String::new(),
+                class: "spine",
+                score: 50_000u16.saturating_sub(step as u16),
+                reasons,
+                required: true,
+                node: Some(*node),
+                relation: via.clone(),
+                slice: SliceTarget::Declaration(*node),
+                on_spine: true,
+                named: false,
+                statement: None,
+            },
+            &label,
+        );
+    }
+    // Alternatives: the best path avoiding each spine edge in turn.
+    if anchors.len() >= 2 {
+        let mut alternatives = 0;
+        for window in spine.windows(2) {
+            if alternatives >= 3 {
+                break;
+            }
+            let Some(path) = call_path(b.graph, first, anchors[1], Some((window[0], window[1])))
+            else {
+                continue;
+            };
+            let nodes: Vec<u32> = path.iter().map(|(n, _)| *n).collect();
+            if nodes == spine {
+                continue;
+            }
+            alternatives += 1;
+            for (node, via) in path.into_iter().filter(|(n, _)| !spine.contains(n)) {
+                if let Some(relation) = via {
+                    b.relation(
+                        "alternative",
+                        node,
+                        relation,
+                        1,
+                        false,
+                        Some(format!("alternative path {alternatives}")),
+                    );
+                }
+            }
+        }
+    }
+    // Off-spine callees of spine nodes and callers of the first anchor.
+    for &node in &spine {
+        for relation in b.edges(node, true, EdgeKind::Calls) {
+            if !spine.contains(&relation.to) {
+                b.relation("callee", relation.to, relation, 1, true, None);
+            }
+        }
+    }
+    b.walk_calls(first, false, 1, "caller");
+    frontier_of_spine(b, &spine);
+    spine
+}
+
+/// Runtime boundaries reached from the spine: resolved calls and unresolved call sites
+/// whose callee name is a known boundary (R-Q-5). Required evidence.
+fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
+    let graph = b.graph;
+    let spine_set: BTreeSet<u32> = spine.iter().copied().collect();
+    let mut boundaries: BTreeMap<(u32, u32, String), (u32, &'static str)> = BTreeMap::new();
+    for entry in graph.data().frontier.iter() {
+        let from = entry.from.to_native();
+        if !spine_set.contains(&from) {
+            continue;
+        }
+        let name = graph.str(entry.name.to_native());
+        if let Some(category) = boundary_category(name) {
+            boundaries.insert(
+                (
+                    entry.file.to_native(),
+                    entry.site.start_line.to_native(),
+                    name.to_string(),
+                ),
+                (from, category),
+            );
+        }
+    }
+    for &node in spine {
+        for relation in b.edges(node, true, EdgeKind::Calls) {
+            let name = graph.str(graph.node(relation.to).name.to_native());
+            if let (Some(category), Some((file, line))) = (boundary_category(name), relation.site) {
+                boundaries.insert((file, line, name.to_string()), (node, category));
+            }
+        }
+    }
+    for ((file, line, name), (from, category)) in boundaries {
+        let path = graph.file_path(file).to_string();
+        let identity = format!("{path}:{line}:{name}");
+        b.push(
+            Candidate {
+                id: String::new(),
+                class: "runtime-boundary",
+                score: 40_000,
+                reasons: vec![format!(
+                    "{category}: `{name}` at {path}:{} in {}",
+                    line + 1,
+                    b.label(from)
+                )],
+                required: true,
+                node: Some(from),
+                relation: None,
+                slice: SliceTarget::Site(file, line),
+                on_spine: true,
+                named: false,
+                statement: Some(Statement {
+                    code: category,
+                    text: format!("control leaves ordinary calls: {category} via `{name}`"),
+                }),
+            },
+            &identity,
+        );
+    }
+}
+
+fn module_of(graph: &Graph, node: u32) -> u32 {
+    match graph.kind(node) {
+        SymbolKind::Module => node,
+        _ => graph.file_of(node).map_or(node, |f| f.module.to_native()),
+    }
+}
+
+fn architecture(b: &mut Builder, intent: &Intent) {
+    let graph = b.graph;
+    let data = graph.data();
+    // Modules in scope: the named ones (and their descendants), else every module.
+    let mut scope: BTreeSet<u32> = BTreeSet::new();
+    let mut named_modules: BTreeSet<u32> = BTreeSet::new();
+    for anchor in &intent.anchors {
+        let module = module_of(graph, anchor.node);
+        named_modules.insert(module);
+        if graph.kind(anchor.node) != SymbolKind::Module {
+            b.declaration(anchor.node, &anchor.term, anchor.tier.as_str());
+        }
+    }
+    let module_nodes: Vec<u32> = (0..graph.node_count() as u32)
+        .take_while(|&n| graph.kind(n) == SymbolKind::Module)
+        .collect();
+    if named_modules.is_empty() {
+        scope.extend(module_nodes.iter().copied());
+    } else {
+        for &m in &module_nodes {
+            let path = graph.str(graph.node(m).qualified.to_native());
+            if named_modules.iter().any(|&n| {
+                let named = graph.str(graph.node(n).qualified.to_native());
+                n == m || named == "." || path.starts_with(&format!("{named}/"))
+            }) {
+                scope.insert(m);
+            }
+        }
+    }
+    // Module summaries.
+    let mut files_per_module: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (index, file) in data.files.iter().enumerate() {
+        files_per_module
+            .entry(file.module.to_native())
+            .or_default()
+            .push(index as u32);
+    }
+    for &module in &scope {
+        let files = files_per_module.get(&module).cloned().unwrap_or_default();
+        if files.is_empty() && !named_modules.contains(&module) {
+            continue;
+        }
+        let symbols: usize = files
+            .iter()
+            .map(|&f| {
+                let node = data.files[f as usize].node.to_native();
+                b.edges(node, true, EdgeKind::Contains).len()
+            })
+            .sum();
+        let path = graph
+            .str(graph.node(module).qualified.to_native())
+            .to_string();
+        let named = named_modules.contains(&module);
+        let score = (200 + 40 * files.len() as u32 + 5 * symbols as u32).min(20_000) as u16;
+        let text = format!(
+            "module {path}/: {} file(s), {symbols} top-level symbol(s)",
+            files.len()
+        );
+        b.push(
+            Candidate {
+                id: String::new(),
+                class: "module",
+                score: if named { 60_000 } else { score },
+                reasons: vec![if named {
+                    "named module".to_string()
+                } else {
+                    format!("{} files", files.len())
+                }],
+                required: named,
+                node: Some(module),
+                relation: None,
+                slice: SliceTarget::None,
+                on_spine: false,
+                named,
+                statement: Some(Statement {
+                    code: "module",
+                    text,
+                }),
+            },
+            &path,
+        );
+        // Representatives: the most central symbols of the module.
+        let mut symbols_in_module: Vec<u32> = files
+            .iter()
+            .flat_map(|&f| {
+                let node = data.files[f as usize].node.to_native();
+                b.edges(node, true, EdgeKind::Contains)
+                    .into_iter()
+                    .map(|r| r.to)
+            })
+            .collect();
+        symbols_in_module
+            .sort_by_key(|&n| (std::cmp::Reverse(graph.node(n).centrality.to_native()), n));
+        for (rank, &node) in symbols_in_module.iter().take(3).enumerate() {
+            let centrality = graph.node(node).centrality.to_native();
+            let mut score = (centrality / 4).min(20_000);
+            if b.is_policy_class(node) {
+                score /= 2;
+            }
+            let label = b.label(node);
+            b.push(
+                Candidate {
+                    id: String::new(),
+                    class: "representative",
+                    score: score as u16,
+                    reasons: vec![format!(
+                        "centrality {centrality}, rank {} in {path}/",
+                        rank + 1
+                    )],
+                    required: false,
+                    node: Some(node),
+                    relation: None,
+                    slice: SliceTarget::Declaration(node),
+                    on_spine: false,
+                    named: false,
+                    statement: None,
+                },
+                &label,
+            );
+        }
+    }
+    // Relationships between modules in scope.
+    for edge in data.module_edges.iter() {
+        let (from, to) = (edge.from.to_native(), edge.to.to_native());
+        if !(scope.contains(&from) || scope.contains(&to)) {
+            continue;
+        }
+        let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
+        let count = edge.count.to_native();
+        let (a, c) = (
+            graph
+                .str(graph.node(from).qualified.to_native())
+                .to_string(),
+            graph.str(graph.node(to).qualified.to_native()).to_string(),
+        );
+        let touches_named = named_modules.contains(&from) || named_modules.contains(&to);
+        let score = (250 + 25 * count + if touches_named { 200 } else { 0 }).min(20_000) as u16;
+        b.push(
+            Candidate {
+                id: String::new(),
+                class: "module-relation",
+                score,
+                reasons: vec![format!("{count} {kind} edge(s)")],
+                required: false,
+                node: None,
+                relation: None,
+                slice: SliceTarget::None,
+                on_spine: false,
+                named: false,
+                statement: Some(Statement {
+                    code: "module-relation",
+                    text: format!("{a}/ {kind} {c}/ ×{count}"),
+                }),
+            },
+            &format!("{a}|{kind}|{c}"),
+        );
+    }
+}
+
+fn impact(b: &mut Builder, intent: &Intent) {
+    for anchor in &intent.anchors {
+        let node = anchor.node;
+        b.declaration(node, &anchor.term, anchor.tier.as_str());
+        let kinds = [
+            EdgeKind::Calls,
+            EdgeKind::References,
+            EdgeKind::UsesType,
+            EdgeKind::Implements,
+            EdgeKind::Imports,
+        ];
+        let mut frontier = vec![node];
+        let mut visited = BTreeSet::from([node]);
+        let mut affected: BTreeSet<u32> = BTreeSet::new();
+        let mut dependents = 0;
+        for hop in 1..=IMPACT_HOPS {
+            let mut next = Vec::new();
+            for &current in &frontier {
+                for kind in kinds {
+                    if hop > 1 && kind == EdgeKind::Imports {
+                        continue;
+                    }
+                    for relation in b.edges(current, false, kind) {
+                        let dependent = relation.from;
+                        if visited.contains(&dependent) {
+                            continue;
+                        }
+                        if hop == 1 {
+                            dependents += 1;
+                        }
+                        let class = if hop == 1 {
+                            "dependent"
+                        } else {
+                            "reverse-path"
+                        };
+                        let via = (hop > 1).then(|| format!("via {}", b.label(current)));
+                        b.relation(class, dependent, relation, hop, false, via);
+                        affected.insert(module_of(b.graph, dependent));
+                        if visited.len() < VISIT_CAP {
+                            visited.insert(dependent);
+                            next.push(dependent);
+                        }
+                    }
+                }
+            }
+            frontier = next;
+        }
+        b.implementations(node);
+        let unresolved = b.frontier_candidates(node, 400);
+        if dependents == 0 {
+            let label = b.label(node);
+            let (code, text) = if unresolved > 0 {
+                (
+                    "dependents-unknown",
+                    format!(
+                        "{label} has no resolved dependents; {unresolved} unresolved reference(s) share its name and could reach it"
+                    ),
+                )
+            } else {
+                (
+                    "no-dependents",
+                    format!(
+                        "{label} has zero dependents in the graph and no unresolved reference names it"
+                    ),
+                )
+            };
+            b.statement("failure", code, text, Some(node), true, 50_000);
+        }
+        affected.remove(&module_of(b.graph, node));
+        for module in affected {
+            let path = b
+                .graph
+                .str(b.graph.node(module).qualified.to_native())
+                .to_string();
+            b.statement(
+                "affected-module",
+                "affected-module",
+                format!("module {path}/ depends on {}", b.label(node)),
+                Some(module),
+                false,
+                300,
+            );
+        }
+    }
+}

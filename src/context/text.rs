@@ -1,0 +1,200 @@
+//! Human rendering of a context: the same data as the JSON, laid out for reading. The
+//! spine is an indented call chain; omissions carry their argv as copy-pasteable shell.
+
+use std::fmt::Write;
+
+use super::ContextOutput;
+
+/// Quotes one argument for a POSIX shell.
+pub fn shell_quote(arg: &str) -> String {
+    let safe = !arg.is_empty()
+        && arg.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ':' | '=' | ',' | '@' | '+')
+        });
+    if safe {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+pub fn render(output: &ContextOutput) -> String {
+    let mut out = String::new();
+    let r = &output.receipt;
+    let _ = writeln!(
+        out,
+        "context {} · profile {} · graph {}{}",
+        shell_quote(&output.query),
+        output.profile,
+        &output.graph.fingerprint[..12.min(output.graph.fingerprint.len())],
+        if output.graph.refreshed {
+            " (refreshed)"
+        } else {
+            ""
+        }
+    );
+    for anchor in &output.intent.anchors {
+        let _ = writeln!(
+            out,
+            "anchor  {} → {} {} ({})",
+            anchor.term, anchor.kind, anchor.symbol, anchor.tier
+        );
+    }
+    if !output.intent.relations.is_empty() {
+        let _ = writeln!(out, "relations {}", output.intent.relations.join(", "));
+    }
+    if !output.spine.is_empty() {
+        let _ = writeln!(out, "\nspine");
+        for (depth, step) in output.spine.iter().enumerate() {
+            let indent = "  ".repeat(depth + 1);
+            match &step.via {
+                Some(via) => {
+                    let site = via
+                        .site
+                        .as_ref()
+                        .map(|s| format!(" @{}:{}", s.path, s.line))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        out,
+                        "{indent}└─ {} [{} {}/{} {}{site}]",
+                        step.symbol, via.kind, via.provenance, via.resolution, via.confidence
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "{indent}{}", step.symbol);
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "\nevidence ({})", output.evidence.len());
+    for item in &output.evidence {
+        let lines = item
+            .lines
+            .map(|[a, b]| format!(" L{a}-{b}"))
+            .unwrap_or_default();
+        let label = item
+            .symbol
+            .clone()
+            .or_else(|| item.statement.as_ref().map(|s| s.text.clone()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  [{}] {label}{lines} · score {}{} · {}",
+            item.class,
+            item.score,
+            if item.required { " · required" } else { "" },
+            item.projection
+        );
+        if let Some(relation) = &item.relation {
+            let site = relation
+                .site
+                .as_ref()
+                .map(|s| format!(" @{}:{}", s.path, s.line))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "      {} {} → {} ({}/{} {}){site}",
+                relation.kind,
+                relation.from,
+                relation.to,
+                relation.provenance,
+                relation.resolution,
+                relation.confidence
+            );
+        }
+        if let Some(statement) = item.statement.as_ref().filter(|_| item.symbol.is_some()) {
+            let _ = writeln!(out, "      {}: {}", statement.code, statement.text);
+        }
+        for diagnostic in &item.diagnostics {
+            let _ = writeln!(out, "      ! {diagnostic}");
+        }
+        match (&item.source, &item.signature) {
+            (Some(source), _) => {
+                for (offset, line) in source.text.lines().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "      {:>5} │ {line}",
+                        source.lines[0] as usize + offset
+                    );
+                }
+                if source.clipped {
+                    let _ = writeln!(
+                        out,
+                        "            │ … (clipped at {} lines)",
+                        source.lines[1] - source.lines[0] + 1
+                    );
+                }
+            }
+            (None, Some(signature)) => {
+                let _ = writeln!(
+                    out,
+                    "      sig │ {}",
+                    signature.lines().next().unwrap_or("")
+                );
+            }
+            _ => {}
+        }
+    }
+    if !output.omissions.is_empty() {
+        let _ = writeln!(out, "\nomitted");
+        for o in &output.omissions {
+            let _ = writeln!(
+                out,
+                "  {} × {} ({}); top {} score {}",
+                o.count,
+                o.class,
+                o.reason,
+                o.top.symbol.as_deref().unwrap_or(&o.top.id),
+                o.top.score
+            );
+            let argv: Vec<String> = o.argv.iter().map(|a| shell_quote(a)).collect();
+            let _ = writeln!(out, "    $ {}", argv.join(" "));
+        }
+    }
+    for d in &output.diagnostics {
+        let path = d
+            .path
+            .as_ref()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "! {}{path}: {}", d.code, d.message);
+    }
+    let p = &r.projection;
+    let _ = writeln!(
+        out,
+        "\nreceipt: {} retrieved of {} (cap {}), {} above relevance {}, {} retained, {} below threshold, {} byte-omitted, {} skeletonized, {} policy; {} bytes ≤ {}; load {}{}",
+        r.retrieval.returned,
+        r.retrieval.eligible,
+        r.retrieval.hard_cap,
+        p.above_relevance,
+        r.limits.min_score,
+        p.retained,
+        p.below_threshold,
+        p.byte_omitted,
+        p.skeletonized,
+        p.policy_skeletonized,
+        r.serialized_bytes,
+        r.limits.max_bytes,
+        r.load_profile,
+        if r.read_back_required {
+            "; read-back required"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quote;
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_quote("--profile"), "--profile");
+        assert_eq!(shell_quote("compile calls"), "'compile calls'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

@@ -62,6 +62,18 @@ pub enum Command {
         after_help = "Examples:\n  atlas context \"compile calls\" --profile flow\n  atlas context Cart.total --profile symbol --format text\n  atlas context shop/models.py --profile impact --frozen --max-bytes 8000"
     )]
     Context(ContextArgs),
+    /// Score `atlas context` on a query-quality corpus; the receipt is written even on failure.
+    #[command(
+        after_help = "Example:\n  atlas eval --corpus corpus/context.toml --out target/eval-receipt.json"
+    )]
+    Eval {
+        /// Corpus file (TOML, see corpus/context.toml).
+        #[arg(long)]
+        corpus: PathBuf,
+        /// Also write the receipt to this file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Inspect the committed graph.
     #[command(subcommand)]
     Graph(GraphCommand),
@@ -213,6 +225,34 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                 Format::Text => print_stdout(&context::text::render(&result.output)),
             }
         }
+        Command::Eval { corpus, out } => {
+            let report = crate::eval::run_corpus(corpus)?;
+            let text =
+                serde_json::to_string_pretty(&report).map_err(|e| AtlasError::InvalidInput {
+                    what: "eval receipt",
+                    reason: e.to_string(),
+                })?;
+            if let Some(out) = out {
+                std::fs::write(out, &text).map_err(|e| AtlasError::io(out, e))?;
+            }
+            print_stdout(&(text + "\n"));
+            for case in report.cases.iter().filter(|c| !c.passed) {
+                eprintln!("FAIL {}: {}", case.name, case.failures.join("; "));
+            }
+            eprintln!(
+                "{} of {} cases passed; recall {:.3}, MRR {:.3}, evidence recall {:.3}",
+                report.overall.passed,
+                report.overall.cases,
+                report.overall.recall,
+                report.overall.mrr,
+                report.overall.evidence_recall
+            );
+            if !report.passed {
+                return Err(AtlasError::EvalFailed {
+                    failed: report.overall.cases - report.overall.passed,
+                });
+            }
+        }
         Command::Graph(GraphCommand::Dump) => {
             let location = location(cli)?;
             let (_, graph) = Store::new(&location.graph_dir).open_current()?;
@@ -227,6 +267,31 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
         }
     }
     Ok(())
+}
+
+/// Parses a continuation argv (`["atlas", "context", …]`) into a request, with the same
+/// flag definitions as the command line.
+pub fn context_request_from_argv(argv: &[String]) -> Result<ContextRequest, AtlasError> {
+    let cli = Cli::try_parse_from(argv).map_err(|e| AtlasError::InvalidInput {
+        what: "continuation argv",
+        reason: e.to_string(),
+    })?;
+    match cli.command {
+        Command::Context(args) => Ok(ContextRequest {
+            query: args.query,
+            profile: args.profile,
+            max_bytes: args.max_bytes.map(|b| b as usize),
+            min_score: args.min_score,
+            expect_graph: args.expect_graph,
+            after: args.after,
+            code_arg: cli.code.map(|p| p.display().to_string()),
+            graph_arg: cli.graph.map(|p| p.display().to_string()),
+        }),
+        _ => Err(AtlasError::InvalidInput {
+            what: "continuation argv",
+            reason: "not an `atlas context` command".into(),
+        }),
+    }
 }
 
 fn print_stdout(text: &str) {

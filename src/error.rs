@@ -67,6 +67,8 @@ pub enum AtlasError {
     ContextGraphMismatch { expected: String, actual: String },
     #[error("unknown evidence id `{id}` for this query and graph")]
     ContextCursor { id: String },
+    #[error("{failed} corpus case(s) failed")]
+    EvalFailed { failed: usize },
 }
 
 impl AtlasError {
@@ -93,6 +95,7 @@ impl AtlasError {
             AtlasError::ContextRequiredSourceCap { .. } => "atlas-context-required-source-cap",
             AtlasError::ContextGraphMismatch { .. } => "atlas-context-graph-mismatch",
             AtlasError::ContextCursor { .. } => "atlas-context-cursor",
+            AtlasError::EvalFailed { .. } => "atlas-eval-failed",
         }
     }
 
@@ -113,6 +116,7 @@ impl AtlasError {
             | AtlasError::ContextRequiredCandidateCap { .. }
             | AtlasError::ContextRequiredSourceCap { .. } => 8,
             AtlasError::ContextGraphMismatch { .. } | AtlasError::ContextCursor { .. } => 9,
+            AtlasError::EvalFailed { .. } => 10,
         }
     }
 

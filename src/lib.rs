@@ -6,6 +6,7 @@ pub mod cli;
 pub mod context;
 pub mod dump;
 pub mod error;
+pub mod eval;
 pub mod extract;
 pub mod facts;
 pub mod graph;

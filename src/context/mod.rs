@@ -457,7 +457,7 @@ pub fn compile_context(
     let empty = project::project(&envelope_input, &[], 0)?;
     let envelope = render(&assemble(&empty, widest(), 1_000_000)).len();
     // Omission groups and the evidence array's own punctuation are not known yet.
-    let reserve = envelope + 512;
+    let reserve = envelope + 300;
     let budget = limits.max_bytes.saturating_sub(reserve);
     let mut projection = project::project(&input, &retrieval.candidates, budget)?;
     loop {

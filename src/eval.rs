@@ -1,0 +1,402 @@
+//! `atlas eval --corpus FILE`: scores `atlas context` on the versioned query corpus
+//! (R-E-1). Runs offline on copies of the fixture repositories, and always produces its
+//! receipt — also when cases fail.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::build::{self, BuildOptions};
+use crate::context::{self, ContextRequest, Freshness};
+use crate::error::{AtlasError, IoContext, Result};
+use crate::profile::ProfileName;
+use crate::store::Location;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Corpus {
+    pub version: u32,
+    /// Fixture repositories, relative to the corpus file.
+    #[serde(default = "default_fixtures")]
+    pub fixtures: String,
+    #[serde(rename = "case")]
+    pub cases: Vec<Case>,
+}
+
+fn default_fixtures() -> String {
+    "../fixtures".into()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mutation {
+    pub path: String,
+    pub append: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    pub class: String,
+    pub fixture: String,
+    pub query: String,
+    pub profile: String,
+    pub max_bytes: Option<u32>,
+    pub min_score: Option<u16>,
+    #[serde(default)]
+    pub expect_symbols: Vec<String>,
+    #[serde(default)]
+    pub expect_paths: Vec<String>,
+    #[serde(default)]
+    pub forbidden: Vec<String>,
+    #[serde(default)]
+    pub required_evidence: Vec<String>,
+    #[serde(default)]
+    pub required_diagnostics: Vec<String>,
+    pub expect_error: Option<String>,
+    #[serde(default)]
+    pub allowed_ambiguity: bool,
+    #[serde(default)]
+    pub mutate: Vec<Mutation>,
+    pub continue_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct CaseMetrics {
+    pub name: String,
+    pub class: String,
+    pub passed: bool,
+    pub failures: Vec<String>,
+    pub recall: f64,
+    pub mrr: f64,
+    pub path_precision: f64,
+    pub path_recall: f64,
+    pub forbidden_hit_rate: f64,
+    pub evidence_recall: f64,
+    pub bytes: usize,
+    pub latency_ms: f64,
+    pub read_backs: usize,
+    pub follow_ups: usize,
+    pub pages: usize,
+}
+
+/// One case's outputs: the JSON of each page (or the error body) and its metrics.
+pub struct CaseRun {
+    pub pages: Vec<String>,
+    pub error: Option<String>,
+    pub metrics: CaseMetrics,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ClassSummary {
+    pub cases: usize,
+    pub passed: usize,
+    pub recall: f64,
+    pub mrr: f64,
+    pub path_precision: f64,
+    pub path_recall: f64,
+    pub forbidden_hit_rate: f64,
+    pub evidence_recall: f64,
+    pub bytes: f64,
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub corpus: String,
+    pub version: u32,
+    pub cases: Vec<CaseMetrics>,
+    pub classes: BTreeMap<String, ClassSummary>,
+    pub overall: ClassSummary,
+    pub passed: bool,
+}
+
+pub fn load(path: &Path) -> Result<Corpus> {
+    let text = std::fs::read_to_string(path).at(path)?;
+    toml::from_str(&text).map_err(|e| AtlasError::InvalidInput {
+        what: "corpus",
+        reason: format!("{}: {e}", path.display()),
+    })
+}
+
+fn profile_of(name: &str) -> Result<ProfileName> {
+    <ProfileName as clap::ValueEnum>::from_str(name, false).map_err(|_| AtlasError::InvalidInput {
+        what: "corpus profile",
+        reason: name.to_string(),
+    })
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).at(to)?;
+    for entry in std::fs::read_dir(from).at(from)? {
+        let entry = entry.at(from)?;
+        let target = to.join(entry.file_name());
+        if entry.file_type().at(entry.path())?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).at(&target)?;
+        }
+    }
+    Ok(())
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    Scratch(std::env::temp_dir().join(format!("atlas-eval-{}-{n}-{name}", std::process::id())))
+}
+
+fn ratio(hits: usize, total: usize) -> f64 {
+    if total == 0 {
+        1.0
+    } else {
+        hits as f64 / total as f64
+    }
+}
+
+/// Runs one case on a fresh copy of its fixture.
+pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
+    let scratch = scratch(&case.name);
+    let repo = scratch.0.join("repo");
+    copy_dir(&fixtures.join(&case.fixture), &repo)?;
+    let graph_dir = repo.join(crate::store::DEFAULT_GRAPH_DIR);
+    build::build(&BuildOptions::new(&repo, &graph_dir))?;
+    for mutation in &case.mutate {
+        let path = repo.join(&mutation.path);
+        let mut text = std::fs::read_to_string(&path).at(&path)?;
+        text.push_str(&mutation.append);
+        std::fs::write(&path, text).at(&path)?;
+    }
+    let location = Location {
+        graph_dir,
+        rule: crate::store::GraphDirRule::CodeRoot,
+        code_root: repo.clone(),
+    };
+    let mut request = ContextRequest::new(case.query.clone(), profile_of(&case.profile)?);
+    request.max_bytes = case.max_bytes.map(|b| b as usize);
+    request.min_score = case.min_score;
+    let frozen = Freshness {
+        frozen: true,
+        no_build: true,
+    };
+
+    let started = Instant::now();
+    let mut pages = Vec::new();
+    let mut outputs = Vec::new();
+    let mut error = None;
+    match context::run(&location, &request, frozen) {
+        Ok(result) => {
+            pages.push(result.json);
+            outputs.push(result.output);
+        }
+        Err(e) => error = Some(e),
+    }
+    if let (Some(reason), Some(first)) = (&case.continue_reason, outputs.first()) {
+        if let Some(omission) = first.omissions.iter().find(|o| o.reason == reason) {
+            let next = crate::cli::context_request_from_argv(&omission.argv)?;
+            let result = context::run(&location, &next, frozen)?;
+            pages.push(result.json);
+            outputs.push(result.output);
+        }
+    }
+    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+
+    let mut metrics = CaseMetrics {
+        name: case.name.clone(),
+        class: case.class.clone(),
+        latency_ms: (latency_ms * 1e3).round() / 1e3,
+        pages: pages.len(),
+        ..CaseMetrics::default()
+    };
+    let mut failures = Vec::new();
+    let error_body = error.as_ref().map(|e| {
+        serde_json::json!({ "error": { "code": e.code(), "message": e.to_string(), "exit_code": e.exit_code(), "details": e.details() } })
+            .to_string()
+    });
+    match (&case.expect_error, &error) {
+        (Some(expected), Some(e)) if e.code() == expected => {}
+        (Some(expected), Some(e)) => {
+            failures.push(format!("expected {expected}, got {}", e.code()))
+        }
+        (Some(expected), None) => failures.push(format!("expected {expected}, got a context")),
+        (None, Some(e)) if case.allowed_ambiguity && e.code() == "atlas-context-ambiguous" => {}
+        (None, Some(e)) => failures.push(format!("unexpected error {}: {e}", e.code())),
+        (None, None) => {}
+    }
+
+    // Evidence across all pages, in order.
+    let mut symbols: Vec<String> = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
+    let mut classes: Vec<&str> = Vec::new();
+    let mut diagnostics: Vec<&str> = Vec::new();
+    for output in &outputs {
+        for item in &output.evidence {
+            if let Some(symbol) = &item.symbol {
+                symbols.push(symbol.clone());
+            }
+            if let Some(path) = &item.path {
+                if !paths.contains(path) {
+                    paths.push(path.clone());
+                }
+            }
+            classes.push(item.class);
+        }
+        diagnostics.extend(output.diagnostics.iter().map(|d| d.code));
+        metrics.bytes += output.receipt.serialized_bytes;
+        metrics.read_backs += usize::from(output.receipt.read_back_required);
+        metrics.follow_ups += output.omissions.len();
+    }
+    if case.continue_reason.is_some() && pages.len() < 2 {
+        failures.push("no continuation was offered for the requested reason".into());
+    }
+    if let Some(second) = outputs.get(1) {
+        if second.receipt.retrieval.cursor_prefix == 0 {
+            failures.push("the continuation did not resume after a cursor".into());
+        }
+    }
+    let found = |s: &String| symbols.contains(s);
+    let hits = case.expect_symbols.iter().filter(|s| found(s)).count();
+    metrics.recall = ratio(hits, case.expect_symbols.len());
+    metrics.mrr = symbols
+        .iter()
+        .position(|s| case.expect_symbols.contains(s))
+        .map_or(
+            if case.expect_symbols.is_empty() {
+                1.0
+            } else {
+                0.0
+            },
+            |rank| 1.0 / (rank + 1) as f64,
+        );
+    let path_hits = case
+        .expect_paths
+        .iter()
+        .filter(|p| paths.contains(p))
+        .count();
+    metrics.path_recall = ratio(path_hits, case.expect_paths.len());
+    metrics.path_precision = if case.expect_paths.is_empty() {
+        1.0
+    } else {
+        ratio(
+            paths
+                .iter()
+                .filter(|p| case.expect_paths.contains(p))
+                .count(),
+            paths.len(),
+        )
+    };
+    let forbidden_hits = case.forbidden.iter().filter(|s| found(s)).count();
+    metrics.forbidden_hit_rate = if case.forbidden.is_empty() {
+        0.0
+    } else {
+        forbidden_hits as f64 / case.forbidden.len() as f64
+    };
+    let evidence_hits = case
+        .required_evidence
+        .iter()
+        .filter(|c| classes.contains(&c.as_str()))
+        .count();
+    metrics.evidence_recall = ratio(evidence_hits, case.required_evidence.len());
+    if error.is_none() {
+        for s in case.expect_symbols.iter().filter(|s| !found(s)) {
+            failures.push(format!("missing symbol {s}"));
+        }
+        for c in case
+            .required_evidence
+            .iter()
+            .filter(|c| !classes.contains(&c.as_str()))
+        {
+            failures.push(format!("missing evidence class {c}"));
+        }
+        for d in case
+            .required_diagnostics
+            .iter()
+            .filter(|d| !diagnostics.contains(&d.as_str()))
+        {
+            failures.push(format!("missing diagnostic {d}"));
+        }
+    }
+    for s in case.forbidden.iter().filter(|s| found(s)) {
+        failures.push(format!("forbidden hit {s}"));
+    }
+    metrics.passed = failures.is_empty();
+    metrics.failures = failures;
+    Ok(CaseRun {
+        pages,
+        error: error_body,
+        metrics,
+    })
+}
+
+fn summarize<'a>(cases: impl Iterator<Item = &'a CaseMetrics>) -> ClassSummary {
+    let cases: Vec<&CaseMetrics> = cases.collect();
+    let n = cases.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&CaseMetrics) -> f64| {
+        (cases.iter().map(|c| f(c)).sum::<f64>() / n * 1e4).round() / 1e4
+    };
+    ClassSummary {
+        cases: cases.len(),
+        passed: cases.iter().filter(|c| c.passed).count(),
+        recall: mean(&|c| c.recall),
+        mrr: mean(&|c| c.mrr),
+        path_precision: mean(&|c| c.path_precision),
+        path_recall: mean(&|c| c.path_recall),
+        forbidden_hit_rate: mean(&|c| c.forbidden_hit_rate),
+        evidence_recall: mean(&|c| c.evidence_recall),
+        bytes: mean(&|c| c.bytes as f64),
+        latency_ms: mean(&|c| c.latency_ms),
+    }
+}
+
+/// Runs every case; a case that cannot run at all is a failed case, not an abort.
+pub fn run_corpus(path: &Path) -> Result<EvalReport> {
+    let corpus = load(path)?;
+    let fixtures = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(&corpus.fixtures);
+    let mut cases = Vec::new();
+    for case in &corpus.cases {
+        let metrics = match run_case(&fixtures, case) {
+            Ok(run) => run.metrics,
+            Err(e) => CaseMetrics {
+                name: case.name.clone(),
+                class: case.class.clone(),
+                passed: false,
+                failures: vec![format!("case could not run: {} ({e})", e.code())],
+                ..CaseMetrics::default()
+            },
+        };
+        cases.push(metrics);
+    }
+    let mut classes = BTreeMap::new();
+    let names: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.class.as_str()).collect();
+    for name in names {
+        classes.insert(
+            name.to_string(),
+            summarize(cases.iter().filter(|c| c.class == name)),
+        );
+    }
+    let overall = summarize(cases.iter());
+    Ok(EvalReport {
+        corpus: path.display().to_string(),
+        version: corpus.version,
+        passed: cases.iter().all(|c| c.passed),
+        cases,
+        classes,
+        overall,
+    })
+}

@@ -204,13 +204,13 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
         }
         Err(e) => error = Some(e),
     }
-    if let (Some(reason), Some(first)) = (&case.continue_reason, outputs.first()) {
-        if let Some(omission) = first.omissions.iter().find(|o| o.reason == reason) {
-            let next = crate::cli::context_request_from_argv(&omission.argv)?;
-            let result = context::run(&location, &next, frozen)?;
-            pages.push(result.json);
-            outputs.push(result.output);
-        }
+    if let (Some(reason), Some(first)) = (&case.continue_reason, outputs.first())
+        && let Some(omission) = first.omissions.iter().find(|o| o.reason == reason)
+    {
+        let next = crate::cli::context_request_from_argv(&omission.argv)?;
+        let result = context::run(&location, &next, frozen)?;
+        pages.push(result.json);
+        outputs.push(result.output);
     }
     let latency_ms = started.elapsed().as_secs_f64() * 1e3;
 
@@ -247,10 +247,10 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
             if let Some(symbol) = &item.symbol {
                 symbols.push(symbol.clone());
             }
-            if let Some(path) = &item.path {
-                if !paths.contains(path) {
-                    paths.push(path.clone());
-                }
+            if let Some(path) = &item.path
+                && !paths.contains(path)
+            {
+                paths.push(path.clone());
             }
             classes.push(item.class);
         }
@@ -262,10 +262,10 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
     if case.continue_reason.is_some() && pages.len() < 2 {
         failures.push("no continuation was offered for the requested reason".into());
     }
-    if let Some(second) = outputs.get(1) {
-        if second.receipt.retrieval.cursor_prefix == 0 {
-            failures.push("the continuation did not resume after a cursor".into());
-        }
+    if let Some(second) = outputs.get(1)
+        && second.receipt.retrieval.cursor_prefix == 0
+    {
+        failures.push("the continuation did not resume after a cursor".into());
     }
     let found = |s: &String| symbols.contains(s);
     let hits = case.expect_symbols.iter().filter(|s| found(s)).count();

@@ -438,6 +438,7 @@ fn fingerprint(
     hasher.update(b"atlas-graph\0");
     hasher.update(&format::FORMAT_VERSION.to_le_bytes());
     hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    hasher.update(&resolve::RESOLVER_VERSION.to_le_bytes());
     for language in Language::ALL {
         hasher.update(language.query_hash().as_bytes());
     }

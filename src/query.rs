@@ -379,6 +379,33 @@ fn push_match(
             nodes = preferred;
         }
     }
+    // A name that is some candidate's whole in-file qualified name (a top-level `simplify`
+    // against methods `Basic.simplify`) is an exact match for that candidate alone.
+    if nodes.len() > 1 && tier == MatchTier::ExactSymbol {
+        let whole: Vec<u32> = nodes
+            .iter()
+            .copied()
+            .filter(|&n| graph.str(graph.node(n).qualified.to_native()) == term)
+            .collect();
+        if !whole.is_empty() && whole.len() < nodes.len() {
+            nodes = whole;
+        }
+    }
+    // Overloads (`@overload`, TypeScript signatures) share one label: the widest
+    // definition is the implementation.
+    if nodes.len() > 1 {
+        let label = crate::dump::node_label(graph, nodes[0]);
+        if nodes
+            .iter()
+            .all(|&n| crate::dump::node_label(graph, n) == label)
+        {
+            let widest = nodes.iter().copied().max_by_key(|&n| {
+                let span = &graph.node(n).span;
+                (span.end_byte.to_native() - span.start_byte.to_native(), n)
+            });
+            nodes = widest.into_iter().collect();
+        }
+    }
     if nodes.len() == 1 {
         intent.anchors.push(Anchor {
             term: term.to_string(),

@@ -17,6 +17,9 @@ use crate::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKind, Visi
 use crate::lang::Language;
 use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 
+/// Bumped whenever resolution output changes for the same facts; part of the fingerprint.
+pub const RESOLVER_VERSION: u32 = 2;
+
 /// One inventoried file as resolution sees it.
 pub struct SourceUnit<'a> {
     pub path: &'a str,
@@ -97,7 +100,8 @@ pub struct Resolved {
     pub file_nodes: Vec<u32>,
     /// Module node id of each file.
     pub file_modules: Vec<u32>,
-    /// Type-use and read references to names defined nowhere in the graph (counted, not kept).
+    /// Unresolved references not kept in the frontier: type uses of names defined nowhere
+    /// in the graph, and reads/writes (counted, not kept).
     pub external_references: u64,
 }
 
@@ -733,11 +737,15 @@ impl<'a> Resolver<'a> {
                 }
                 Ok(_) => {}
                 Err(candidates) => {
-                    let keep = candidates > 0
-                        || matches!(
-                            reference.role,
-                            RefRole::Call | RefRole::Inherit | RefRole::Implement
-                        );
+                    // Calls and inheritance are always frontier ("callers unknown" must
+                    // stay answerable); an unresolved type use only when some definition
+                    // shares its name; unresolved reads and writes — mostly locals — are
+                    // counted, not kept.
+                    let keep = match reference.role {
+                        RefRole::Call | RefRole::Inherit | RefRole::Implement => true,
+                        RefRole::TypeUse | RefRole::Import => candidates > 0,
+                        RefRole::Read | RefRole::Write => false,
+                    };
                     if keep {
                         result.frontier.push(FrontierEntry {
                             name: reference.name.clone(),

@@ -117,7 +117,13 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
             .map(|(i, s)| (*s, i as u32))
             .collect(),
     };
-    let strings: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+    let mut string_bytes = Vec::with_capacity(all.iter().map(|s| s.len()).sum());
+    let mut string_offsets = Vec::with_capacity(all.len() + 1);
+    string_offsets.push(0u32);
+    for s in &all {
+        string_bytes.extend_from_slice(s.as_bytes());
+        string_offsets.push(string_bytes.len() as u32);
+    }
 
     let centrality = centrality(nodes.len(), resolved);
 
@@ -257,7 +263,8 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
 
     GraphData {
         fingerprint,
-        strings,
+        string_bytes,
+        string_offsets,
         files: file_records,
         nodes: node_records,
         out_offsets,

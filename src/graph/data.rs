@@ -95,8 +95,12 @@ pub struct GraphStats {
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct GraphData {
     pub fingerprint: [u8; 32],
-    /// Interned strings, sorted and unique.
-    pub strings: Vec<String>,
+    /// Interned strings, sorted and unique, as one UTF-8 blob: string `i` is
+    /// `string_bytes[string_offsets[i]..string_offsets[i + 1]]`. A blob (rather than a
+    /// vector of strings) keeps validation at open time proportional to the offsets, not
+    /// to every string's UTF-8; readers check UTF-8 per string on access.
+    pub string_bytes: Vec<u8>,
+    pub string_offsets: Vec<u32>,
     /// Sorted by path.
     pub files: Vec<FileRecord>,
     pub nodes: Vec<NodeRecord>,

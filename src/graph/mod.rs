@@ -53,11 +53,26 @@ impl Graph {
         hex(&self.data().fingerprint)
     }
 
+    /// Bytes of string `id` (empty when out of range).
+    fn str_bytes(&self, id: u32) -> &[u8] {
+        let d = self.data();
+        let offsets = &d.string_offsets;
+        let (Some(start), Some(end)) = (offsets.get(id as usize), offsets.get(id as usize + 1))
+        else {
+            return &[];
+        };
+        d.string_bytes
+            .get(start.to_native() as usize..end.to_native() as usize)
+            .unwrap_or(&[])
+    }
+
+    /// String `id`; an id out of range or invalid UTF-8 (a corrupt file) reads as "".
     pub fn str(&self, id: u32) -> &str {
-        self.data()
-            .strings
-            .get(id as usize)
-            .map_or("", |s| s.as_str())
+        std::str::from_utf8(self.str_bytes(id)).unwrap_or("")
+    }
+
+    fn string_count(&self) -> usize {
+        self.data().string_offsets.len().saturating_sub(1)
     }
 
     pub fn node_count(&self) -> usize {
@@ -104,12 +119,11 @@ impl Graph {
 
     /// Id of an interned string, if present.
     pub fn string_id(&self, text: &str) -> Option<u32> {
-        let strings = &self.data().strings;
         let mut lo = 0usize;
-        let mut hi = strings.len();
+        let mut hi = self.string_count();
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match strings[mid].as_str().cmp(text) {
+            match self.str_bytes(mid as u32).cmp(text.as_bytes()) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Some(mid as u32),
@@ -144,8 +158,16 @@ impl Graph {
 
     /// Nodes whose key in `table` starts with `prefix` (keys are sorted by text).
     pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<u32> {
-        let strings = &self.data().strings;
-        let first = strings.partition_point(|s| s.as_str() < prefix) as u32;
+        let (mut lo, mut hi) = (0usize, self.string_count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.str_bytes(mid as u32) < prefix.as_bytes() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let first = lo as u32;
         let entries = self.table(table);
         let start = entries.partition_point(|e| e.key.to_native() < first);
         entries[start..]

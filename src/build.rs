@@ -32,6 +32,10 @@ pub struct BuildOptions {
     pub wait_for_lock: bool,
     pub limits: InventoryLimits,
     pub progress: bool,
+    /// SCIP indexes to ingest (`index.scip` at the code root is added automatically).
+    pub scip: Vec<PathBuf>,
+    /// Run the SCIP indexers found on PATH first (R-SCIP-3).
+    pub scip_run: bool,
 }
 
 impl BuildOptions {
@@ -43,6 +47,8 @@ impl BuildOptions {
             wait_for_lock: false,
             limits: InventoryLimits::default(),
             progress: false,
+            scip: Vec::new(),
+            scip_run: false,
         }
     }
 }
@@ -91,6 +97,10 @@ pub struct BuildReport {
     pub partial: Vec<PartialFile>,
     pub skipped: Vec<SkippedFile>,
     pub truncated: Option<TruncationReport>,
+    /// What SCIP contributed (when an index was ingested).
+    pub scip: Option<crate::resolve::merge_scip::ScipMerge>,
+    /// Per-language indexer runs (`--scip-run`).
+    pub scip_runs: Vec<crate::scip_run::IndexerRun>,
     pub timings_ms: Timings,
 }
 
@@ -100,6 +110,7 @@ pub struct Timings {
     pub extract: f64,
     pub resolve: f64,
     pub compile: f64,
+    pub scip: f64,
     pub publish: f64,
     pub total: f64,
 }
@@ -201,7 +212,31 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         });
     }
 
-    let fingerprint_bytes = fingerprint(&files, &skipped, &inventory.truncated, options);
+    let stage = Instant::now();
+    let mut scip_paths: Vec<PathBuf> = options.scip.clone();
+    let mut scip_runs = Vec::new();
+    if options.scip_run {
+        let languages: std::collections::BTreeSet<Language> =
+            files.iter().filter_map(|f| f.language).collect();
+        let output_dir = options.graph_dir.join("scip");
+        std::fs::create_dir_all(&output_dir).at(&output_dir)?;
+        scip_runs = crate::scip_run::run_indexers(&options.code_root, &languages, &output_dir);
+        scip_paths.extend(scip_runs.iter().filter_map(|r| r.output.clone()));
+    }
+    if let Some(default) = crate::scip_ingest::default_index(&options.code_root)
+        && !scip_paths.contains(&default)
+    {
+        scip_paths.push(default);
+    }
+    let scip_hashes = crate::scip_ingest::input_hashes(&scip_paths)?;
+    timings.scip = ms(stage);
+    let fingerprint_bytes = fingerprint(
+        &files,
+        &skipped,
+        &inventory.truncated,
+        &scip_hashes,
+        options,
+    );
     let fingerprint = hex(&fingerprint_bytes);
     let skipped_report: Vec<SkippedFile> = skipped.iter().map(skipped_file).collect();
     let truncated = inventory.truncated.as_ref().map(truncation_report);
@@ -236,6 +271,8 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             partial,
             skipped: skipped_report,
             truncated,
+            scip: None,
+            scip_runs,
             timings_ms: timings,
         });
     }
@@ -249,7 +286,24 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             facts: f.facts.as_deref(),
         })
         .collect();
-    let resolved = resolve::resolve(&units);
+    let scip_facts = if scip_paths.is_empty() {
+        None
+    } else {
+        let scip_stage = Instant::now();
+        let compiled: std::collections::HashSet<&str> = files
+            .iter()
+            .filter(|f| f.language.is_some())
+            .map(|f| f.path.as_str())
+            .collect();
+        let root = &options.code_root;
+        let facts =
+            crate::scip_ingest::ingest(&scip_paths, &|path| compiled.contains(path), &|path| {
+                std::fs::read_to_string(root.join(path)).ok()
+            })?;
+        timings.scip += ms(scip_stage);
+        Some(facts)
+    };
+    let resolved = resolve::resolve(&units, scip_facts.as_ref());
     timings.resolve = ms(stage);
 
     let stage = Instant::now();
@@ -298,6 +352,8 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         "skipped": skipped_report,
         "truncated": truncated,
         "unsupported": inventory.unsupported,
+        "scip": resolved.scip,
+        "scip_runs": scip_runs,
         "artifacts": {
             GRAPH_FILE: { "bytes": bytes.len(), "blake3": blake3::hash(&bytes).to_hex().to_string() }
         }
@@ -330,6 +386,8 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         partial,
         skipped: skipped_report,
         truncated,
+        scip: resolved.scip.clone(),
+        scip_runs,
         timings_ms: timings,
     })
 }
@@ -432,6 +490,7 @@ fn fingerprint(
     files: &[Loaded],
     skipped: &[Skipped],
     truncated: &Option<Truncation>,
+    scip_hashes: &[[u8; 32]],
     options: &BuildOptions,
 ) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
@@ -460,6 +519,10 @@ fn fingerprint(
     if let Some(t) = truncated {
         hasher
             .update(format!("truncated:{}:{}:{}", t.limit, t.files_seen, t.bytes_seen).as_bytes());
+    }
+    hasher.update(b"\0scip\0");
+    for hash in scip_hashes {
+        hasher.update(hash);
     }
     *hasher.finalize().as_bytes()
 }
@@ -525,4 +588,50 @@ mod tests {
         }
         out
     }
+}
+
+/// `atlas eval edges`: heuristic edges against a SCIP index (R-RES-4).
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeReport {
+    pub scip: crate::scip_ingest::ScipStats,
+    pub diagnostics: Vec<crate::scip_ingest::ScipDiagnostic>,
+    pub evaluation: crate::resolve::merge_scip::EdgeEvaluation,
+}
+
+pub fn evaluate_edges(options: &BuildOptions) -> Result<EdgeReport> {
+    if !options.code_root.is_dir() {
+        return Err(AtlasError::CodeDirMissing(options.code_root.clone()));
+    }
+    let store = Store::new(&options.graph_dir);
+    let inventory = inventory::scan(&options.code_root, &options.limits)?;
+    let parsed = AtomicUsize::new(0);
+    let files: Vec<Loaded> = inventory
+        .files
+        .par_iter()
+        .filter_map(|file| load(&store, &options.code_root, file, &parsed).ok())
+        .collect();
+    let compiled: std::collections::HashSet<&str> = files
+        .iter()
+        .filter(|f| f.language.is_some())
+        .map(|f| f.path.as_str())
+        .collect();
+    let root = &options.code_root;
+    let scip =
+        crate::scip_ingest::ingest(&options.scip, &|path| compiled.contains(path), &|path| {
+            std::fs::read_to_string(root.join(path)).ok()
+        })?;
+    let units: Vec<SourceUnit> = files
+        .iter()
+        .map(|f| SourceUnit {
+            path: &f.path,
+            language: f.language,
+            facts: f.facts.as_deref(),
+        })
+        .collect();
+    let evaluation = resolve::evaluate_against_scip(&units, &scip);
+    Ok(EdgeReport {
+        scip: scip.stats.clone(),
+        diagnostics: scip.diagnostics.clone(),
+        evaluation,
+    })
 }

@@ -66,14 +66,7 @@ pub enum Command {
     #[command(
         after_help = "Example:\n  atlas eval --corpus corpus/context.toml --out target/eval-receipt.json"
     )]
-    Eval {
-        /// Corpus file (TOML, see corpus/context.toml).
-        #[arg(long)]
-        corpus: PathBuf,
-        /// Also write the receipt to this file.
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Eval(EvalArgs),
     /// Inspect the committed graph.
     #[command(subcommand)]
     Graph(GraphCommand),
@@ -99,6 +92,12 @@ pub struct BuildArgs {
     /// Files larger than this are skipped with a diagnostic.
     #[arg(long, default_value_t = InventoryLimits::default().max_file_bytes)]
     pub max_file_bytes: u64,
+    /// SCIP index to ingest (repeatable); `index.scip` at the code root is picked up too.
+    #[arg(long, value_name = "FILE")]
+    pub scip: Vec<PathBuf>,
+    /// Run the SCIP indexers found on PATH for the languages present (also ATLAS_SCIP=1).
+    #[arg(long)]
+    pub scip_run: bool,
     /// Hide the progress bar (it is only shown when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -135,6 +134,33 @@ pub struct ContextArgs {
     pub format: Format,
 }
 
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub what: Option<EvalCommand>,
+    /// Corpus file (TOML, see corpus/context.toml).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    /// Also write the receipt to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EvalCommand {
+    /// Compare tree-sitter call/reference edges with a SCIP index's precise edges at the
+    /// same sites: precision, recall and F1 per language and resolution kind.
+    #[command(after_help = "Example:\n  atlas eval edges --scip index.scip --code .")]
+    Edges {
+        /// SCIP index (repeatable).
+        #[arg(long, required = true, value_name = "FILE")]
+        scip: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+}
+
 #[derive(Subcommand, Debug)]
 pub enum GraphCommand {
     /// Print a stable, sorted text rendering of the graph.
@@ -154,6 +180,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let format = match &cli.command {
         Command::Build(args) => args.format,
         Command::Status { format } => *format,
+        Command::Eval(EvalArgs {
+            what: Some(EvalCommand::Edges { format, .. }),
+            ..
+        }) => *format,
         Command::Context(args) => args.format,
         _ => Format::Text,
     };
@@ -163,6 +193,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             report_error(&err, format);
             err.exit_code()
         }
+    }
+}
+
+fn absolute(path: &std::path::Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map_or_else(|_| path.to_path_buf(), |cwd| cwd.join(path))
     }
 }
 
@@ -184,6 +222,10 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
             options.strict = args.strict;
             options.wait_for_lock = args.wait;
             options.progress = !args.no_progress;
+            options.scip = args.scip.iter().map(|p| absolute(p)).collect();
+            options.scip_run = args.scip_run
+                || std::env::var("ATLAS_SCIP")
+                    .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
             options.limits = InventoryLimits {
                 max_files: args.max_files,
                 max_total_bytes: args.max_total_bytes,
@@ -225,7 +267,24 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                 Format::Text => print_stdout(&context::text::render(&result.output)),
             }
         }
-        Command::Eval { corpus, out } => {
+        Command::Eval(EvalArgs {
+            what: Some(EvalCommand::Edges { scip, format }),
+            ..
+        }) => {
+            let location = location(cli)?;
+            let mut options = BuildOptions::new(&location.code_root, &location.graph_dir);
+            options.scip = scip.iter().map(|p| absolute(p)).collect();
+            let report = build::evaluate_edges(&options)?;
+            match format {
+                Format::Json => print_json(&report),
+                Format::Text => print_stdout(&render_edge_evaluation(&report)),
+            }
+        }
+        Command::Eval(EvalArgs {
+            corpus: Some(corpus),
+            out,
+            ..
+        }) => {
             let report = crate::eval::run_corpus(corpus)?;
             let text =
                 serde_json::to_string_pretty(&report).map_err(|e| AtlasError::InvalidInput {
@@ -252,6 +311,12 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                     failed: report.overall.cases - report.overall.passed,
                 });
             }
+        }
+        Command::Eval(_) => {
+            return Err(AtlasError::InvalidInput {
+                what: "eval",
+                reason: "give --corpus FILE or the `edges` subcommand".into(),
+            });
         }
         Command::Graph(GraphCommand::Dump) => {
             let location = location(cli)?;
@@ -367,6 +432,37 @@ fn render_build(r: &BuildReport) -> String {
     out
 }
 
+fn render_edge_evaluation(r: &build::EdgeReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "SCIP: {} documents ingested, {} stale, {} outside the inventory\n\nlanguage/edges        precision  recall     F1   TP    FP  precise\n",
+        r.scip.documents_ingested, r.scip.documents_stale, r.scip.documents_outside_inventory
+    ));
+    for (key, s) in &r.evaluation.by_language {
+        out.push_str(&format!(
+            "{key:<21} {:>9.3} {:>7.3} {:>6.3} {:>4} {:>5} {:>8}\n",
+            s.precision, s.recall, s.f1, s.true_positives, s.false_positives, s.precise_edges
+        ));
+    }
+    out.push_str("\nby resolution                     precision   TP   FP  unjudged\n");
+    for (key, b) in &r.evaluation.by_resolution {
+        out.push_str(&format!(
+            "{key:<33} {:>9.3} {:>4} {:>4} {:>9}\n",
+            b.precision, b.true_positives, b.false_positives, b.unjudged
+        ));
+    }
+    if !r.evaluation.top_false_sources.is_empty() {
+        out.push_str("\ntop sources of false edges\n");
+        for f in &r.evaluation.top_false_sources {
+            out.push_str(&format!(
+                "  {:>4} × {} → `{}` ({})\n",
+                f.count, f.resolution, f.target, f.reason
+            ));
+        }
+    }
+    out
+}
+
 fn render_status(s: &StatusReport) -> String {
     let mut out = String::new();
     out.push_str(&format!(
@@ -416,6 +512,14 @@ fn render_status(s: &StatusReport) -> String {
     }
     if let Some(t) = &c.truncated {
         out.push_str(&format!("truncated   {t}\n"));
+    }
+    if let Some(scip) = &s.scip {
+        let stats = &scip["merge"]["stats"];
+        out.push_str(&format!(
+            "scip        {} documents ingested, {} stale, {} outside the inventory; {} precise edges, {} heuristic edges replaced, {} symbols added\n",
+            stats["documents_ingested"], stats["documents_stale"], stats["documents_outside_inventory"],
+            scip["merge"]["precise_edges"], scip["merge"]["heuristic_edges_replaced"], scip["merge"]["symbols_added"]
+        ));
     }
     for p in &s.partial_files {
         out.push_str(&format!("partial     {} ({} errors)\n", p.path, p.errors));

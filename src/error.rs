@@ -69,6 +69,8 @@ pub enum AtlasError {
     ContextCursor { id: String },
     #[error("{failed} corpus case(s) failed")]
     EvalFailed { failed: usize },
+    #[error("SCIP index {path} is corrupt: {reason}")]
+    ScipCorrupt { path: PathBuf, reason: String },
 }
 
 impl AtlasError {
@@ -96,6 +98,7 @@ impl AtlasError {
             AtlasError::ContextGraphMismatch { .. } => "atlas-context-graph-mismatch",
             AtlasError::ContextCursor { .. } => "atlas-context-cursor",
             AtlasError::EvalFailed { .. } => "atlas-eval-failed",
+            AtlasError::ScipCorrupt { .. } => "atlas-scip-corrupt",
         }
     }
 
@@ -117,6 +120,7 @@ impl AtlasError {
             | AtlasError::ContextRequiredSourceCap { .. } => 8,
             AtlasError::ContextGraphMismatch { .. } | AtlasError::ContextCursor { .. } => 9,
             AtlasError::EvalFailed { .. } => 10,
+            AtlasError::ScipCorrupt { .. } => 4,
         }
     }
 

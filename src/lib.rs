@@ -16,5 +16,7 @@ pub mod model;
 pub mod profile;
 pub mod query;
 pub mod resolve;
+pub mod scip_ingest;
+pub mod scip_run;
 pub mod status;
 pub mod store;

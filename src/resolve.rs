@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKind, Visibility};
+use crate::scip_ingest::ScipFacts;
+
+pub mod merge_scip;
 use crate::lang::Language;
 use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 
@@ -39,6 +42,8 @@ pub struct ResolvedNode {
     pub parent: Option<u32>,
     pub visibility: Visibility,
     pub in_test_scope: bool,
+    /// The SCIP symbol string, when a SCIP index defines this symbol.
+    pub scip_symbol: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,6 +105,8 @@ pub struct Resolved {
     pub file_nodes: Vec<u32>,
     /// Module node id of each file.
     pub file_modules: Vec<u32>,
+    /// What SCIP contributed, when an index was ingested.
+    pub scip: Option<merge_scip::ScipMerge>,
     /// Unresolved references not kept in the frontier: type uses of names defined nowhere
     /// in the graph, and reads/writes (counted, not kept).
     pub external_references: u64,
@@ -138,12 +145,25 @@ struct Outcome {
 }
 
 /// Resolves all files. `units` must be sorted by path.
-pub fn resolve(units: &[SourceUnit]) -> Resolved {
+pub fn resolve(units: &[SourceUnit], scip: Option<&ScipFacts>) -> Resolved {
     let mut resolver = Resolver::new(units);
     resolver.build_nodes();
     resolver.build_indexes();
     resolver.resolve_all();
+    if let Some(scip) = scip {
+        resolver.merge_scip(scip);
+    }
     resolver.finish()
+}
+
+/// Heuristic (tree-sitter) edges compared with the precise edges of a SCIP index at the
+/// same sites (R-RES-4).
+pub fn evaluate_against_scip(units: &[SourceUnit], scip: &ScipFacts) -> merge_scip::EdgeEvaluation {
+    let mut resolver = Resolver::new(units);
+    resolver.build_nodes();
+    resolver.build_indexes();
+    resolver.resolve_all();
+    resolver.evaluate(scip)
 }
 
 struct Resolver<'a> {
@@ -262,6 +282,7 @@ impl<'a> Resolver<'a> {
                 parent: None,
                 visibility: Visibility::Public,
                 in_test_scope: false,
+                scip_symbol: None,
             });
         }
         for (dir, &id) in &dirs {
@@ -287,6 +308,7 @@ impl<'a> Resolver<'a> {
                 parent: Some(module),
                 visibility: Visibility::Public,
                 in_test_scope: false,
+                scip_symbol: None,
             });
             self.out.file_nodes.push(file_node);
             self.out.file_modules.push(module);
@@ -308,6 +330,7 @@ impl<'a> Resolver<'a> {
                         parent: Some(parent),
                         visibility: def.visibility,
                         in_test_scope: def.in_test_scope,
+                        scip_symbol: None,
                     });
                     self.contains(parent, id);
                 }

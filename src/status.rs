@@ -30,6 +30,10 @@ pub struct StatusReport {
     pub frontier: FrontierStatus,
     pub partial_files: Vec<PartialStatus>,
     pub coverage: Coverage,
+    /// SCIP coverage (documents ingested / stale / outside the inventory, precise edges)
+    /// and indexer runs, when the generation ingested SCIP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scip: Option<serde_json::Value>,
     pub staleness: Staleness,
 }
 
@@ -179,6 +183,10 @@ pub fn status(location: &Location) -> Result<StatusReport> {
         frontier,
         partial_files,
         coverage,
+        scip: manifest
+            .get("scip")
+            .filter(|v| !v.is_null())
+            .map(|scip| serde_json::json!({ "merge": scip, "runs": manifest.get("scip_runs") })),
         staleness,
     })
 }

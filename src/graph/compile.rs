@@ -99,6 +99,9 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
     for node in nodes {
         all.push(&node.name);
         all.push(&node.qualified);
+        if let Some(symbol) = &node.scip_symbol {
+            all.push(symbol);
+        }
     }
     all.extend(resolved.frontier.iter().map(|f| f.name.as_str()));
     all.extend(
@@ -167,6 +170,7 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
                 signature: span_record(n.signature),
                 doc: span_record(n.doc.unwrap_or_default()),
                 centrality: centrality[i],
+                scip_symbol: n.scip_symbol.as_ref().map_or(NONE, |s| interner.id(s)),
             }
         })
         .collect();
@@ -279,6 +283,18 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
         names_segments: table(keyed(&segments)),
         stats: GraphStats {
             external_references: resolved.external_references,
+            scip_documents: resolved
+                .scip
+                .as_ref()
+                .map_or(0, |m| m.stats.documents_ingested as u32),
+            scip_stale: resolved
+                .scip
+                .as_ref()
+                .map_or(0, |m| m.stats.documents_stale as u32),
+            scip_outside: resolved
+                .scip
+                .as_ref()
+                .map_or(0, |m| m.stats.documents_outside_inventory as u32),
         },
     }
 }

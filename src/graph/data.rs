@@ -46,6 +46,8 @@ pub struct NodeRecord {
     pub doc: SpanRecord,
     /// PageRank scaled so that the mean over all nodes is 1000.
     pub centrality: u32,
+    /// SCIP symbol string (string id), or `NONE`.
+    pub scip_symbol: u32,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -90,6 +92,10 @@ pub struct NameEntry {
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct GraphStats {
     pub external_references: u64,
+    /// SCIP documents ingested / rejected as stale / ignored (outside the inventory).
+    pub scip_documents: u32,
+    pub scip_stale: u32,
+    pub scip_outside: u32,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]

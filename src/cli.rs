@@ -451,6 +451,12 @@ fn render_edge_evaluation(r: &build::EdgeReport) -> String {
             b.precision, b.true_positives, b.false_positives, b.unjudged
         ));
     }
+    if !r.evaluation.top_missed_calls.is_empty() {
+        out.push_str("\nmost missed precise call targets\n");
+        for (target, count) in &r.evaluation.top_missed_calls {
+            out.push_str(&format!("  {count:>4} × `{target}`\n"));
+        }
+    }
     if !r.evaluation.top_false_sources.is_empty() {
         out.push_str("\ntop sources of false edges\n");
         for f in &r.evaluation.top_false_sources {

@@ -10,13 +10,14 @@ use tree_sitter::{Node, Parser, QueryCursor, StreamingIterator};
 
 use crate::error::Result;
 use crate::facts::{
-    Definition, FileFacts, Import, ParseStatus, RefRole, Reference, Span, SymbolKind, Visibility,
+    Definition, FileFacts, Import, ParseStatus, RefRole, Reference, Span, SymbolKind, TypeBinding,
+    Visibility,
 };
 use crate::lang::Language;
 
 /// Bumped whenever extraction output changes for the same input; part of the cache key
 /// and of the fingerprint.
-pub const EXTRACTOR_VERSION: u32 = 1;
+pub const EXTRACTOR_VERSION: u32 = 2;
 
 const MAX_ERROR_LINES: usize = 8;
 /// Receiver and qualifier texts are clipped: they are evidence, not payload.
@@ -57,6 +58,7 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
             defs: Vec::new(),
             refs: Vec::new(),
             imports: Vec::new(),
+            bindings: Vec::new(),
         });
     };
     let root = tree.root_node();
@@ -143,11 +145,21 @@ struct RawRef {
     site: Span,
 }
 
+struct RawBinding {
+    name: String,
+    type_name: Option<String>,
+    initializer: Option<String>,
+    site: Span,
+    /// A TypeScript parameter property (`constructor(private repo: Repo)`).
+    parameter_property: bool,
+}
+
 struct Collector<'s, 't> {
     language: Language,
     source: &'s str,
     defs: Vec<RawDef<'t>>,
     refs: Vec<RawRef>,
+    bindings: Vec<RawBinding>,
     imports: Vec<Import>,
     test_scopes: Vec<Span>,
     package: Option<String>,
@@ -160,6 +172,7 @@ impl<'s, 't> Collector<'s, 't> {
             source,
             defs: Vec::new(),
             refs: Vec::new(),
+            bindings: Vec::new(),
             imports: Vec::new(),
             test_scopes: Vec::new(),
             package: None,
@@ -191,6 +204,7 @@ impl<'s, 't> Collector<'s, 't> {
                 || *n == "import"
                 || *n == "package"
                 || *n == "test.scope"
+                || *n == "binding"
         }) else {
             return;
         };
@@ -198,6 +212,28 @@ impl<'s, 't> Collector<'s, 't> {
             "package" => self.package = Some(self.text(node).to_string()),
             "test.scope" => self.test_scopes.push(span_of(node)),
             "import" => self.add_import(node, &find),
+            "binding" => {
+                let Some(name) = find("binding.name") else {
+                    return;
+                };
+                let mut text = self.text(name).to_string();
+                let attribute = name.parent().is_some_and(|p| p.kind() == "attribute");
+                if attribute && self.language == Language::Python {
+                    text = format!("self.{text}");
+                }
+                let mut walk = node.walk();
+                let parameter_property = node.kind() == "required_parameter"
+                    && node
+                        .children(&mut walk)
+                        .any(|c| c.kind() == "accessibility_modifier");
+                self.bindings.push(RawBinding {
+                    name: text,
+                    type_name: find("binding.type").and_then(|t| normalize_type(self.text(t))),
+                    initializer: find("binding.ctor").and_then(|c| normalize_type(self.text(c))),
+                    site: span_of(name),
+                    parameter_property,
+                });
+            }
             m if m.starts_with("def.") => self.add_def(&m[4..], node, &find),
             m => {
                 let role = match &m[4..] {
@@ -498,6 +534,7 @@ impl<'s, 't> Collector<'s, 't> {
             })
             .collect();
 
+        let bindings = bindings_in_scope(&defs, self.bindings);
         let mut imports = self.imports;
         imports.sort_by(|a, b| {
             (a.site.start_byte, &a.module, &a.name, &a.alias).cmp(&(
@@ -518,8 +555,126 @@ impl<'s, 't> Collector<'s, 't> {
             defs,
             refs,
             imports,
+            bindings,
         }
     }
+}
+
+/// Places bindings in their scope: the innermost enclosing function, type or module —
+/// fields and variables are not scopes — and `self.x` / parameter properties in the
+/// enclosing type, as `self.x` / `this.x`.
+fn bindings_in_scope(defs: &[Definition], mut raw: Vec<RawBinding>) -> Vec<TypeBinding> {
+    raw.sort_by(|a, b| {
+        (
+            a.site.start_byte,
+            &a.name,
+            a.type_name.is_none(),
+            a.initializer.is_none(),
+        )
+            .cmp(&(
+                b.site.start_byte,
+                &b.name,
+                b.type_name.is_none(),
+                b.initializer.is_none(),
+            ))
+    });
+    raw.dedup_by(|b, a| a.site == b.site && a.name == b.name);
+    let scope_of = |site: &Span| {
+        let mut scope = enclosing_def(defs, site);
+        while let Some(s) = scope {
+            if !matches!(
+                defs[s as usize].kind,
+                SymbolKind::Field | SymbolKind::Variable | SymbolKind::Constant
+            ) {
+                break;
+            }
+            scope = defs[s as usize].parent;
+        }
+        scope
+    };
+    let type_scope = |mut scope: Option<u32>| {
+        while let Some(s) = scope {
+            if defs[s as usize].kind.is_type_container() {
+                return Some(s);
+            }
+            scope = defs[s as usize].parent;
+        }
+        None
+    };
+    let mut out = Vec::with_capacity(raw.len());
+    for b in raw {
+        let scope = scope_of(&b.site);
+        let (name, scope) = if b.name.starts_with("self.") {
+            (b.name.clone(), type_scope(scope))
+        } else {
+            (b.name.clone(), scope)
+        };
+        if b.parameter_property {
+            out.push(TypeBinding {
+                scope: type_scope(scope),
+                name: format!("this.{name}"),
+                type_name: b.type_name.clone(),
+                initializer: b.initializer.clone(),
+                site: b.site,
+            });
+        }
+        out.push(TypeBinding {
+            scope,
+            name,
+            type_name: b.type_name,
+            initializer: b.initializer,
+            site: b.site,
+        });
+    }
+    out
+}
+
+/// The bare type name of a declared type: `&mut dyn Shape` → `Shape`,
+/// `Optional[app.Flask]` → `Flask`, `List<User>` → `List`, `*Memory` → `Memory`,
+/// `Foo | None` → `Foo`; `None` for anything that is not a named type.
+pub fn normalize_type(text: &str) -> Option<String> {
+    let mut t = text.trim().trim_matches(|c| c == '"' || c == '\'');
+    for prefix in ["&", "mut ", "*", "dyn ", "impl ", "?", "'static ", "const "] {
+        while let Some(rest) = t.strip_prefix(prefix) {
+            t = rest.trim_start();
+        }
+    }
+    // `Optional[X]` and `X | None` name X.
+    for wrapper in [
+        "Optional[",
+        "typing.Optional[",
+        "t.Optional[",
+        "Option<",
+        "Box<",
+        "Rc<",
+        "Arc<",
+        "Ref<",
+        "RefCell<",
+        "Mutex<",
+    ] {
+        if let Some(inner) = t.strip_prefix(wrapper) {
+            return normalize_type(inner.trim_end_matches([']', '>']));
+        }
+    }
+    if let Some((first, rest)) = t.split_once('|') {
+        let first = first.trim();
+        return if first == "None" || first == "null" || first == "undefined" {
+            normalize_type(rest)
+        } else {
+            normalize_type(first)
+        };
+    }
+    let end = t.find(['<', '[', '(', ' ', ',', '{']).unwrap_or(t.len());
+    let path = &t[..end];
+    let name = crate::facts::last_segment(path);
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+    valid.then(|| name.to_string())
 }
 
 /// Lower is more specific; used to pick one kind for a node tagged twice.

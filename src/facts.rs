@@ -259,6 +259,21 @@ pub fn last_segment(path: &str) -> &str {
     &path[cut..]
 }
 
+/// A local name whose type is known or knowable: a parameter, a variable, a field
+/// (`self.x`/`this.x` for attributes). Resolution uses it to type member-call receivers.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct TypeBinding {
+    /// Innermost enclosing definition (index into `FileFacts::defs`); for `self.x` /
+    /// `this.x` and fields, the enclosing type.
+    pub scope: Option<u32>,
+    pub name: String,
+    /// Declared type text, normalised to the bare type name (`Optional[Flask]` → `Flask`).
+    pub type_name: Option<String>,
+    /// The callee of the initialiser (`x = Foo()` → `Foo`), a constructor if it is a type.
+    pub initializer: Option<String>,
+    pub site: Span,
+}
+
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum ParseStatus {
@@ -288,6 +303,7 @@ pub struct FileFacts {
     pub defs: Vec<Definition>,
     pub refs: Vec<Reference>,
     pub imports: Vec<Import>,
+    pub bindings: Vec<TypeBinding>,
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::lang::Language;
 use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 
 /// Bumped whenever resolution output changes for the same facts; part of the fingerprint.
-pub const RESOLVER_VERSION: u32 = 2;
+pub const RESOLVER_VERSION: u32 = 3;
 
 /// One inventoried file as resolution sees it.
 pub struct SourceUnit<'a> {
@@ -125,6 +125,12 @@ struct FileResolution {
     external_references: u64,
 }
 
+/// A field's (declared type, initializer, file).
+type FieldType<'a> = (Option<&'a str>, Option<&'a str>, u32);
+
+/// A file's type bindings by (scope definition, name).
+type Locals<'a> = HashMap<(Option<u32>, &'a str), &'a crate::facts::TypeBinding>;
+
 /// What a file's imports bring into scope.
 struct FileImports {
     bindings: HashMap<String, Target>,
@@ -175,12 +181,17 @@ struct Resolver<'a> {
     by_qualified: HashMap<&'a str, Vec<u32>>,
     /// (type member scope, member name) → member nodes.
     members: HashMap<(&'a str, &'a str), Vec<u32>>,
+    /// (type member scope, field name) → (declared type, initializer, file): the types of
+    /// `self.x` / `this.x` / fields.
+    field_types: HashMap<(&'a str, &'a str), FieldType<'a>>,
     /// (parent node, name) → nested definitions, for local-scope lookups.
     children: HashMap<(u32, &'a str), Vec<u32>>,
     /// Top-level definitions of each file by name.
     top_level: Vec<HashMap<&'a str, Vec<u32>>>,
     file_by_path: HashMap<&'a str, u32>,
     dir_files: HashMap<&'a str, Vec<u32>>,
+    /// Package directory name → directories holding a `package.json` of that name.
+    package_dirs: HashMap<&'a str, Vec<&'a str>>,
     dotted_full: HashMap<String, Vec<u32>>,
     dotted_suffix: HashMap<String, Vec<u32>>,
     packages: HashMap<&'a str, Vec<u32>>,
@@ -191,6 +202,12 @@ struct Resolver<'a> {
     /// import did not resolve. Only such names may fall back to a unique global name.
     opaque_imports: Vec<(HashSet<String>, bool)>,
     edges: HashSet<ResolvedEdge>,
+}
+
+/// A directory holding an `__init__.py` (or `.pyi`).
+fn is_python_package(files: &HashMap<&str, u32>, dir: &str) -> bool {
+    files.contains_key(format!("{dir}/__init__.py").as_str())
+        || files.contains_key(format!("{dir}/__init__.pyi").as_str())
 }
 
 fn dir_of(path: &str) -> &str {
@@ -231,10 +248,12 @@ impl<'a> Resolver<'a> {
             by_name: HashMap::default(),
             by_qualified: HashMap::default(),
             members: HashMap::default(),
+            field_types: HashMap::default(),
             children: HashMap::default(),
             top_level: Vec::new(),
             file_by_path: HashMap::default(),
             dir_files: HashMap::default(),
+            package_dirs: HashMap::default(),
             dotted_full: HashMap::default(),
             dotted_suffix: HashMap::default(),
             packages: HashMap::default(),
@@ -355,16 +374,49 @@ impl<'a> Resolver<'a> {
         let units = self.units;
         self.top_level = vec![HashMap::default(); units.len()];
         for (file, unit) in units.iter().enumerate() {
+            self.file_by_path.insert(unit.path, file as u32);
+            if unit.path == "package.json" || unit.path.ends_with("/package.json") {
+                let dir = dir_of(unit.path);
+                let name = dir.rsplit('/').next().unwrap_or(dir);
+                self.package_dirs.entry(name).or_default().push(dir);
+            }
+        }
+        for (file, unit) in units.iter().enumerate() {
             let f = file as u32;
-            self.file_by_path.insert(unit.path, f);
             self.dir_files.entry(dir_of(unit.path)).or_default().push(f);
             let Some(language) = unit.language else {
                 continue;
             };
             match language {
-                Language::Python | Language::Java => {
+                Language::Python => {
+                    // A module's name is its path from its source root: the nearest
+                    // ancestor directory that is not a package (`src/flask/app.py` →
+                    // `flask.app`). Arbitrary path suffixes are not module names — a
+                    // local `typing.py` must not capture `import typing`.
                     let stem = strip_ext(unit.path);
                     let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+                    let mut root = dir_of(unit.path);
+                    while !root.is_empty() && is_python_package(&self.file_by_path, root) {
+                        root = dir_of(root);
+                    }
+                    let relative = if root.is_empty() {
+                        stem
+                    } else {
+                        &stem[root.len() + 1..]
+                    };
+                    self.dotted_full
+                        .entry(stem.replace('/', "."))
+                        .or_default()
+                        .push(f);
+                    if relative != stem && !relative.is_empty() {
+                        self.dotted_full
+                            .entry(relative.replace('/', "."))
+                            .or_default()
+                            .push(f);
+                    }
+                }
+                Language::Java => {
+                    let stem = strip_ext(unit.path);
                     let dotted = stem.replace('/', ".");
                     self.dotted_full.entry(dotted.clone()).or_default().push(f);
                     let mut rest = dotted.as_str();
@@ -384,6 +436,27 @@ impl<'a> Resolver<'a> {
             let Some(facts) = unit.facts else { continue };
             if let Some(package) = &facts.package {
                 self.packages.entry(package.as_str()).or_default().push(f);
+            }
+            for binding in &facts.bindings {
+                let Some(scope) = binding.scope else { continue };
+                let owner = &facts.defs[scope as usize];
+                if !owner.kind.is_type_container()
+                    || (binding.type_name.is_none() && binding.initializer.is_none())
+                {
+                    continue;
+                }
+                let name = binding
+                    .name
+                    .strip_prefix("self.")
+                    .or_else(|| binding.name.strip_prefix("this."))
+                    .unwrap_or(&binding.name);
+                self.field_types
+                    .entry((owner.member_scope.as_str(), name))
+                    .or_insert((
+                        binding.type_name.as_deref(),
+                        binding.initializer.as_deref(),
+                        f,
+                    ));
             }
             let base = self.def_base[file];
             for (i, def) in facts.defs.iter().enumerate() {
@@ -428,34 +501,67 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
-        for file in 0..units.len() as u32 {
-            let FileImports {
-                bindings,
-                wildcards,
-                unresolved,
-                unresolved_wildcard,
-                edges: import_edges,
-            } = self.bind_imports(file);
-            self.opaque_imports.push((unresolved, unresolved_wildcard));
-            for (target, site) in import_edges {
-                let from = self.out.file_nodes[file as usize];
-                self.edges.insert(ResolvedEdge {
-                    from,
-                    to: target,
-                    kind: EdgeKind::Imports,
-                    subkind: EdgeSubkind::None,
-                    provenance: Provenance::TreeSitter,
-                    resolution: Resolution::Import,
-                    confidence: 95,
-                    site: Some(Site {
-                        file,
-                        span: site.into(),
-                    }),
-                });
+        // Imports are bound in passes so that re-exports (`from .app import Flask` in a
+        // package `__init__`, `pub use`) resolve for their importers: each pass sees the
+        // previous pass's bindings. Three passes follow re-export chains two deep.
+        const PASSES: usize = 3;
+        let files = units.len() as u32;
+        for pass in 0..PASSES {
+            let results: Vec<FileImports> =
+                (0..files).map(|file| self.bind_imports(file)).collect();
+            self.bindings.clear();
+            self.wildcards.clear();
+            self.opaque_imports.clear();
+            for (file, imports) in results.into_iter().enumerate() {
+                let file = file as u32;
+                if pass + 1 == PASSES {
+                    for (target, site) in &imports.edges {
+                        let from = self.out.file_nodes[file as usize];
+                        self.edges.insert(ResolvedEdge {
+                            from,
+                            to: *target,
+                            kind: EdgeKind::Imports,
+                            subkind: EdgeSubkind::None,
+                            provenance: Provenance::TreeSitter,
+                            resolution: Resolution::Import,
+                            confidence: 95,
+                            site: Some(Site {
+                                file,
+                                span: (*site).into(),
+                            }),
+                        });
+                    }
+                }
+                self.opaque_imports
+                    .push((imports.unresolved, imports.unresolved_wildcard));
+                self.bindings.push(imports.bindings);
+                self.wildcards.push(imports.wildcards);
             }
-            self.bindings.push(bindings);
-            self.wildcards.push(wildcards);
         }
+    }
+
+    /// A name a file defines at top level or re-exports through an import, including
+    /// wildcard re-exports (`export * from "./x"`, `from .x import *`) a few levels deep.
+    fn exported(&self, file: u32, name: &str) -> Option<u32> {
+        self.exported_at_depth(file, name, 0)
+    }
+
+    fn exported_at_depth(&self, file: u32, name: &str, depth: u32) -> Option<u32> {
+        if let Some(ids) = self.top_level[file as usize].get(name) {
+            return ids.first().copied();
+        }
+        if let Some(Target::Symbol(id)) = self.bindings.get(file as usize).and_then(|b| b.get(name))
+        {
+            return Some(*id);
+        }
+        if depth >= 4 {
+            return None;
+        }
+        self.wildcards
+            .get(file as usize)?
+            .iter()
+            .filter(|&&f| f != file)
+            .find_map(|&f| self.exported_at_depth(f, name, depth + 1))
     }
 
     /// Files a module text names, seen from `file`.
@@ -511,7 +617,7 @@ impl<'a> Resolver<'a> {
 
     fn script_module(&self, from_path: &str, spec: &str) -> Option<u32> {
         if !spec.starts_with('.') {
-            return None;
+            return self.workspace_package(spec);
         }
         let mut parts: Vec<&str> = dir_of(from_path)
             .split('/')
@@ -526,12 +632,16 @@ impl<'a> Resolver<'a> {
                 other => parts.push(other),
             }
         }
-        let base = parts.join("/");
+        self.script_path(&parts.join("/"))
+    }
+
+    /// A file for a module path without extension, or a directory's index.
+    fn script_path(&self, base: &str) -> Option<u32> {
         let stripped = ["js", "jsx", "mjs", "cjs"]
             .iter()
             .find_map(|e| base.strip_suffix(&format!(".{e}")));
         const EXTENSIONS: &[&str] = &["", ".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs"];
-        for candidate in [Some(base.as_str()), stripped].into_iter().flatten() {
+        for candidate in [Some(base), stripped].into_iter().flatten() {
             for ext in EXTENSIONS {
                 if let Some(&f) = self.file_by_path.get(format!("{candidate}{ext}").as_str()) {
                     return Some(f);
@@ -544,6 +654,47 @@ impl<'a> Resolver<'a> {
                 {
                     return Some(f);
                 }
+            }
+        }
+        None
+    }
+
+    /// A bare specifier (`zod`, `zod/v4`, `@scope/pkg/sub`) naming a package of this
+    /// workspace: a directory with a `package.json` whose name is the package's last
+    /// segment, resolved to its sources (`<dir>/src/<sub>`, `<dir>/<sub>`, index files).
+    fn workspace_package(&self, spec: &str) -> Option<u32> {
+        let mut segments = spec.split('/');
+        let first = segments.next()?;
+        let name = if first.starts_with('@') {
+            segments.next()?
+        } else {
+            first
+        };
+        let rest: Vec<&str> = segments.collect();
+        let rest = rest.join("/");
+        // Monorepo layouts whose package.json is ignored or absent.
+        let conventional = [
+            format!("packages/{name}"),
+            format!("libs/{name}"),
+            name.to_string(),
+        ];
+        let dirs: Vec<&str> = match self.package_dirs.get(name) {
+            Some(dirs) => dirs.clone(),
+            None => conventional.iter().map(String::as_str).collect(),
+        };
+        for dir in dirs {
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            let candidates = if rest.is_empty() {
+                vec![format!("{prefix}src/index"), format!("{prefix}index")]
+            } else {
+                vec![format!("{prefix}src/{rest}"), format!("{prefix}{rest}")]
+            };
+            if let Some(f) = candidates.iter().find_map(|c| self.script_path(c)) {
+                return Some(f);
             }
         }
         None
@@ -683,10 +834,10 @@ impl<'a> Resolver<'a> {
         let Some(name) = &import.name else {
             return (!files.is_empty()).then(|| Target::Files(files.to_vec()));
         };
-        // The member as a definition of the module's files.
+        // The member as a definition (or re-export) of the module's files.
         for &f in files {
-            if let Some(ids) = self.top_level[f as usize].get(name.as_str()) {
-                return Some(Target::Symbol(ids[0]));
+            if let Some(id) = self.exported(f, name) {
+                return Some(Target::Symbol(id));
             }
         }
         // The member as a submodule (`from pkg import mod`, `use crate::a::b`).
@@ -728,12 +879,18 @@ impl<'a> Resolver<'a> {
             return result;
         };
         let base = self.def_base[file as usize];
+        let mut locals: Locals = HashMap::default();
+        for binding in &facts.bindings {
+            locals
+                .entry((binding.scope, binding.name.as_str()))
+                .or_insert(binding);
+        }
         for reference in &facts.refs {
             let from = reference
                 .from
                 .map(|f| base + f)
                 .unwrap_or(self.out.file_nodes[file as usize]);
-            let outcome = self.resolve_reference(file, language, facts, reference);
+            let outcome = self.resolve_reference(file, language, facts, &locals, reference);
             let (kind, subkind) = match reference.role {
                 RefRole::Call => (EdgeKind::Calls, EdgeSubkind::None),
                 RefRole::TypeUse => (EdgeKind::UsesType, EdgeSubkind::None),
@@ -804,11 +961,61 @@ impl<'a> Resolver<'a> {
         ids.iter().copied().find(|&id| self.compatible(role, id))
     }
 
+    /// The type of a member-call receiver from local bindings: `Some(Ok(type))` when
+    /// known and in the graph, `Some(Err(()))` when the receiver is a known name of
+    /// unknown or outside type, `None` when the receiver is not a known local.
+    fn receiver_type(
+        &self,
+        file: u32,
+        facts: &'a FileFacts,
+        locals: &Locals<'a>,
+        r: &Reference,
+        receiver: &str,
+    ) -> Option<Result<u32, ()>> {
+        let binding = if let Some(field) = receiver
+            .strip_prefix("self.")
+            .or_else(|| receiver.strip_prefix("this."))
+        {
+            if field.contains('.') {
+                return None;
+            }
+            let owner = self.enclosing_type(facts, r.from)?;
+            self.field_types
+                .get(&(owner, field))
+                .copied()
+                .map(|(type_name, initializer, _)| (type_name, initializer))
+        } else {
+            if !receiver
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+            {
+                return None;
+            }
+            let mut scope = r.from;
+            let found = loop {
+                if let Some(b) = locals.get(&(scope, receiver)) {
+                    break Some(*b);
+                }
+                match scope {
+                    Some(s) => scope = facts.defs[s as usize].parent,
+                    None => break None,
+                }
+            };
+            found.map(|b| (b.type_name.as_deref(), b.initializer.as_deref()))
+        }?;
+        let (type_name, initializer) = binding;
+        let resolved = type_name
+            .and_then(|t| self.type_named(file, t))
+            .or_else(|| initializer.and_then(|c| self.type_named(file, c)));
+        Some(resolved.ok_or(()))
+    }
+
     fn resolve_reference(
         &self,
         file: u32,
         language: Language,
-        facts: &FileFacts,
+        facts: &'a FileFacts,
+        locals: &Locals<'a>,
         r: &Reference,
     ) -> Result<Outcome, u32> {
         let ok = |target, resolution, confidence| {
@@ -827,10 +1034,24 @@ impl<'a> Resolver<'a> {
                 {
                     return ok(id, Resolution::Scope, 85);
                 }
+            } else if let Some(typed) = self.receiver_type(file, facts, locals, r, receiver) {
+                // A receiver whose type we know (or know we do not know): decisive.
+                let Ok(type_node) = typed else {
+                    return Err(self.candidate_count(r));
+                };
+                let owner = self.member_scope_of(type_node);
+                let owner_file = self.out.nodes[type_node as usize].file.unwrap_or(file);
+                return match self.member_of(owner_file, owner, &r.name, 0) {
+                    Some(id) => ok(id, Resolution::Scope, 80),
+                    None => Err(self.candidate_count(r)),
+                };
             } else if let Some(target) = self.bindings[file as usize].get(receiver.as_str()) {
-                if let Some(id) = self.lookup_in_target(target, &r.name, r.role) {
-                    return ok(id, Resolution::Import, 90);
-                }
+                // An imported receiver is decisive: a member we cannot find on it is
+                // unknown, not a reason to guess by name.
+                return match self.lookup_in_target(target, &r.name, r.role) {
+                    Some(id) => ok(id, Resolution::Import, 90),
+                    None => Err(self.candidate_count(r)),
+                };
             } else if let Some(id) = self.type_named(file, receiver) {
                 let scope = self.member_scope_of(id);
                 if let Some(id) = self.member_of(file, scope, &r.name, 0) {
@@ -845,6 +1066,21 @@ impl<'a> Resolver<'a> {
                 Some(o) => Ok(o),
                 None => Err(self.candidate_count(r)),
             };
+        }
+
+        // A parameter or local variable of an enclosing function shadows every
+        // definition of the name: it is a local, not an edge.
+        let mut scope = r.from;
+        while let Some(s) = scope {
+            let def = &facts.defs[s as usize];
+            if def.kind.is_callable()
+                && locals
+                    .get(&(Some(s), r.name.as_str()))
+                    .is_some_and(|b| b.site.start_byte != r.site.start_byte)
+            {
+                return Err(0);
+            }
+            scope = def.parent;
         }
 
         // 1. Local scope: enclosing functions' nested definitions, then the file's top level.
@@ -1116,6 +1352,10 @@ impl<'a> Resolver<'a> {
                 self.top_level[f as usize]
                     .get(name)
                     .and_then(|ids| self.pick(role, ids))
+                    .or_else(|| {
+                        self.exported(f, name)
+                            .filter(|&id| self.compatible(role, id))
+                    })
             }),
         }
     }

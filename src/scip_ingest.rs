@@ -100,6 +100,30 @@ pub fn is_local(symbol: &str) -> bool {
         || symbol.ends_with(']')
 }
 
+/// The descriptor part of a global symbol (after scheme, manager, package and version):
+/// `scip-python python flask 3.1.0 flask.cli/find_best_app().` → `flask.cli/find_best_app().`.
+pub fn descriptors(symbol: &str) -> Option<&str> {
+    if is_local(symbol) {
+        return None;
+    }
+    let mut rest = symbol;
+    for _ in 0..4 {
+        // Fields are separated by one space; a double space escapes a space in a field.
+        let mut index = 0;
+        let bytes = rest.as_bytes();
+        loop {
+            let at = rest[index..].find(' ')? + index;
+            if bytes.get(at + 1) == Some(&b' ') {
+                index = at + 2;
+                continue;
+            }
+            rest = &rest[at + 1..];
+            break;
+        }
+    }
+    Some(rest)
+}
+
 /// Module-level symbols (`…/`, meta `…:`) stand for a file, not a definition in it.
 pub fn is_module_symbol(symbol: &str) -> bool {
     symbol.ends_with('/') || symbol.ends_with(':')
@@ -472,6 +496,24 @@ mod tests {
         assert_eq!(
             descriptor_name("scip-python python shop 0 `shop.models`/MAX_ITEMS."),
             "MAX_ITEMS"
+        );
+    }
+
+    #[test]
+    fn descriptor_parts() {
+        assert_eq!(
+            descriptors("scip-python python flask 3.1.0 `flask.cli`/find_best_app()."),
+            Some("`flask.cli`/find_best_app().")
+        );
+        assert_eq!(
+            descriptors("scip-typescript npm zod 4.0.0 src/`index.ts`/z."),
+            Some("src/`index.ts`/z.")
+        );
+        assert_eq!(descriptors("local 4"), None);
+        assert_eq!(
+            descriptors("a  b c d e f/"),
+            Some("f/"),
+            "double space escapes a space"
         );
     }
 

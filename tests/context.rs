@@ -800,7 +800,7 @@ fn impact_lists_dependents_and_the_frontier() {
     let unknown = context(
         &s,
         &[
-            "Cart.total",
+            "Item.total",
             "--profile",
             "impact",
             "--frozen",

@@ -55,6 +55,21 @@ fn render(facts: &FileFacts, source: &str) -> String {
             r.qualifier
         );
     }
+    for b in &facts.bindings {
+        let scope = b
+            .scope
+            .map(|f| facts.defs[f as usize].qualified.as_str())
+            .unwrap_or("<file>");
+        let _ = writeln!(
+            out,
+            "binding {} in {} type={:?} init={:?} L{}",
+            b.name,
+            scope,
+            b.type_name,
+            b.initializer,
+            b.site.start_line + 1
+        );
+    }
     for i in &facts.imports {
         let _ = writeln!(
             out,
@@ -297,6 +312,56 @@ fn java_packages_imports_and_implements() {
         .unwrap();
     assert_eq!(list.module, "java.util");
     check("java/src/main/java/com/example/app/App.java");
+}
+
+#[test]
+fn type_names_are_normalised() {
+    for (text, expected) in [
+        ("&mut dyn Shape", Some("Shape")),
+        ("Optional[app.Flask]", Some("Flask")),
+        ("Flask | None", Some("Flask")),
+        ("None | Flask", Some("Flask")),
+        ("List<User>", Some("List")),
+        ("*Memory", Some("Memory")),
+        ("Box<dyn Shape>", Some("Shape")),
+        ("\"Cart\"", Some("Cart")),
+        ("fmt::Formatter<'_>", Some("Formatter")),
+        ("(a, b)", None),
+    ] {
+        assert_eq!(normalize_type(text).as_deref(), expected, "{text}");
+    }
+}
+
+#[test]
+fn bindings_type_receivers() {
+    let (facts, _) = facts_of("python/shop/pricing.py");
+    let cart = facts
+        .bindings
+        .iter()
+        .find(|b| b.name == "cart" && b.type_name.is_some())
+        .unwrap();
+    assert_eq!(cart.type_name.as_deref(), Some("Cart"));
+    assert_eq!(facts.defs[cart.scope.unwrap() as usize].name, "checkout");
+    let source = "class Shop:\n    def __init__(self):\n        self.cart = Cart()\n";
+    let facts = extract(Language::Python, source).unwrap();
+    let cart = facts
+        .bindings
+        .iter()
+        .find(|b| b.name == "self.cart")
+        .unwrap();
+    assert_eq!(cart.initializer.as_deref(), Some("Cart"));
+    assert_eq!(
+        facts.defs[cart.scope.unwrap() as usize].name,
+        "Shop",
+        "self attributes live in the class"
+    );
+    let (facts, _) = facts_of("typescript/src/model.ts");
+    assert!(
+        facts
+            .bindings
+            .iter()
+            .any(|b| b.name == "this.email" && b.type_name.as_deref() == Some("string"))
+    );
 }
 
 #[test]

@@ -168,6 +168,10 @@ pub const ALLOWED_CAPTURES: &[&str] = &[
     "import.tree",
     "package",
     "test.scope",
+    "binding",
+    "binding.name",
+    "binding.type",
+    "binding.ctor",
 ];
 
 pub(crate) struct LanguageQuery {

@@ -37,6 +37,13 @@ fn overlaps(a: &Span, b: &Span) -> bool {
         && b.start_byte < a.end_byte.max(a.start_byte + 1)
 }
 
+/// Splits descriptors `` `a.b.c`/rest `` into (`a.b.c`, `/rest`).
+fn split_module(descriptors: &str) -> Option<(&str, &str)> {
+    let inner = descriptors.strip_prefix('`')?;
+    let end = inner.find('`')?;
+    Some((&inner[..end], &inner[end + 1..]))
+}
+
 /// A precise reference: (file, site, target or `None` when external, kind).
 struct PreciseReference {
     file: u32,
@@ -103,6 +110,44 @@ impl Resolver<'_> {
         missing.sort_by_key(|(file, o)| (*file, o.span.start_byte, o.symbol));
         missing.dedup_by_key(|(_, o)| o.symbol);
         missing.retain(|(_, o)| symbol_node[o.symbol as usize].is_none());
+        // References to this repository's own code through an installed or unresolved
+        // package (`Flask 3.1.3 `flask.cli`/x().` for the indexed `flask 0
+        // `src.flask.cli`/x().`) name the same descriptors, up to a module-path prefix:
+        // they are the same symbol when exactly one defined symbol matches.
+        let mut by_descriptors: HashMap<String, Option<u32>> = HashMap::default();
+        let mut remember = |key: String, node: u32| {
+            by_descriptors
+                .entry(key)
+                .and_modify(|seen| {
+                    if *seen != Some(node) {
+                        *seen = None;
+                    }
+                })
+                .or_insert(Some(node));
+        };
+        for (symbol, node) in symbol_node.iter().enumerate() {
+            let (Some(node), Some(d)) = (node, scip_ingest::descriptors(&scip.symbols[symbol]))
+            else {
+                continue;
+            };
+            remember(d.to_string(), *node);
+            if let Some((module, rest)) = split_module(d) {
+                let mut suffix = module;
+                while let Some((_, tail)) = suffix.split_once('.') {
+                    remember(format!("`{tail}`{rest}"), *node);
+                    remember(format!("{tail}{rest}"), *node);
+                    suffix = tail;
+                }
+            }
+        }
+        for (symbol, node) in symbol_node.iter_mut().enumerate() {
+            if node.is_none()
+                && let Some(Some(found)) = scip_ingest::descriptors(&scip.symbols[symbol])
+                    .and_then(|d| by_descriptors.get(d))
+            {
+                *node = Some(*found);
+            }
+        }
         (symbol_node, missing)
     }
 
@@ -346,6 +391,11 @@ impl Resolver<'_> {
             return true;
         }
         let node = &self.out.nodes[precise as usize];
+        let other = &self.out.nodes[heuristic as usize];
+        // TypeScript declaration merging (`interface X` + `const X`) is one entity.
+        if node.file == other.file && node.qualified == other.qualified {
+            return true;
+        }
         let constructor = matches!(
             node.name.as_str(),
             "constructor" | "__init__" | "new" | "<constructor>"
@@ -372,6 +422,7 @@ impl Resolver<'_> {
         let mut evaluation = EdgeEvaluation::default();
         let mut found: HashSet<(u32, u32)> = HashSet::default();
         let mut false_sources: BTreeMap<(String, String, &'static str), usize> = BTreeMap::new();
+        let mut missed: BTreeMap<String, usize> = BTreeMap::new();
         for edge in &self.edges {
             let family = match edge.kind {
                 EdgeKind::Calls => "calls",
@@ -421,8 +472,18 @@ impl Resolver<'_> {
             totals.0 += 1;
             if found.contains(key) {
                 totals.1 += 1;
+            } else if family == "calls"
+                && let Some(target) = target
+            {
+                *missed
+                    .entry(self.out.nodes[*target as usize].qualified.clone())
+                    .or_default() += 1;
             }
         }
+        let mut missed: Vec<(String, usize)> = missed.into_iter().collect();
+        missed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        missed.truncate(15);
+        evaluation.top_missed_calls = missed;
         let mut sources: Vec<FalseSource> = false_sources
             .into_iter()
             .map(|((resolution, target, reason), count)| FalseSource {
@@ -474,6 +535,8 @@ pub struct EdgeEvaluation {
     /// `language/family` → precision, recall, F1.
     pub by_language: BTreeMap<String, Summary>,
     pub top_false_sources: Vec<FalseSource>,
+    /// Precise call targets the heuristics missed most often.
+    pub top_missed_calls: Vec<(String, usize)>,
     #[serde(skip)]
     truth: BTreeMap<String, (usize, usize)>,
 }

@@ -39,3 +39,11 @@
 (import_spec
   name: (_)? @import.alias
   path: (interpreted_string_literal) @import.module) @import
+
+; ---- type bindings (receiver types for member calls)
+(parameter_declaration name: (identifier) @binding.name type: (_) @binding.type) @binding
+(field_declaration name: (field_identifier) @binding.name type: (_) @binding.type) @binding
+(var_spec name: (identifier) @binding.name type: (_) @binding.type) @binding
+(short_var_declaration
+  left: (expression_list (identifier) @binding.name)
+  right: (expression_list [(call_expression function: (_) @binding.ctor) (composite_literal type: (_) @binding.ctor) (unary_expression operand: (composite_literal type: (_) @binding.ctor))])) @binding

@@ -26,3 +26,8 @@
 
 ; ---- imports
 (import_declaration (scoped_identifier) @import.module (asterisk)? @import.wildcard) @import
+
+; ---- type bindings (receiver types for member calls)
+(formal_parameter type: (_) @binding.type name: (identifier) @binding.name) @binding
+(local_variable_declaration type: (_) @binding.type declarator: (variable_declarator name: (identifier) @binding.name)) @binding
+(field_declaration type: (_) @binding.type declarator: (variable_declarator name: (identifier) @binding.name)) @binding

@@ -41,3 +41,18 @@
     function: (identifier) @_require
     arguments: (arguments (string (string_fragment) @import.module)))
   (#eq? @_require "require")) @import
+
+; ---- type bindings (receiver types for member calls)
+(formal_parameters (identifier) @binding.name @binding)
+(variable_declarator name: (identifier) @binding.name value: (new_expression constructor: (_) @binding.ctor)) @binding
+(variable_declarator name: (identifier) @binding.name value: (call_expression function: (_) @binding.ctor)) @binding
+(variable_declarator name: (identifier) @binding.name) @binding
+(field_definition property: (property_identifier) @binding.name value: (new_expression constructor: (_) @binding.ctor)) @binding
+
+; ---- re-exports (bind like imports: `export { a as b } from "./x"`, `export * from "./x"`)
+(export_statement
+  (export_clause (export_specifier name: (identifier) @import.name alias: (identifier)? @import.alias))
+  source: (string (string_fragment) @import.module)) @import
+(export_statement
+  "*" @import.wildcard
+  source: (string (string_fragment) @import.module)) @import

@@ -36,3 +36,21 @@
 (import_from_statement
   module_name: (_) @import.module
   (wildcard_import) @import.wildcard) @import
+
+; ---- type bindings (receiver types for member calls)
+(typed_parameter (identifier) @binding.name type: (type) @binding.type) @binding
+(typed_default_parameter name: (identifier) @binding.name type: (type) @binding.type) @binding
+(parameters (identifier) @binding.name @binding)
+(default_parameter name: (identifier) @binding.name) @binding
+(assignment left: (identifier) @binding.name type: (type) @binding.type) @binding
+(assignment left: (identifier) @binding.name right: (call function: (_) @binding.ctor)) @binding
+(assignment left: (identifier) @binding.name) @binding
+(assignment
+  left: (attribute object: (identifier) @_self attribute: (identifier) @binding.name)
+  right: (call function: (_) @binding.ctor)
+  (#eq? @_self "self")) @binding
+(assignment
+  left: (attribute object: (identifier) @_self attribute: (identifier) @binding.name)
+  type: (type) @binding.type
+  (#eq? @_self "self")) @binding
+(for_statement left: (identifier) @binding.name) @binding

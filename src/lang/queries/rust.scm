@@ -43,3 +43,13 @@
 
 ; ---- imports
 (use_declaration argument: (_) @import.tree) @import
+
+; ---- type bindings (receiver types for member calls)
+(parameter pattern: (identifier) @binding.name type: (_) @binding.type) @binding
+(let_declaration pattern: (identifier) @binding.name type: (_) @binding.type) @binding
+(let_declaration
+  pattern: (identifier) @binding.name
+  value: (call_expression function: (scoped_identifier path: (_) @binding.ctor))) @binding
+(let_declaration pattern: (identifier) @binding.name value: (struct_expression name: (_) @binding.ctor)) @binding
+(let_declaration pattern: (identifier) @binding.name) @binding
+(field_declaration name: (field_identifier) @binding.name type: (_) @binding.type) @binding

@@ -50,3 +50,25 @@
 (import_statement
   (import_clause (namespace_import (identifier) @import.alias))
   source: (string (string_fragment) @import.module)) @import
+
+; ---- type bindings (receiver types for member calls)
+(required_parameter pattern: (identifier) @binding.name type: (type_annotation (_) @binding.type)) @binding
+(optional_parameter pattern: (identifier) @binding.name type: (type_annotation (_) @binding.type)) @binding
+(required_parameter pattern: (identifier) @binding.name) @binding
+(variable_declarator name: (identifier) @binding.name type: (type_annotation (_) @binding.type)) @binding
+(variable_declarator name: (identifier) @binding.name value: (new_expression constructor: (_) @binding.ctor)) @binding
+(variable_declarator name: (identifier) @binding.name value: (call_expression function: (_) @binding.ctor)) @binding
+(variable_declarator name: (identifier) @binding.name) @binding
+(public_field_definition name: (property_identifier) @binding.name type: (type_annotation (_) @binding.type)) @binding
+(public_field_definition name: (property_identifier) @binding.name value: (new_expression constructor: (_) @binding.ctor)) @binding
+
+; ---- re-exports (bind like imports: `export { a as b } from "./x"`, `export * from "./x"`)
+(export_statement
+  (export_clause (export_specifier name: (identifier) @import.name alias: (identifier)? @import.alias))
+  source: (string (string_fragment) @import.module)) @import
+(export_statement
+  "*" @import.wildcard
+  source: (string (string_fragment) @import.module)) @import
+(export_statement
+  (namespace_export (identifier) @import.alias)
+  source: (string (string_fragment) @import.module)) @import

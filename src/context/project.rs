@@ -293,7 +293,7 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
         class: c.class,
         score: c.score,
         required: c.required,
-        reasons: c.reasons.clone(),
+        reasons: c.reasons(graph),
         symbol,
         kind,
         path,

@@ -41,7 +41,10 @@ pub struct Candidate {
     pub id: String,
     pub class: &'static str,
     pub score: u16,
+    /// Reasons of candidates that are not relations (relations render theirs lazily:
+    /// most candidates are never printed, and formatting labels dominates retrieval).
     pub reasons: Vec<String>,
+    pub relation_reasons: Option<RelationReasons>,
     pub required: bool,
     pub node: Option<u32>,
     pub relation: Option<RelationInfo>,
@@ -51,6 +54,62 @@ pub struct Candidate {
     pub named: bool,
     /// A typed statement (failure evidence, module summaries).
     pub statement: Option<Statement>,
+}
+
+/// What a relation candidate's reasons say, rendered on demand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelationReasons {
+    pub hop: u32,
+    pub bonus: u32,
+    pub policy: bool,
+    pub note: Note,
+    pub unique: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    None,
+    /// Reached through this node (hop ≥ 2).
+    Via(u32),
+    Text(&'static str),
+    AlternativePath(usize),
+}
+
+impl Candidate {
+    /// The candidate's reasons as printed.
+    pub fn reasons(&self, graph: &Graph) -> Vec<String> {
+        let (Some(lazy), Some(relation)) = (&self.relation_reasons, &self.relation) else {
+            return self.reasons.clone();
+        };
+        let mut reasons = vec![
+            format!(
+                "{} {} → {} ({}/{})",
+                relation.kind.as_str(),
+                node_label(graph, relation.from),
+                node_label(graph, relation.to),
+                relation.provenance.as_str(),
+                relation.resolution.as_str()
+            ),
+            format!("confidence {}", relation.confidence),
+            format!("hop {}", lazy.hop),
+        ];
+        if lazy.bonus > 0 {
+            reasons.push(format!("centrality +{}", lazy.bonus));
+        }
+        if lazy.policy {
+            reasons.push("test/generated/vendored ×0.5".into());
+        }
+        match &lazy.note {
+            Note::None => {}
+            Note::Via(node) => reasons.push(format!("via {}", node_label(graph, *node))),
+            Note::Text(text) => reasons.push(text.to_string()),
+            Note::AlternativePath(n) => reasons.push(format!("alternative path {n}")),
+        }
+        if lazy.unique {
+            reasons.push("unique implementation".into());
+        }
+        reasons
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,18 +323,15 @@ impl<'g> Builder<'g> {
         confidence: u8,
         hop: u32,
         decay_square: bool,
-    ) -> (u16, Vec<String>) {
+    ) -> (u16, u32, bool) {
         let divisor = if decay_square { hop * hop } else { hop };
-        let mut score = u32::from(confidence) * 10 / divisor.max(1) + self.bonus(node);
-        let mut reasons = vec![format!("confidence {confidence}"), format!("hop {hop}")];
-        if self.bonus(node) > 0 {
-            reasons.push(format!("centrality +{}", self.bonus(node)));
-        }
-        if self.is_policy_class(node) {
+        let bonus = self.bonus(node);
+        let mut score = u32::from(confidence) * 10 / divisor.max(1) + bonus;
+        let policy = self.is_policy_class(node);
+        if policy {
             score /= 2;
-            reasons.push("test/generated/vendored ×0.5".into());
         }
-        (score.min(u16::MAX as u32) as u16, reasons)
+        (score.min(u16::MAX as u32) as u16, bonus, policy)
     }
 
     fn push(&mut self, mut candidate: Candidate, identity: &str) {
@@ -317,6 +373,7 @@ impl<'g> Builder<'g> {
                 class: "declaration",
                 score: 60_000,
                 reasons: vec![format!("named by `{term}` ({tier})")],
+                relation_reasons: None,
                 required: true,
                 node: Some(node),
                 relation: None,
@@ -336,24 +393,10 @@ impl<'g> Builder<'g> {
         relation: RelationInfo,
         hop: u32,
         decay_square: bool,
-        extra: Option<String>,
+        note: Note,
     ) {
-        let (score, mut reasons) =
+        let (score, bonus, policy) =
             self.relation_score(node, relation.confidence, hop, decay_square);
-        reasons.insert(
-            0,
-            format!(
-                "{} {} → {} ({}/{})",
-                relation.kind.as_str(),
-                self.label(relation.from),
-                self.label(relation.to),
-                relation.provenance.as_str(),
-                relation.resolution.as_str()
-            ),
-        );
-        if let Some(extra) = extra {
-            reasons.push(extra);
-        }
         let slice = match (class, relation.site) {
             (
                 "caller" | "dependent" | "reverse-path" | "reference" | "type-use",
@@ -375,7 +418,14 @@ impl<'g> Builder<'g> {
                 id: String::new(),
                 class,
                 score,
-                reasons,
+                reasons: Vec::new(),
+                relation_reasons: Some(RelationReasons {
+                    hop,
+                    bonus,
+                    policy,
+                    note,
+                    unique: false,
+                }),
                 required: false,
                 node: Some(node),
                 relation: Some(relation),
@@ -404,6 +454,7 @@ impl<'g> Builder<'g> {
                 class,
                 score,
                 reasons: vec![code.to_string()],
+                relation_reasons: None,
                 required,
                 node,
                 relation: None,
@@ -432,11 +483,12 @@ impl<'g> Builder<'g> {
     /// Frontier entries named like `node` that could reach it.
     fn frontier_reaching(&self, node: u32) -> Vec<(u32, u32, u32, u32)> {
         let name = self.graph.node(node).name.to_native();
+        let frontier = &self.graph.data().frontier;
         self.graph
-            .data()
-            .frontier
-            .iter()
-            .filter(|f| f.name.to_native() == name && f.candidates.to_native() > 0)
+            .frontier_named(name)
+            .into_iter()
+            .filter_map(|i| frontier.get(i as usize))
+            .filter(|f| f.candidates.to_native() > 0)
             .map(|f| {
                 (
                     f.from.to_native(),
@@ -469,6 +521,7 @@ impl<'g> Builder<'g> {
                     class: "frontier",
                     score,
                     reasons,
+                    relation_reasons: None,
                     required: false,
                     node: Some(*from),
                     relation: None,
@@ -514,14 +567,17 @@ impl<'g> Builder<'g> {
                 relation.clone(),
                 1,
                 false,
-                None,
+                Note::None,
             );
         }
         if unique {
             // A unique implementation is required evidence (R-Q-5).
             if let Some(last) = self.candidates.last_mut() {
                 last.required = true;
-                last.reasons.push("unique implementation".into());
+                match last.relation_reasons.as_mut() {
+                    Some(lazy) => lazy.unique = true,
+                    None => last.reasons.push("unique implementation".into()),
+                }
             }
         }
         found.len()
@@ -540,8 +596,8 @@ impl<'g> Builder<'g> {
                     if hop == 1 {
                         direct += 1;
                     }
-                    let via = (hop > 1).then(|| format!("via {}", self.label(node)));
-                    self.relation(class, other, relation, hop, true, via);
+                    let note = if hop > 1 { Note::Via(node) } else { Note::None };
+                    self.relation(class, other, relation, hop, true, note);
                     if visited.insert(other) && visited.len() < VISIT_CAP {
                         next.push(other);
                     }
@@ -588,7 +644,7 @@ fn symbol(b: &mut Builder, intent: &Intent) {
             || wants(intent, Relation::Contains)
         {
             for member in b.edges(node, true, EdgeKind::Contains) {
-                b.relation("member", member.to, member.clone(), 1, false, None);
+                b.relation("member", member.to, member.clone(), 1, false, Note::None);
             }
         }
         if wants(intent, Relation::Callers) || intent.has_relation(Relation::Calls) {
@@ -610,18 +666,18 @@ fn symbol(b: &mut Builder, intent: &Intent) {
                     relation,
                     1,
                     false,
-                    Some("implemented by the anchor".into()),
+                    Note::Text("implemented by the anchor"),
                 );
             }
         }
         if wants(intent, Relation::References) {
             for relation in b.edges(node, false, EdgeKind::References) {
-                b.relation("reference", relation.from, relation, 1, false, None);
+                b.relation("reference", relation.from, relation, 1, false, Note::None);
             }
         }
         if wants(intent, Relation::UsesType) {
             for relation in b.edges(node, false, EdgeKind::UsesType) {
-                b.relation("type-use", relation.from, relation, 1, false, None);
+                b.relation("type-use", relation.from, relation, 1, false, Note::None);
             }
         }
     }
@@ -786,6 +842,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
                 class: "spine",
                 score: 50_000u16.saturating_sub(step as u16),
                 reasons,
+                relation_reasons: None,
                 required: true,
                 node: Some(*node),
                 relation: via.clone(),
@@ -821,7 +878,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
                         relation,
                         1,
                         false,
-                        Some(format!("alternative path {alternatives}")),
+                        Note::AlternativePath(alternatives),
                     );
                 }
             }
@@ -831,7 +888,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     for &node in &spine {
         for relation in b.edges(node, true, EdgeKind::Calls) {
             if !spine.contains(&relation.to) {
-                b.relation("callee", relation.to, relation, 1, true, None);
+                b.relation("callee", relation.to, relation, 1, true, Note::None);
             }
         }
     }
@@ -884,6 +941,7 @@ fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
                     line + 1,
                     b.label(from)
                 )],
+                relation_reasons: None,
                 required: true,
                 node: Some(from),
                 relation: None,
@@ -975,6 +1033,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                 } else {
                     format!("{} files", files.len())
                 }],
+                relation_reasons: None,
                 required: named,
                 node: Some(module),
                 relation: None,
@@ -1016,6 +1075,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                         "centrality {centrality}, rank {} in {path}/",
                         rank + 1
                     )],
+                    relation_reasons: None,
                     required: false,
                     node: Some(node),
                     relation: None,
@@ -1050,6 +1110,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                 class: "module-relation",
                 score,
                 reasons: vec![format!("{count} {kind} edge(s)")],
+                relation_reasons: None,
                 required: false,
                 node: None,
                 relation: None,
@@ -1101,8 +1162,12 @@ fn impact(b: &mut Builder, intent: &Intent) {
                         } else {
                             "reverse-path"
                         };
-                        let via = (hop > 1).then(|| format!("via {}", b.label(current)));
-                        b.relation(class, dependent, relation, hop, false, via);
+                        let note = if hop > 1 {
+                            Note::Via(current)
+                        } else {
+                            Note::None
+                        };
+                        b.relation(class, dependent, relation, hop, false, note);
                         affected.insert(module_of(b.graph, dependent));
                         if visited.len() < VISIT_CAP {
                             visited.insert(dependent);

@@ -246,6 +246,8 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
         })
         .collect();
 
+    let mut frontier_by_name: Vec<u32> = (0..resolved.frontier.len() as u32).collect();
+    frontier_by_name.sort_by_key(|&i| (interner.id(&resolved.frontier[i as usize].name), i));
     let table = |pairs: Vec<(u32, u32)>| {
         let mut entries: Vec<NameEntry> = pairs
             .into_iter()
@@ -276,6 +278,7 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
         in_offsets,
         in_edges,
         frontier,
+        frontier_by_name,
         module_edges,
         names_exact,
         names_folded: table(keyed(&folded)),

@@ -117,6 +117,8 @@ pub struct GraphData {
     pub in_offsets: Vec<u32>,
     pub in_edges: Vec<EdgeRecord>,
     pub frontier: Vec<FrontierRecord>,
+    /// Frontier indexes sorted by (name string id, index): entries by name.
+    pub frontier_by_name: Vec<u32>,
     pub module_edges: Vec<ModuleEdgeRecord>,
     /// Symbol name → node.
     pub names_exact: Vec<NameEntry>,

@@ -156,6 +156,23 @@ impl Graph {
             .collect()
     }
 
+    /// Frontier entries (indexes) whose name is the string `name_id`, by binary search.
+    pub fn frontier_named(&self, name_id: u32) -> Vec<u32> {
+        let d = self.data();
+        let index = &d.frontier_by_name;
+        let name_of = |i: &rkyv::rend::u32_le| {
+            d.frontier
+                .get(i.to_native() as usize)
+                .map_or(u32::MAX, |f| f.name.to_native())
+        };
+        let start = index.partition_point(|i| name_of(i) < name_id);
+        index[start..]
+            .iter()
+            .take_while(|i| name_of(i) == name_id)
+            .map(|i| i.to_native())
+            .collect()
+    }
+
     /// Nodes whose key in `table` starts with `prefix` (keys are sorted by text).
     pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<u32> {
         let (mut lo, mut hi) = (0usize, self.string_count());

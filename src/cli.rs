@@ -62,6 +62,11 @@ pub enum Command {
         after_help = "Examples:\n  atlas context \"compile calls\" --profile flow\n  atlas context Cart.total --profile symbol --format text\n  atlas context shop/models.py --profile impact --frozen --max-bytes 8000"
     )]
     Context(ContextArgs),
+    /// Hybrid search (BM25 + embeddings, fused by RRF) over the symbols of the graph.
+    #[command(
+        after_help = "Example:\n  atlas search \"parse config file\" --top-k 5 --format json"
+    )]
+    Search(SearchArgs),
     /// Score `atlas context` on a query-quality corpus; the receipt is written even on failure.
     #[command(
         after_help = "Example:\n  atlas eval --corpus corpus/context.toml --out target/eval-receipt.json"
@@ -135,6 +140,19 @@ pub struct ContextArgs {
 }
 
 #[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// Free text, identifiers or both.
+    pub text: String,
+    #[arg(long, default_value_t = 10)]
+    pub top_k: usize,
+    /// Read the committed generation as it is: never build the graph or the search index.
+    #[arg(long)]
+    pub frozen: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct EvalArgs {
     #[command(subcommand)]
@@ -185,6 +203,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             ..
         }) => *format,
         Command::Context(args) => args.format,
+        Command::Search(args) => args.format,
         _ => Format::Text,
     };
     match execute(&cli) {
@@ -265,6 +284,49 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
             match args.format {
                 Format::Json => print_stdout(&(result.json + "\n")),
                 Format::Text => print_stdout(&context::text::render(&result.output)),
+            }
+        }
+        Command::Search(args) => {
+            let location = location(cli)?;
+            let freshness = Freshness {
+                frozen: args.frozen,
+                no_build: false,
+            };
+            let (fingerprint, graph, root, _) = context::open_fresh(&location, freshness)?;
+            let store = Store::new(&location.graph_dir);
+            let embedder = crate::search::embed::Embedder::load()?;
+            let index = if args.frozen {
+                crate::search::SearchIndex::open(&store, &fingerprint, &embedder)?
+                    .ok_or_else(|| AtlasError::SearchUnavailable("the search index of this generation is not built; run without --frozen once".into()))?
+            } else {
+                crate::search::SearchIndex::open_or_build(
+                    &store,
+                    &fingerprint,
+                    &graph,
+                    &root,
+                    &embedder,
+                )?
+            };
+            let output = index.search(&graph, &embedder, &args.text, args.top_k.max(1))?;
+            match args.format {
+                Format::Json => print_json(&output),
+                Format::Text => {
+                    let mut text = String::new();
+                    for (rank, hit) in output.hits.iter().enumerate() {
+                        text.push_str(&format!(
+                            "{:>3}. {}::{} ({}) L{}-{} · {:.4} · {}\n",
+                            rank + 1,
+                            hit.path,
+                            hit.symbol,
+                            hit.kind,
+                            hit.lines[0],
+                            hit.lines[1],
+                            hit.score,
+                            hit.match_arms.join("+")
+                        ));
+                    }
+                    print_stdout(&text);
+                }
             }
         }
         Command::Eval(EvalArgs {

@@ -71,6 +71,8 @@ pub enum AtlasError {
     EvalFailed { failed: usize },
     #[error("SCIP index {path} is corrupt: {reason}")]
     ScipCorrupt { path: PathBuf, reason: String },
+    #[error("search is unavailable: {0}")]
+    SearchUnavailable(String),
 }
 
 impl AtlasError {
@@ -99,6 +101,7 @@ impl AtlasError {
             AtlasError::ContextCursor { .. } => "atlas-context-cursor",
             AtlasError::EvalFailed { .. } => "atlas-eval-failed",
             AtlasError::ScipCorrupt { .. } => "atlas-scip-corrupt",
+            AtlasError::SearchUnavailable(_) => "atlas-search-unavailable",
         }
     }
 
@@ -121,6 +124,7 @@ impl AtlasError {
             AtlasError::ContextGraphMismatch { .. } | AtlasError::ContextCursor { .. } => 9,
             AtlasError::EvalFailed { .. } => 10,
             AtlasError::ScipCorrupt { .. } => 4,
+            AtlasError::SearchUnavailable(_) => 3,
         }
     }
 

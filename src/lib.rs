@@ -18,5 +18,6 @@ pub mod query;
 pub mod resolve;
 pub mod scip_ingest;
 pub mod scip_run;
+pub mod search;
 pub mod status;
 pub mod store;

@@ -216,6 +216,21 @@ pub fn open_fresh(
     Ok((fingerprint, graph, root, refreshed))
 }
 
+/// A committed generation opened for one query, with how it was opened.
+#[derive(Clone, Copy)]
+pub struct OpenGraph<'a> {
+    pub graph: &'a Graph,
+    pub fingerprint: &'a str,
+    pub code_root: &'a Path,
+    /// The graph was rebuilt before this query.
+    pub refreshed: bool,
+    pub freshness_ms: f64,
+    pub started: Instant,
+}
+
+/// Free-text search over the open graph: returns hits, or why search is unavailable.
+pub type SearchFn<'a> = dyn Fn(&str) -> std::result::Result<Vec<crate::search::Hit>, String> + 'a;
+
 /// Runs one context query end to end.
 pub fn run(
     location: &Location,
@@ -225,15 +240,39 @@ pub fn run(
     let started = Instant::now();
     let (fingerprint, graph, root, refreshed) = open_fresh(location, freshness)?;
     let freshness_ms = ms(started);
-    compile_context(
-        &graph,
-        &fingerprint,
-        &root,
-        request,
+    let store = Store::new(&location.graph_dir);
+    let search = |text: &str| -> std::result::Result<Vec<crate::search::Hit>, String> {
+        let embedder = crate::search::embed::Embedder::load().map_err(|e| e.to_string())?;
+        let index = if freshness.frozen {
+            crate::search::SearchIndex::open(&store, &fingerprint, &embedder)
+                .map_err(|e| e.to_string())?
+                .ok_or(
+                    "the search index of this generation is not built and --frozen never builds",
+                )?
+        } else {
+            crate::search::SearchIndex::open_or_build(
+                &store,
+                &fingerprint,
+                &graph,
+                &root,
+                &embedder,
+            )
+            .map_err(|e| e.to_string())?
+        };
+        index
+            .search(&graph, &embedder, text, crate::search::POOL)
+            .map(|out| out.hits)
+            .map_err(|e| e.to_string())
+    };
+    let open = OpenGraph {
+        graph: &graph,
+        fingerprint: &fingerprint,
+        code_root: &root,
         refreshed,
         freshness_ms,
         started,
-    )
+    };
+    compile_context(&open, request, Some(&search))
 }
 
 fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
@@ -274,14 +313,18 @@ fn check_intent(intent: &Intent, request: &ContextRequest) -> Result<()> {
 
 /// Compiles the context of `request` over an open graph.
 pub fn compile_context(
-    graph: &Graph,
-    fingerprint: &str,
-    code_root: &Path,
+    open: &OpenGraph,
     request: &ContextRequest,
-    refreshed: bool,
-    freshness_ms: f64,
-    started: Instant,
+    search: Option<&SearchFn>,
 ) -> Result<ContextResult> {
+    let OpenGraph {
+        graph,
+        fingerprint,
+        code_root,
+        refreshed,
+        freshness_ms,
+        started,
+    } = *open;
     if let Some(expected) = &request.expect_graph
         && expected != fingerprint
     {
@@ -295,8 +338,33 @@ pub fn compile_context(
 
     let stage = Instant::now();
     let intent = query::parse(graph, &request.query);
-    check_intent(&intent, request)?;
+    // Free words go to hybrid search as one candidate source (R-Q-1).
+    let mut search_hits = Vec::new();
+    let mut search_failure: Option<String> = None;
+    if !intent.free_terms.is_empty() && intent.ambiguities.is_empty() {
+        match search {
+            Some(search) => match search(&intent.free_terms.join(" ")) {
+                Ok(hits) => search_hits = hits,
+                Err(reason) => search_failure = Some(reason),
+            },
+            None => search_failure = Some("no search index in this context".into()),
+        }
+    }
+    // Vector neighbours exist for any text; only lexical evidence (a BM25 hit) makes free
+    // words a match on their own.
+    let lexical = search_hits.iter().any(|h| h.ranks.0.is_some());
+    if !lexical {
+        check_intent(&intent, request)?;
+    } else if let Some(ambiguity) = intent.ambiguities.first() {
+        return Err(AtlasError::ContextAmbiguous {
+            term: ambiguity.term.clone(),
+            tier: ambiguity.tier.as_str(),
+            total: ambiguity.total,
+            candidates: ambiguity.candidates.clone(),
+        });
+    }
     let mut retrieval = retrieve::retrieve(graph, &intent, request.profile);
+    retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
     let class_rank = |class: &str| profile.class_rank(class);
     project::order(&mut retrieval.candidates, &class_rank);
     let retrieval_ms = ms(stage);
@@ -324,12 +392,16 @@ pub fn compile_context(
     }
 
     let mut diagnostics = Vec::new();
-    for term in &intent.free_terms {
-        diagnostics.push(Diagnostic {
-            code: "atlas-context-unused-term",
-            message: format!("`{term}` names no symbol or path; free-text terms need hybrid search, which is not available in this build"),
-            path: None,
-        });
+    if let Some(reason) = &search_failure {
+        for term in &intent.free_terms {
+            diagnostics.push(Diagnostic {
+                code: "atlas-context-unused-term",
+                message: format!(
+                    "`{term}` names no symbol or path, and hybrid search is unavailable: {reason}"
+                ),
+                path: None,
+            });
+        }
     }
     if refreshed {
         diagnostics.push(Diagnostic {

@@ -1216,3 +1216,36 @@ fn impact(b: &mut Builder, intent: &Intent) {
         }
     }
 }
+
+/// Search hits for the query's free words as one candidate class (R-S-1).
+pub fn add_search_hits(retrieval: &mut Retrieval, graph: &Graph, hits: &[crate::search::Hit]) {
+    let mut seen: std::collections::HashSet<String> =
+        retrieval.candidates.iter().map(|c| c.id.clone()).collect();
+    for hit in hits {
+        let label = node_label(graph, hit.node);
+        let id = evidence_id("search-hit", &label);
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| (r + 1).to_string());
+        retrieval.candidates.push(Candidate {
+            id,
+            class: "search-hit",
+            score: (hit.score * 20_000.0).round().min(65_535.0) as u16,
+            reasons: vec![format!(
+                "search: bm25 rank {}, vector rank {}, RRF {:.4}",
+                rank(hit.ranks.0),
+                rank(hit.ranks.1),
+                hit.score
+            )],
+            relation_reasons: None,
+            required: false,
+            node: Some(hit.node),
+            relation: None,
+            slice: SliceTarget::Declaration(hit.node),
+            on_spine: false,
+            named: false,
+            statement: None,
+        });
+    }
+}

@@ -1,0 +1,152 @@
+//! Hybrid search end to end: the output contract, both arms, RRF, rerank, the frozen rule
+//! and free words in `atlas context`.
+
+mod common;
+
+use common::Sandbox;
+
+fn search(s: &Sandbox, args: &[&str]) -> serde_json::Value {
+    let mut full = vec!["search"];
+    full.extend_from_slice(args);
+    full.extend(["--format", "json"]);
+    s.atlas(&full).success().json()
+}
+
+#[test]
+fn search_output_contract_and_both_arms() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let out = search(&s, &["apply discount to the amount", "--top-k", "5"]);
+    let hits = out["hits"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 5);
+    let top = &hits[0];
+    assert_eq!(top["path"], "shop/util.py");
+    assert_eq!(top["symbol"], "apply_discount");
+    assert_eq!(top["kind"], "function");
+    assert_eq!(top["lines"], serde_json::json!([1, 2]));
+    assert!(
+        top["ref"]
+            .as_str()
+            .unwrap()
+            .starts_with("shop/util.py#L1-L2@")
+    );
+    let score = top["score"].as_f64().unwrap();
+    assert!(
+        score > 0.0 && score <= 2.0 / 60.0 + 1e-9,
+        "score is the RRF score: {score}"
+    );
+    let arms: Vec<&str> = top["match_arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(arms.contains(&"bm25"), "{arms:?}");
+    assert!(hits.iter().any(|h| {
+        h["match_arms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "vector")
+    }));
+    // Python symbols are in-file qualified names.
+    let methods = search(&s, &["cart total price", "--top-k", "10"]);
+    assert!(
+        methods["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["symbol"] == "Cart.total")
+    );
+}
+
+#[test]
+fn exact_symbol_matches_stay_first_unless_rerank_is_off() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let out = search(&s, &["checkout"]);
+    assert_eq!(out["hits"][0]["symbol"], "checkout");
+    assert_eq!(out["reranked"], true);
+    let repo = s.repo();
+    let raw = s
+        .run_bin_env(
+            env!("CARGO_BIN_EXE_atlas"),
+            &[
+                "--code",
+                repo.to_str().unwrap(),
+                "search",
+                "checkout",
+                "--format",
+                "json",
+            ],
+            &[("ATLAS_RERANK", "0")],
+        )
+        .success()
+        .json();
+    assert_eq!(raw["reranked"], false);
+    let scores: Vec<f64> = raw["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "without rerank the order is RRF order: {scores:?}"
+    );
+}
+
+#[test]
+fn frozen_search_never_builds_the_index() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    s.atlas(&["search", "checkout", "--frozen"])
+        .failure(3, "atlas-search-unavailable");
+    search(&s, &["checkout"]);
+    let out = search(&s, &["checkout", "--frozen"]);
+    assert_eq!(out["hits"][0]["symbol"], "checkout");
+}
+
+#[test]
+fn free_words_in_context_become_search_hits() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let out = s
+        .atlas(&[
+            "context",
+            "discount rate",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    let evidence = out["evidence"].as_array().unwrap();
+    let hit = evidence
+        .iter()
+        .find(|e| e["class"] == "search-hit")
+        .expect("a search-hit candidate");
+    assert_eq!(hit["symbol"], "shop/util.py::apply_discount");
+    assert!(
+        hit["reasons"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("search: bm25 rank")
+    );
+    assert!(
+        !out["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "atlas-context-unused-term")
+    );
+}
+
+#[test]
+fn search_output_snapshot() {
+    let s = Sandbox::with_fixture("mixed");
+    s.build_json();
+    let out = search(&s, &["ping handler", "--top-k", "5"]);
+    insta::assert_json_snapshot!("search_mixed_ping_handler", out);
+}

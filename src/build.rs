@@ -36,6 +36,8 @@ pub struct BuildOptions {
     pub scip: Vec<PathBuf>,
     /// Run the SCIP indexers found on PATH first (R-SCIP-3).
     pub scip_run: bool,
+    /// Build the generation's hybrid-search index (BM25 + vectors) too.
+    pub search: bool,
 }
 
 impl BuildOptions {
@@ -49,6 +51,7 @@ impl BuildOptions {
             progress: false,
             scip: Vec::new(),
             scip_run: false,
+            search: false,
         }
     }
 }
@@ -112,6 +115,7 @@ pub struct Timings {
     pub compile: f64,
     pub scip: f64,
     pub publish: f64,
+    pub search: f64,
     pub total: f64,
 }
 
@@ -255,6 +259,9 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
                 .unwrap_or(0) as usize
         };
         store.write_root(&options.code_root)?;
+        let stage = Instant::now();
+        build_search(options, &store, &lock, &fingerprint)?;
+        timings.search = ms(stage);
         timings.total = ms(started);
         return Ok(BuildReport {
             generation: store.generation_dir(&fingerprint),
@@ -369,6 +376,9 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     store.write_root(&options.code_root)?;
     store.collect_garbage(&lock)?;
     timings.publish = ms(stage);
+    let stage = Instant::now();
+    build_search(options, &store, &lock, &fingerprint)?;
+    timings.search = ms(stage);
     timings.total = ms(started);
 
     Ok(BuildReport {
@@ -390,6 +400,28 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         scip_runs,
         timings_ms: timings,
     })
+}
+
+/// Builds the hybrid-search index of a committed generation (when asked).
+fn build_search(
+    options: &BuildOptions,
+    store: &Store,
+    lock: &crate::store::BuildLock,
+    fingerprint: &str,
+) -> Result<()> {
+    if !options.search {
+        return Ok(());
+    }
+    let graph = crate::graph::Graph::open(&store.graph_path(fingerprint))?;
+    let embedder = crate::search::embed::Embedder::load()?;
+    crate::search::SearchIndex::ensure_built(
+        store,
+        lock,
+        fingerprint,
+        &graph,
+        &options.code_root,
+        &embedder,
+    )
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {

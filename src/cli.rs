@@ -103,6 +103,10 @@ pub struct BuildArgs {
     /// Run the SCIP indexers found on PATH for the languages present (also ATLAS_SCIP=1).
     #[arg(long)]
     pub scip_run: bool,
+    /// Skip the hybrid-search index (built by default; `search` and free words in
+    /// `context` build it on first use otherwise).
+    #[arg(long)]
+    pub no_search: bool,
     /// Hide the progress bar (it is only shown when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -241,6 +245,7 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
             options.strict = args.strict;
             options.wait_for_lock = args.wait;
             options.progress = !args.no_progress;
+            options.search = !args.no_search;
             options.scip = args.scip.iter().map(|p| absolute(p)).collect();
             options.scip_run = args.scip_run
                 || std::env::var("ATLAS_SCIP")

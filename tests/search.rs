@@ -99,11 +99,16 @@ fn exact_symbol_matches_stay_first_unless_rerank_is_off() {
 #[test]
 fn frozen_search_never_builds_the_index() {
     let s = Sandbox::with_fixture("python");
-    s.build_json();
+    s.atlas(&["build", "--no-search"]).success();
     s.atlas(&["search", "checkout", "--frozen"])
         .failure(3, "atlas-search-unavailable");
+    // Without --frozen the index is built on first use; `atlas build` builds it by default.
     search(&s, &["checkout"]);
     let out = search(&s, &["checkout", "--frozen"]);
+    assert_eq!(out["hits"][0]["symbol"], "checkout");
+    let other = Sandbox::with_fixture("python");
+    other.build_json();
+    let out = search(&other, &["checkout", "--frozen"]);
     assert_eq!(out["hits"][0]["symbol"], "checkout");
 }
 

@@ -227,10 +227,28 @@ impl SearchIndex {
             return Ok(index);
         }
         let lock = store.lock(true)?;
-        if let Some(index) = SearchIndex::open(store, fingerprint, embedder)? {
-            return Ok(index);
-        }
+        SearchIndex::ensure_built(store, &lock, fingerprint, graph, root, embedder)?;
+        drop(lock);
+        SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
+    }
+
+    /// Builds the generation's index unless it exists. The caller holds the build lock.
+    pub fn ensure_built(
+        store: &Store,
+        _lock: &crate::store::BuildLock,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+    ) -> Result<()> {
         let dir = SearchIndex::dir(store, fingerprint);
+        if dir.join("COMPLETE").is_file()
+            && dir
+                .join(format!("vectors-{}.bin", embedder.identity))
+                .is_file()
+        {
+            return Ok(());
+        }
         let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
         if tmp.exists() {
             fs::remove_dir_all(&tmp).at(&tmp)?;
@@ -243,8 +261,7 @@ impl SearchIndex {
         }
         fs::rename(&tmp, &dir).at(&dir)?;
         collect_old(store, fingerprint);
-        drop(lock);
-        SearchIndex::load(&dir, embedder)
+        Ok(())
     }
 
     fn load(dir: &Path, embedder: &Embedder) -> Result<SearchIndex> {
@@ -302,6 +319,21 @@ impl SearchIndex {
                     Occur::Should,
                     Box::new(BoostQuery::new(Box::new(term), boost)),
                 ));
+            }
+            // Partial identifiers (`search_hyb`, `EmbeddingEng`): a word is also a prefix
+            // of a name's words.
+            let plain = token.chars().all(|c| c.is_ascii_alphanumeric());
+            if plain && token.len() >= 3 {
+                for field in [self.fields.name, self.fields.qualified] {
+                    if let Ok(prefix) =
+                        tantivy::query::RegexQuery::from_pattern(&format!("{token}.+"), field)
+                    {
+                        clauses.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(Box::new(prefix), 1.5)),
+                        ));
+                    }
+                }
             }
         }
         if clauses.is_empty() {
@@ -384,15 +416,35 @@ impl SearchIndex {
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let rerank = std::env::var("ATLAS_RERANK").map_or(true, |v| v != "0");
         if rerank {
-            // Exact symbol matches stay first (stable: RRF order otherwise).
+            // Exact symbol matches stay first; for a one-identifier query, names that
+            // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
+            // otherwise (the sort is stable).
             let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
-            let exact = |node: u32| {
+            let squash = |s: &str| -> String {
+                s.chars()
+                    .filter(|c| c.is_alphanumeric())
+                    .flat_map(char::to_lowercase)
+                    .collect()
+            };
+            let single = (words.len() == 1)
+                .then(|| squash(&words[0]))
+                .filter(|w| w.len() >= 3);
+            let tier = |node: u32| {
                 let record = graph.node(node);
                 let name = graph.str(record.name.to_native()).to_lowercase();
                 let qualified = graph.str(record.qualified.to_native()).to_lowercase();
-                words.iter().any(|w| *w == name || *w == qualified)
+                if words.iter().any(|w| *w == name || *w == qualified) {
+                    0
+                } else if single
+                    .as_ref()
+                    .is_some_and(|w| squash(&name).contains(w.as_str()))
+                {
+                    1
+                } else {
+                    2
+                }
             };
-            ranked.sort_by_key(|r| !exact(r.0));
+            ranked.sort_by_key(|r| tier(r.0));
         }
         let mut seen = std::collections::HashSet::new();
         let mut hits = Vec::new();

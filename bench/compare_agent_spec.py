@@ -46,7 +46,7 @@ def main():
         repo = repos[tool]
         graph = os.path.join(repo, ".agent-spec", "graph")
         if tool == "atlas":
-            return [ATLAS, "--code", repo, "--graph", graph, "build", "--no-progress"]
+            return [ATLAS, "--code", repo, "--graph", graph, "build", "--no-progress", "--no-search"]
         return [a.agent_spec, "atlas", "build", "--code", repo, "--graph", graph]
 
     def context(tool):

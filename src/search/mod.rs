@@ -396,8 +396,18 @@ impl SearchIndex {
         top_k: usize,
     ) -> Result<SearchOutput> {
         let _ = &self.index;
-        let bm25 = self.bm25(query)?;
-        let vector = self.vector(embedder, query);
+        // `ATLAS_SEARCH_ARMS=bm25|vector` runs one arm alone (ablations for evaluation).
+        let arms = std::env::var("ATLAS_SEARCH_ARMS").unwrap_or_default();
+        let bm25 = if arms == "vector" {
+            Vec::new()
+        } else {
+            self.bm25(query)?
+        };
+        let vector = if arms == "bm25" {
+            Vec::new()
+        } else {
+            self.vector(embedder, query)
+        };
         let mut fused: HashMap<u32, (f64, Option<usize>, Option<usize>)> = HashMap::new();
         for (rank, &node) in bm25.iter().enumerate() {
             let entry = fused.entry(node).or_insert((0.0, None, None));
@@ -419,7 +429,10 @@ impl SearchIndex {
             // Exact symbol matches stay first; for a one-identifier query, names that
             // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
             // otherwise (the sort is stable).
+            // Only short, identifier-like queries: in prose (an issue text) some word
+            // always equals some name, and promoting it would drown the fused ranking.
             let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
+            let words: Vec<String> = if words.len() <= 3 { words } else { Vec::new() };
             let squash = |s: &str| -> String {
                 s.chars()
                     .filter(|c| c.is_alphanumeric())
@@ -444,7 +457,12 @@ impl SearchIndex {
                     2
                 }
             };
-            ranked.sort_by_key(|r| tier(r.0));
+            // Within the promoted tiers the lexical (BM25) rank decides; the rest keep RRF
+            // order (the sort is stable).
+            ranked.sort_by_key(|r| {
+                let t = tier(r.0);
+                (t, if t < 2 { r.2.unwrap_or(usize::MAX) } else { 0 })
+            });
         }
         let mut seen = std::collections::HashSet::new();
         let mut hits = Vec::new();

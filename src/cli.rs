@@ -67,6 +67,15 @@ pub enum Command {
         after_help = "Example:\n  atlas search \"parse config file\" --top-k 5 --format json"
     )]
     Search(SearchArgs),
+    /// The source behind search hits' refs (≤ 5), hash-verified and paginated.
+    #[command(after_help = "Example:\n  atlas expand 'shop/util.py#L1-L2@0a1b2c3d'")]
+    Expand {
+        /// Refs as returned by `atlas search` (`path#Lstart-Lend@hash`).
+        #[arg(required = true)]
+        refs: Vec<String>,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
     /// Score `atlas context` on a query-quality corpus; the receipt is written even on failure.
     #[command(
         after_help = "Example:\n  atlas eval --corpus corpus/context.toml --out target/eval-receipt.json"
@@ -208,6 +217,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }) => *format,
         Command::Context(args) => args.format,
         Command::Search(args) => args.format,
+        Command::Expand { format, .. } => *format,
         _ => Format::Text,
     };
     match execute(&cli) {
@@ -289,6 +299,45 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
             match args.format {
                 Format::Json => print_stdout(&(result.json + "\n")),
                 Format::Text => print_stdout(&context::text::render(&result.output)),
+            }
+        }
+        Command::Expand { refs, format } => {
+            let location = location(cli)?;
+            let store = Store::new(&location.graph_dir);
+            let (_, graph) = store.open_current()?;
+            let root = store
+                .read_root()
+                .unwrap_or_else(|| location.code_root.clone());
+            let output = crate::expand::expand(&graph, &root, refs)?;
+            match format {
+                Format::Json => print_json(&output),
+                Format::Text => {
+                    let mut text = String::new();
+                    for item in &output.items {
+                        text.push_str(&format!(
+                            "── {} (chars {}..{}){}\n{}\n",
+                            item.reference,
+                            item.content_range[0],
+                            item.content_range[1],
+                            if item.content_complete { "" } else { " …" },
+                            item.content
+                        ));
+                        if let Some(next) = &item.next_ref {
+                            text.push_str(&format!("   next: atlas expand '{next}'\n"));
+                        }
+                        for entry in item.outline.iter().flatten() {
+                            text.push_str(&format!(
+                                "   {} {} L{}-{}  {}\n",
+                                entry.kind,
+                                entry.symbol,
+                                entry.lines[0],
+                                entry.lines[1],
+                                entry.reference
+                            ));
+                        }
+                    }
+                    print_stdout(&text);
+                }
             }
         }
         Command::Search(args) => {

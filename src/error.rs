@@ -73,6 +73,8 @@ pub enum AtlasError {
     ScipCorrupt { path: PathBuf, reason: String },
     #[error("search is unavailable: {0}")]
     SearchUnavailable(String),
+    #[error("ref {reference} is stale: the file changed since it was issued; search again")]
+    ExpandStale { reference: String },
 }
 
 impl AtlasError {
@@ -102,6 +104,7 @@ impl AtlasError {
             AtlasError::EvalFailed { .. } => "atlas-eval-failed",
             AtlasError::ScipCorrupt { .. } => "atlas-scip-corrupt",
             AtlasError::SearchUnavailable(_) => "atlas-search-unavailable",
+            AtlasError::ExpandStale { .. } => "atlas-expand-stale",
         }
     }
 
@@ -125,6 +128,7 @@ impl AtlasError {
             AtlasError::EvalFailed { .. } => 10,
             AtlasError::ScipCorrupt { .. } => 4,
             AtlasError::SearchUnavailable(_) => 3,
+            AtlasError::ExpandStale { .. } => 9,
         }
     }
 

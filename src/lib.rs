@@ -7,6 +7,7 @@ pub mod context;
 pub mod dump;
 pub mod error;
 pub mod eval;
+pub mod expand;
 pub mod extract;
 pub mod facts;
 pub mod graph;

@@ -155,3 +155,78 @@ fn search_output_snapshot() {
     let out = search(&s, &["ping handler", "--top-k", "5"]);
     insta::assert_json_snapshot!("search_mixed_ping_handler", out);
 }
+
+fn expand(s: &Sandbox, refs: &[&str]) -> common::Run {
+    let mut args = vec!["expand"];
+    args.extend_from_slice(refs);
+    args.extend(["--format", "json"]);
+    s.atlas(&args)
+}
+
+#[test]
+fn expand_returns_hash_verified_source_for_a_search_ref() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let out = search(&s, &["apply discount", "--top-k", "1"]);
+    let reference = out["hits"][0]["ref"].as_str().unwrap().to_string();
+    let expanded = expand(&s, &[&reference]).success().json();
+    let item = &expanded["items"][0];
+    assert_eq!(
+        item["content"],
+        "def apply_discount(amount, rate):\n    return amount * (1 - rate)"
+    );
+    assert_eq!(item["content_complete"], true);
+    let chars = item["content"].as_str().unwrap().chars().count();
+    assert_eq!(item["content_range"], serde_json::json!([0, chars]));
+    // The file changed: the ref is stale, a typed error.
+    s.write(
+        "shop/util.py",
+        "def apply_discount(amount, rate):\n    return amount\n",
+    );
+    expand(&s, &[&reference]).failure(9, "atlas-expand-stale");
+    // More than five refs is a usage error.
+    let many = vec![reference.as_str(); 6];
+    expand(&s, &many).failure(2, "atlas-invalid-input");
+}
+
+#[test]
+fn expand_paginates_and_opens_large_classes_as_an_outline() {
+    let s = Sandbox::new();
+    let methods: String = (0..40)
+        .map(|i| format!("    def method_{i}(self, value):\n        \"\"\"Method number {i}, documented at some length to make the class large.\"\"\"\n        return value * {i} + self.offset\n\n"))
+        .collect();
+    s.write("big.py", format!("class Big:\n    offset = 1\n\n{methods}"));
+    s.build_json();
+    let hit = search(&s, &["Big", "--top-k", "1"]);
+    let reference = hit["hits"][0]["ref"].as_str().unwrap().to_string();
+    let outlined = expand(&s, &[&reference]).success().json();
+    let item = &outlined["items"][0];
+    assert_eq!(item["warnings"][0], "expand_class_outline");
+    assert_eq!(item["outline"].as_array().unwrap().len(), 40);
+    assert_eq!(item["outline"][0]["symbol"], "Big.method_0");
+    assert_eq!(item["content_complete"], false);
+    // With the outline off, the class is paginated by characters instead.
+    let repo = s.repo();
+    let paged = s
+        .run_bin_env(
+            env!("CARGO_BIN_EXE_atlas"),
+            &[
+                "--code",
+                repo.to_str().unwrap(),
+                "expand",
+                &reference,
+                "--format",
+                "json",
+            ],
+            &[("ATLAS_EXPAND_OUTLINE", "0")],
+        )
+        .success()
+        .json();
+    let first = &paged["items"][0];
+    assert_eq!(first["content_range"][0], 0);
+    assert_eq!(first["content_range"][1], 6000);
+    let next = first["next_ref"].as_str().unwrap().to_string();
+    let second = expand(&s, &[&next]).success().json();
+    assert_eq!(second["items"][0]["content_range"][0], 6000);
+    assert_eq!(second["items"][0]["content_complete"], true);
+}

@@ -246,9 +246,16 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let truncated = inventory.truncated.as_ref().map(truncation_report);
     let parsed = parsed_count.load(Ordering::Relaxed);
 
-    if store.current()?.as_deref() == Some(fingerprint.as_str())
-        && store.graph_path(&fingerprint).is_file()
-    {
+    // Same inputs as the committed generation: nothing to publish — if that generation
+    // still opens. A generation that fails validation (corrupt, or written by an older
+    // incompatible build) is rebuilt and replaced.
+    let committed_valid = store.current()?.as_deref() == Some(fingerprint.as_str())
+        && crate::graph::Graph::open(&store.graph_path(&fingerprint)).is_ok();
+    if !committed_valid && store.generation_dir(&fingerprint).exists() {
+        let dir = store.generation_dir(&fingerprint);
+        std::fs::remove_dir_all(&dir).at(&dir)?;
+    }
+    if committed_valid {
         let graph_bytes = std::fs::metadata(store.graph_path(&fingerprint)).map_or(0, |m| m.len());
         let manifest = store.read_manifest(&fingerprint).ok();
         let count = |key: &str| {

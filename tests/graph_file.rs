@@ -155,3 +155,35 @@ fn golden_format_v1_graph_still_opens() {
     let expected = std::fs::read_to_string(dir.join("python.dump.txt")).unwrap();
     assert_eq!(atlas::dump::dump(&graph), expected);
 }
+
+#[test]
+fn an_unreadable_committed_generation_is_rebuilt_by_the_next_build_or_query() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let committed = s.current();
+    corrupt_graph(&s, |b| b.truncate(b.len() / 3));
+    // A frozen read reports it; a build with the same inputs replaces it.
+    s.atlas(&["context", "checkout", "--profile", "symbol", "--frozen"])
+        .failure(4, "atlas-graph-corrupt");
+    let report = s.build_json();
+    assert_eq!(
+        report["unchanged"], false,
+        "a corrupt generation is not `unchanged`"
+    );
+    assert_eq!(s.current(), committed, "same inputs, same fingerprint");
+    s.atlas(&["graph", "dump"]).success();
+    // A non-frozen query rebuilds it too.
+    corrupt_graph(&s, |b| b[100] ^= 0xff);
+    let out = s
+        .atlas(&[
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(out["receipt"]["refreshed"], true);
+}

@@ -192,6 +192,12 @@ pub fn open_fresh(
                 return Err(AtlasError::GraphMissing(location.graph_dir.clone()));
             }
             Err(AtlasError::GraphMissing(_)) => true,
+            // An unreadable committed generation is rebuilt, not fatal, when we may write.
+            Err(AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. })
+                if !freshness.no_build =>
+            {
+                true
+            }
             Err(e) => return Err(e),
             Ok((_, graph)) => {
                 let root = store

@@ -158,6 +158,12 @@ pub struct SearchArgs {
     pub text: String,
     #[arg(long, default_value_t = 10)]
     pub top_k: usize,
+    /// Response profile (default full; ATLAS_CONTEXT_OPTIMIZATION=1 makes compact the default).
+    #[arg(long, value_enum)]
+    pub profile: Option<crate::search::ResponseProfile>,
+    /// Response ceiling in tokens (o200k); whole results are cut from the tail to fit.
+    #[arg(long, default_value_t = 4000)]
+    pub max_tokens: usize,
     /// Read the committed generation as it is: never build the graph or the search index.
     #[arg(long)]
     pub frozen: bool,
@@ -363,7 +369,17 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
             };
             let output = index.search(&graph, &embedder, &args.text, args.top_k.max(1))?;
             match args.format {
-                Format::Json => print_json(&output),
+                Format::Json => {
+                    let profile = crate::search::ResponseProfile::resolve(args.profile);
+                    // Compact JSON: the ceiling is measured on exactly what is printed.
+                    let response = crate::search::respond(output, profile, args.max_tokens.max(1));
+                    let text =
+                        serde_json::to_string(&response).map_err(|e| AtlasError::InvalidInput {
+                            what: "search response",
+                            reason: e.to_string(),
+                        })?;
+                    print_stdout(&(text + "\n"));
+                }
                 Format::Text => {
                     let mut text = String::new();
                     for (rank, hit) in output.hits.iter().enumerate() {

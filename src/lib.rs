@@ -22,3 +22,4 @@ pub mod scip_run;
 pub mod search;
 pub mod status;
 pub mod store;
+pub mod tokens;

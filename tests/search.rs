@@ -230,3 +230,133 @@ fn expand_paginates_and_opens_large_classes_as_an_outline() {
     assert_eq!(second["items"][0]["content_range"][0], 6000);
     assert_eq!(second["items"][0]["content_complete"], true);
 }
+
+#[test]
+fn compact_profile_has_fewer_fields_and_the_same_ranking() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let full = search(
+        &s,
+        &["cart item total", "--top-k", "8", "--profile", "full"],
+    );
+    let compact = search(
+        &s,
+        &["cart item total", "--top-k", "8", "--profile", "compact"],
+    );
+    assert_eq!(compact["profile"], "compact");
+    let first = &compact["hits"][0];
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["lines", "path", "ref", "symbol"]);
+    assert!(
+        compact.get("budget").is_none(),
+        "no budget block when nothing was cut"
+    );
+    // Same order: compact only drops hits nested in an earlier hit of the same file.
+    let order = |v: &serde_json::Value| -> Vec<String> {
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| format!("{}::{}", h["path"], h["symbol"]))
+            .collect()
+    };
+    let full_order = order(&full);
+    let compact_order = order(&compact);
+    let mut position = 0;
+    for hit in &compact_order {
+        let at = full_order[position..]
+            .iter()
+            .position(|h| h == hit)
+            .expect("compact hits appear in full order");
+        position += at + 1;
+    }
+    // ATLAS_CONTEXT_OPTIMIZATION=1 makes compact the default; --profile full overrides.
+    let repo = s.repo();
+    let env = [("ATLAS_CONTEXT_OPTIMIZATION", "1")];
+    let default = s
+        .run_bin_env(
+            env!("CARGO_BIN_EXE_atlas"),
+            &[
+                "--code",
+                repo.to_str().unwrap(),
+                "search",
+                "cart",
+                "--format",
+                "json",
+            ],
+            &env,
+        )
+        .success()
+        .json();
+    assert_eq!(default["profile"], "compact");
+    let forced = s
+        .run_bin_env(
+            env!("CARGO_BIN_EXE_atlas"),
+            &[
+                "--code",
+                repo.to_str().unwrap(),
+                "search",
+                "cart",
+                "--profile",
+                "full",
+                "--format",
+                "json",
+            ],
+            &env,
+        )
+        .success()
+        .json();
+    assert_eq!(forced["profile"], "full");
+}
+
+#[test]
+fn the_token_ceiling_cuts_whole_results_from_the_tail() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let run = s
+        .atlas(&[
+            "search",
+            "cart item total price",
+            "--top-k",
+            "10",
+            "--profile",
+            "compact",
+            "--max-tokens",
+            "150",
+            "--format",
+            "json",
+        ])
+        .success();
+    let out = run.json();
+    let budget = &out["budget"];
+    assert_eq!(budget["mode"], "tokens");
+    assert_eq!(budget["tokenizer"], "o200k_base");
+    assert_eq!(budget["max_tokens"], 150);
+    assert_eq!(
+        budget["budget"], 105,
+        "compact budget is 70% of the ceiling"
+    );
+    assert!(budget["cut"].as_u64().unwrap() > 0);
+    assert!(budget["used"].as_u64().unwrap() <= 105);
+    let untouched = search(
+        &s,
+        &[
+            "cart item total price",
+            "--top-k",
+            "10",
+            "--profile",
+            "compact",
+        ],
+    );
+    let kept = out["hits"].as_array().unwrap().len();
+    assert_eq!(
+        out["hits"].as_array().unwrap()[..],
+        untouched["hits"].as_array().unwrap()[..kept],
+        "a prefix of the uncut results"
+    );
+}

@@ -292,28 +292,12 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     }
 
     let stage = Instant::now();
-    let units: Vec<SourceUnit> = files
-        .iter()
-        .map(|f| SourceUnit {
-            path: &f.path,
-            language: f.language,
-            facts: f.facts.as_deref(),
-        })
-        .collect();
+    let units = source_units(&files);
     let scip_facts = if scip_paths.is_empty() {
         None
     } else {
         let scip_stage = Instant::now();
-        let compiled: std::collections::HashSet<&str> = files
-            .iter()
-            .filter(|f| f.language.is_some())
-            .map(|f| f.path.as_str())
-            .collect();
-        let root = &options.code_root;
-        let facts =
-            crate::scip_ingest::ingest(&scip_paths, &|path| compiled.contains(path), &|path| {
-                std::fs::read_to_string(root.join(path)).ok()
-            })?;
+        let facts = ingest_scip(&scip_paths, &files, &options.code_root)?;
         timings.scip += ms(scip_stage);
         Some(facts)
     };
@@ -406,6 +390,34 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         scip: resolved.scip.clone(),
         scip_runs,
         timings_ms: timings,
+    })
+}
+
+/// The loaded files as resolution sees them.
+fn source_units(files: &[Loaded]) -> Vec<SourceUnit<'_>> {
+    files
+        .iter()
+        .map(|f| SourceUnit {
+            path: &f.path,
+            language: f.language,
+            facts: f.facts.as_deref(),
+        })
+        .collect()
+}
+
+/// Ingests SCIP indexes for the compiled (extracted) files, reading their current text.
+fn ingest_scip(
+    paths: &[PathBuf],
+    files: &[Loaded],
+    root: &Path,
+) -> Result<crate::scip_ingest::ScipFacts> {
+    let compiled: std::collections::HashSet<&str> = files
+        .iter()
+        .filter(|f| f.language.is_some())
+        .map(|f| f.path.as_str())
+        .collect();
+    crate::scip_ingest::ingest(paths, &|path| compiled.contains(path), &|path| {
+        std::fs::read_to_string(root.join(path)).ok()
     })
 }
 
@@ -649,24 +661,8 @@ pub fn evaluate_edges(options: &BuildOptions) -> Result<EdgeReport> {
         .par_iter()
         .filter_map(|file| load(&store, &options.code_root, file, &parsed).ok())
         .collect();
-    let compiled: std::collections::HashSet<&str> = files
-        .iter()
-        .filter(|f| f.language.is_some())
-        .map(|f| f.path.as_str())
-        .collect();
-    let root = &options.code_root;
-    let scip =
-        crate::scip_ingest::ingest(&options.scip, &|path| compiled.contains(path), &|path| {
-            std::fs::read_to_string(root.join(path)).ok()
-        })?;
-    let units: Vec<SourceUnit> = files
-        .iter()
-        .map(|f| SourceUnit {
-            path: &f.path,
-            language: f.language,
-            facts: f.facts.as_deref(),
-        })
-        .collect();
+    let scip = ingest_scip(&options.scip, &files, &options.code_root)?;
+    let units = source_units(&files);
     let evaluation = resolve::evaluate_against_scip(&units, &scip);
     Ok(EdgeReport {
         scip: scip.stats.clone(),

@@ -19,6 +19,15 @@ pub fn shell_quote(arg: &str) -> String {
     }
 }
 
+/// ` @path:line` of a relation's site, or nothing.
+fn site_suffix(relation: &super::project::RelationOut) -> String {
+    relation
+        .site
+        .as_ref()
+        .map(|s| format!(" @{}:{}", s.path, s.line))
+        .unwrap_or_default()
+}
+
 pub fn render(output: &ContextOutput) -> String {
     let mut out = String::new();
     let r = &output.receipt;
@@ -50,11 +59,7 @@ pub fn render(output: &ContextOutput) -> String {
             let indent = "  ".repeat(depth + 1);
             match &step.via {
                 Some(via) => {
-                    let site = via
-                        .site
-                        .as_ref()
-                        .map(|s| format!(" @{}:{}", s.path, s.line))
-                        .unwrap_or_default();
+                    let site = site_suffix(via);
                     let _ = writeln!(
                         out,
                         "{indent}└─ {} [{} {}/{} {}{site}]",
@@ -87,11 +92,7 @@ pub fn render(output: &ContextOutput) -> String {
             item.projection
         );
         if let Some(relation) = &item.relation {
-            let site = relation
-                .site
-                .as_ref()
-                .map(|s| format!(" @{}:{}", s.path, s.line))
-                .unwrap_or_default();
+            let site = site_suffix(relation);
             let _ = writeln!(
                 out,
                 "      {} {} → {} ({}/{} {}){site}",

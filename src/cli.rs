@@ -226,13 +226,58 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Expand { format, .. } => *format,
         _ => Format::Text,
     };
-    match execute(&cli) {
+    let start = std::time::Instant::now();
+    match execute(&cli, start) {
         Ok(()) => 0,
         Err(err) => {
             report_error(&err, format);
+            if let Some(tool) = tool_name(&cli.command) {
+                // Sizes of what the caller read: the error line (never its text).
+                let line = format!("error[{}]: {err}\n", err.code());
+                observe(&cli, tool, format, None, err.code(), &line, 0, start);
+            }
             err.exit_code()
         }
     }
+}
+
+/// Commands that answer a query and are observed (R-OBS-3).
+fn tool_name(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Context(_) => Some("context"),
+        Command::Search(_) => Some("search"),
+        Command::Expand { .. } => Some("expand"),
+        _ => None,
+    }
+}
+
+/// Records an observability event when `ATLAS_OBSERVABILITY=1`; best effort.
+#[allow(clippy::too_many_arguments)]
+fn observe(
+    cli: &Cli,
+    tool: &str,
+    format: Format,
+    profile: Option<&str>,
+    outcome: &str,
+    output: &str,
+    items: usize,
+    start: std::time::Instant,
+) {
+    if !crate::observe::enabled() {
+        return;
+    }
+    let Ok(location) = location(cli) else {
+        return;
+    };
+    let format = match format {
+        Format::Json => "json",
+        Format::Text => "text",
+    };
+    let event = crate::observe::Event::builder(tool, format, profile, outcome)
+        .output(output, items)
+        .started(start)
+        .build();
+    crate::observe::Recorder::new(&location.graph_dir).record(event);
 }
 
 fn absolute(path: &std::path::Path) -> PathBuf {
@@ -253,7 +298,7 @@ fn location(cli: &Cli) -> Result<Location, AtlasError> {
     ))
 }
 
-fn execute(cli: &Cli) -> Result<(), AtlasError> {
+fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
     match &cli.command {
         Command::Build(args) => {
             let location = location(cli)?;
@@ -302,10 +347,23 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                 no_build: args.no_build,
             };
             let result = context::run(&location, &request, freshness)?;
-            match args.format {
-                Format::Json => print_stdout(&(result.json + "\n")),
-                Format::Text => print_stdout(&context::text::render(&result.output)),
-            }
+            let text = match args.format {
+                Format::Json => result.json.clone() + "\n",
+                Format::Text => context::text::render(&result.output),
+            };
+            print_stdout(&text);
+            let profile = result.output.profile.clone();
+            let items = result.output.evidence.len();
+            observe(
+                cli,
+                "context",
+                args.format,
+                Some(&profile),
+                "ok",
+                &text,
+                items,
+                start,
+            );
         }
         Command::Expand { refs, format } => {
             let location = location(cli)?;
@@ -315,8 +373,8 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                 .read_root()
                 .unwrap_or_else(|| location.code_root.clone());
             let output = crate::expand::expand(&graph, &root, refs)?;
-            match format {
-                Format::Json => print_json(&output),
+            let text = match format {
+                Format::Json => pretty_json(&output)?,
                 Format::Text => {
                     let mut text = String::new();
                     for item in &output.items {
@@ -342,9 +400,12 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                             ));
                         }
                     }
-                    print_stdout(&text);
+                    text
                 }
-            }
+            };
+            print_stdout(&text);
+            let items = output.items.len();
+            observe(cli, "expand", *format, None, "ok", &text, items, start);
         }
         Command::Search(args) => {
             let location = location(cli)?;
@@ -368,17 +429,18 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                 )?
             };
             let output = index.search(&graph, &embedder, &args.text, args.top_k.max(1))?;
-            match args.format {
+            let profile = crate::search::ResponseProfile::resolve(args.profile);
+            let (text, items) = match args.format {
                 Format::Json => {
-                    let profile = crate::search::ResponseProfile::resolve(args.profile);
                     // Compact JSON: the ceiling is measured on exactly what is printed.
                     let response = crate::search::respond(output, profile, args.max_tokens.max(1));
+                    let items = response.hit_count();
                     let text =
                         serde_json::to_string(&response).map_err(|e| AtlasError::InvalidInput {
                             what: "search response",
                             reason: e.to_string(),
                         })?;
-                    print_stdout(&(text + "\n"));
+                    (text + "\n", items)
                 }
                 Format::Text => {
                     let mut text = String::new();
@@ -395,9 +457,20 @@ fn execute(cli: &Cli) -> Result<(), AtlasError> {
                             hit.match_arms.join("+")
                         ));
                     }
-                    print_stdout(&text);
+                    (text, output.hits.len())
                 }
-            }
+            };
+            print_stdout(&text);
+            observe(
+                cli,
+                "search",
+                args.format,
+                Some(profile.as_str()),
+                "ok",
+                &text,
+                items,
+                start,
+            );
         }
         Command::Eval(EvalArgs {
             what: Some(EvalCommand::Edges { scip, format }),
@@ -496,6 +569,15 @@ fn print_stdout(text: &str) {
     // A closed pipe (`atlas … | head`) is not an error worth a panic.
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
+}
+
+fn pretty_json<T: serde::Serialize>(value: &T) -> Result<String, AtlasError> {
+    serde_json::to_string_pretty(value)
+        .map(|text| text + "\n")
+        .map_err(|e| AtlasError::InvalidInput {
+            what: "JSON output",
+            reason: e.to_string(),
+        })
 }
 
 fn print_json<T: serde::Serialize>(value: &T) {
@@ -673,6 +755,21 @@ fn render_status(s: &StatusReport) -> String {
         ));
     } else {
         out.push_str("fresh       the working tree matches this generation\n");
+    }
+    let o = &s.observability;
+    if o.enabled || o.events > 0 {
+        out.push_str(&format!(
+            "observed    {} events in {} files ({} bytes), {} dropped{}\n",
+            o.events,
+            o.files,
+            o.bytes,
+            o.dropped_events,
+            if o.enabled {
+                ""
+            } else {
+                " (ATLAS_OBSERVABILITY is off)"
+            }
+        ));
     }
     out
 }

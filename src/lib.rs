@@ -14,6 +14,7 @@ pub mod graph;
 pub mod inventory;
 pub mod lang;
 pub mod model;
+pub mod observe;
 pub mod profile;
 pub mod query;
 pub mod resolve;

@@ -35,6 +35,8 @@ pub struct StatusReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scip: Option<serde_json::Value>,
     pub staleness: Staleness,
+    /// Observability events on disk and in this process (R-OBS-3).
+    pub observability: crate::observe::Status,
 }
 
 #[derive(Debug, Serialize)]
@@ -188,6 +190,7 @@ pub fn status(location: &Location) -> Result<StatusReport> {
             .filter(|v| !v.is_null())
             .map(|scip| serde_json::json!({ "merge": scip, "runs": manifest.get("scip_runs") })),
         staleness,
+        observability: crate::observe::status(&location.graph_dir),
     })
 }
 

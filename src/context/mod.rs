@@ -356,9 +356,11 @@ pub fn compile_context(
             None => search_failure = Some("no search index in this context".into()),
         }
     }
-    // Vector neighbours exist for any text; only lexical evidence (a BM25 hit) makes free
-    // words a match on their own.
-    let lexical = search_hits.iter().any(|h| h.ranks.0.is_some());
+    // Vector neighbours exist for any text; only lexical evidence (a BM25 or name hit)
+    // makes free words a match on their own.
+    let lexical = search_hits
+        .iter()
+        .any(|h| h.ranks[0].is_some() || h.ranks[2].is_some());
     if !lexical {
         check_intent(&intent, request)?;
     } else if let Some(ambiguity) = intent.ambiguities.first() {

@@ -1233,9 +1233,10 @@ pub fn add_search_hits(retrieval: &mut Retrieval, graph: &Graph, hits: &[crate::
             class: "search-hit",
             score: (hit.score * 20_000.0).round().min(65_535.0) as u16,
             reasons: vec![format!(
-                "search: bm25 rank {}, vector rank {}, RRF {:.4}",
-                rank(hit.ranks.0),
-                rank(hit.ranks.1),
+                "search: bm25 rank {}, vector rank {}, graph rank {}, RRF {:.4}",
+                rank(hit.ranks[0]),
+                rank(hit.ranks[1]),
+                rank(hit.ranks[2]),
                 hit.score
             )],
             relation_reasons: None,

@@ -9,6 +9,7 @@
 //! its generation.
 
 pub mod embed;
+pub mod signals;
 pub mod text;
 
 use std::collections::HashMap;
@@ -38,6 +39,8 @@ pub const POOL: usize = 50;
 const TOKENIZER: &str = "atlas_ident";
 const VECTOR_MAGIC: &[u8; 8] = b"ATLASVEC";
 const EXCERPT_LINES: usize = 12;
+/// Weight of a test-scope hit's fused score in the rerank (not in the reported `score`).
+const TEST_PRIOR: f64 = 0.6;
 
 fn search_error(reason: impl std::fmt::Display) -> AtlasError {
     AtlasError::InvalidInput {
@@ -178,8 +181,9 @@ pub struct Hit {
     pub reference: String,
     #[serde(skip)]
     pub node: u32,
+    /// Rank in each arm (`ARM_NAMES` order), from 0.
     #[serde(skip)]
-    pub ranks: (Option<usize>, Option<usize>),
+    pub ranks: [Option<usize>; 3],
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -195,6 +199,63 @@ pub struct SearchOutput {
 pub struct ArmCounts {
     pub bm25: usize,
     pub vector: usize,
+    pub graph: usize,
+}
+
+/// Arm names in fusion order; `Hit::ranks` is indexed the same way.
+pub const ARM_NAMES: [&str; 3] = ["bm25", "vector", "graph"];
+
+/// One candidate's fused score and its rank in each arm (from 0).
+#[derive(Debug, Clone, Copy, Default)]
+struct Fused {
+    score: f64,
+    ranks: [Option<usize>; 3],
+}
+
+/// Which arms run: all by default; `ATLAS_SEARCH_ARMS=bm25,vector` (any comma list of
+/// `bm25`, `vector`, `graph`) runs a subset, for ablations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arms {
+    pub bm25: bool,
+    pub vector: bool,
+    pub graph: bool,
+}
+
+impl Arms {
+    pub fn from_env() -> Result<Arms> {
+        match std::env::var("ATLAS_SEARCH_ARMS") {
+            Ok(list) if !list.trim().is_empty() => Arms::parse(&list),
+            _ => Ok(Arms {
+                bm25: true,
+                vector: true,
+                graph: true,
+            }),
+        }
+    }
+
+    pub fn parse(list: &str) -> Result<Arms> {
+        let mut arms = Arms {
+            bm25: false,
+            vector: false,
+            graph: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "bm25" => arms.bm25 = true,
+                "vector" => arms.vector = true,
+                "graph" => arms.graph = true,
+                other => {
+                    return Err(AtlasError::InvalidInput {
+                        what: "ATLAS_SEARCH_ARMS",
+                        reason: format!(
+                            "unknown arm `{other}` (expected a comma list of bm25, vector, graph)"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(arms)
+    }
 }
 
 impl SearchIndex {
@@ -396,36 +457,51 @@ impl SearchIndex {
         top_k: usize,
     ) -> Result<SearchOutput> {
         let _ = &self.index;
-        // `ATLAS_SEARCH_ARMS=bm25|vector` runs one arm alone (ablations for evaluation).
-        let arms = std::env::var("ATLAS_SEARCH_ARMS").unwrap_or_default();
-        let bm25 = if arms == "vector" {
-            Vec::new()
-        } else {
+        let arms = Arms::from_env()?;
+        let bm25 = if arms.bm25 {
             self.bm25(query)?
-        };
-        let vector = if arms == "bm25" {
-            Vec::new()
         } else {
-            self.vector(embedder, query)
+            Vec::new()
         };
-        let mut fused: HashMap<u32, (f64, Option<usize>, Option<usize>)> = HashMap::new();
-        for (rank, &node) in bm25.iter().enumerate() {
-            let entry = fused.entry(node).or_insert((0.0, None, None));
-            entry.0 += 1.0 / (RRF_K + rank as f64);
-            entry.1 = Some(rank);
+        let vector = if arms.vector {
+            self.vector(embedder, query)
+        } else {
+            Vec::new()
+        };
+        let graph_arm = if arms.graph {
+            signals::rank(graph, query, POOL)
+        } else {
+            Vec::new()
+        };
+        let mut fused: HashMap<u32, Fused> = HashMap::new();
+        for (list, arm) in [(&bm25, 0), (&vector, 1), (&graph_arm, 2)] {
+            for (rank, &node) in list.iter().enumerate() {
+                let entry = fused.entry(node).or_default();
+                entry.score += 1.0 / (RRF_K + rank as f64);
+                entry.ranks[arm] = Some(rank);
+            }
         }
-        for (rank, &node) in vector.iter().enumerate() {
-            let entry = fused.entry(node).or_insert((0.0, None, None));
-            entry.0 += 1.0 / (RRF_K + rank as f64);
-            entry.2 = Some(rank);
-        }
-        let mut ranked: Vec<(u32, f64, Option<usize>, Option<usize>)> = fused
-            .into_iter()
-            .map(|(n, (s, b, v))| (n, s, b, v))
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
         let rerank = std::env::var("ATLAS_RERANK").map_or(true, |v| v != "0");
         if rerank {
+            // Tests are rarely what a search is after: they keep their place among
+            // themselves but weigh less against the code they test.
+            let prior = |node: u32, score: f64| {
+                let test_file = graph
+                    .file_of(node)
+                    .is_some_and(|f| f.class == crate::inventory::FileClass::Test as u8);
+                if test_file || graph.node(node).flags & crate::graph::data::FLAG_TEST_SCOPE != 0 {
+                    score * TEST_PRIOR
+                } else {
+                    score
+                }
+            };
+            ranked.sort_by(|a, b| {
+                prior(b.0, b.1.score)
+                    .total_cmp(&prior(a.0, a.1.score))
+                    .then(a.0.cmp(&b.0))
+            });
             // Exact symbol matches stay first; for a one-identifier query, names that
             // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
             // otherwise (the sort is stable).
@@ -461,12 +537,19 @@ impl SearchIndex {
             // order (the sort is stable).
             ranked.sort_by_key(|r| {
                 let t = tier(r.0);
-                (t, if t < 2 { r.2.unwrap_or(usize::MAX) } else { 0 })
+                (
+                    t,
+                    if t < 2 {
+                        r.1.ranks[0].unwrap_or(usize::MAX)
+                    } else {
+                        0
+                    },
+                )
             });
         }
         let mut seen = std::collections::HashSet::new();
         let mut hits = Vec::new();
-        for (node, score, b, v) in ranked {
+        for (node, fused) in ranked {
             let label = node_label(graph, node);
             if !seen.insert(label) {
                 continue;
@@ -485,23 +568,22 @@ impl SearchIndex {
                 record.span.start_line.to_native() + 1,
                 record.span.end_line.to_native() + 1,
             ];
-            let mut match_arms = Vec::new();
-            if b.is_some() {
-                match_arms.push("bm25");
-            }
-            if v.is_some() {
-                match_arms.push("vector");
-            }
+            let match_arms = ARM_NAMES
+                .iter()
+                .zip(fused.ranks)
+                .filter(|(_, rank)| rank.is_some())
+                .map(|(name, _)| *name)
+                .collect();
             hits.push(Hit {
                 reference: format!("{path}#L{}-L{}@{hash}", lines[0], lines[1]),
                 path,
                 symbol: graph.str(record.qualified.to_native()).to_string(),
                 kind: graph.kind(node).as_str(),
                 lines,
-                score: (score * 1e6).round() / 1e6,
+                score: (fused.score * 1e6).round() / 1e6,
                 match_arms,
                 node,
-                ranks: (b, v),
+                ranks: fused.ranks,
             });
             if hits.len() >= top_k {
                 break;
@@ -513,6 +595,7 @@ impl SearchIndex {
             arms: ArmCounts {
                 bm25: bm25.len(),
                 vector: vector.len(),
+                graph: graph_arm.len(),
             },
             reranked: rerank,
         })
@@ -623,6 +706,13 @@ pub enum ResponseProfile {
 }
 
 impl ResponseProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseProfile::Full => "full",
+            ResponseProfile::Compact => "compact",
+        }
+    }
+
     /// The per-call choice, else `ATLAS_CONTEXT_OPTIMIZATION=1` makes compact the default.
     pub fn resolve(flag: Option<ResponseProfile>) -> ResponseProfile {
         flag.unwrap_or_else(|| {
@@ -675,6 +765,13 @@ pub struct SearchResponse {
     /// Present when results were cut to fit the budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
+}
+
+impl SearchResponse {
+    /// Hits in the response, whichever profile shaped it.
+    pub fn hit_count(&self) -> usize {
+        self.hits.as_ref().map_or(0, Vec::len) + self.compact_hits.as_ref().map_or(0, Vec::len)
+    }
 }
 
 /// Shapes a search result for a profile and applies the response ceiling (R-OBS-2):

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Search-arm ablations on ../shared/eval/swe-verified-dev in one pass.
+
+Uses the eval's own checkout, gold and scoring functions (shared/eval/run.py), but builds each
+instance once and queries it once per arm configuration (`ATLAS_SEARCH_ARMS`), so BM25-only,
+vector-only, hybrid and hybrid + graph signals are scored on identical graphs.
+
+  MIRROR=/work/.mirror python3 bench/swe_arms.py --bin target/release/atlas [--limit N]
+      [--repos sympy/sympy,psf/requests] [--configs bm25,vector,bm25+vector,all] [--out FILE]
+
+Per-instance ranks go to --out (JSON lines) so regressions can be inspected.
+"""
+import json, os, subprocess, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EVAL = os.environ.get('ATLAS_EVAL', os.path.join(HERE, '..', '..', 'shared', 'eval'))
+sys.path.insert(0, EVAL)
+import run  # noqa: E402  (shared/eval/run.py)
+
+CONFIGS = {'bm25': 'bm25', 'vector': 'vector', 'hybrid': 'bm25,vector', 'graph': 'bm25,vector,graph'}
+
+
+def main():
+    bin_ = os.path.abspath(run.arg('--bin', 'target/release/atlas'))
+    configs = run.arg('--configs', ','.join(CONFIGS)).split(',')
+    repos = run.arg('--repos')
+    tasks = run.swe_tasks()
+    if repos:
+        tasks = [t for t in tasks if t['repo'] in repos.split(',')]
+    out = open(run.arg('--out', '/tmp/atlas-swe-arms.jsonl'), 'w')
+    rows = {c: [] for c in configs}
+    t0 = time.time()
+    for n, t in enumerate(tasks):
+        key = t['repo'].replace('/', '+')
+        code = os.path.join(run.TMP, 'trees', key)
+        graph = os.path.join(run.TMP, 'graphs', key)
+        run.checkout(t['repo'], t['base_commit'], code)
+        files, fns = run.gold(t, code)
+        subprocess.run([bin_, 'build', '--code', code, '--graph', graph], capture_output=True, check=True)
+        record = {'id': t['id'], 'files': files, 'fns': fns}
+        for c in configs:
+            env = dict(os.environ, ATLAS_SEARCH_ARMS=CONFIGS[c])
+            r = subprocess.run([bin_, 'search', t['query'][:100000], '--top-k', '50', '--format', 'json',
+                                '--code', code, '--graph', graph, '--frozen'],
+                               capture_output=True, text=True, env=env)
+            hits = json.loads(r.stdout).get('hits', []) if r.returncode == 0 else []
+            if r.returncode != 0:
+                print(f"\n{t['id']} {c}: {r.stderr[-300:]}", file=sys.stderr)
+            rf = run.dedup(h['path'] for h in hits)
+            rfn = run.dedup(h['path'] + '::' + h.get('symbol', '') for h in hits)
+            rows[c].append((files, fns, rf, rfn))
+            record[c] = {'files': rf[:10], 'fns': rfn[:10]}
+        out.write(json.dumps(record) + '\n')
+        out.flush()
+        print(f'\r{n + 1}/{len(tasks)} {time.time() - t0:.0f}s', end='', file=sys.stderr)
+    print(file=sys.stderr)
+    print(json.dumps({c: run.swe_score(rows[c]) for c in configs}, indent=1))
+
+
+if __name__ == '__main__':
+    main()

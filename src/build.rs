@@ -441,6 +441,7 @@ fn build_search(
         &options.code_root,
         &embedder,
     )
+    .map(|_| ())
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {

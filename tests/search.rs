@@ -489,3 +489,153 @@ fn observability_records_sizes_never_queries_paths_or_code() {
     assert_eq!(status["observability"]["events"], 4);
     assert_eq!(status["observability"]["dropped_events"], 0);
 }
+
+#[test]
+fn markdown_sections_are_searchable_and_expandable() {
+    let s = Sandbox::with_fixture("python");
+    s.write(
+        "docs/GUIDE.md",
+        "# Shop guide\n\nOverview.\n\n## Refund policy\n\nRefunds are credited within quarantine windows.\n\n```python\n# not a heading\n```\n",
+    );
+    s.build_json();
+    let out = search(&s, &["quarantine windows refund"]);
+    let hit = out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["kind"] == "section")
+        .unwrap_or_else(|| panic!("a section hit: {out}"));
+    assert_eq!(hit["path"], "docs/GUIDE.md");
+    assert_eq!(hit["symbol"], "Shop guide > Refund policy");
+    assert_eq!(hit["lines"], serde_json::json!([5, 11]));
+    let reference = hit["ref"].as_str().unwrap();
+    let expanded = expand(&s, &[reference]).success().json();
+    let content = expanded["items"][0]["content"].as_str().unwrap();
+    assert!(content.starts_with("## Refund policy"), "{content}");
+    // Sections are not graph evidence: free words in `context` keep to symbols.
+    assert!(!out["hits"][0]["path"].as_str().unwrap().is_empty());
+}
+
+fn git(s: &Sandbox, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(s.repo())
+        .args([
+            "-c",
+            "user.name=Atlas Test",
+            "-c",
+            "user.email=atlas@example.invalid",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    assert!(status.status.success(), "git {args:?}: {status:?}");
+}
+
+#[test]
+fn commit_messages_fill_only_the_slots_the_pool_left_empty() {
+    let s = Sandbox::with_fixture("python");
+    git(&s, &["init", "-q"]);
+    git(&s, &["add", "."]);
+    git(&s, &["commit", "-q", "-m", "Initial shop"]);
+    s.write(
+        "shop/util.py",
+        std::fs::read_to_string(s.repo().join("shop/util.py")).unwrap() + "\n# rounding\n",
+    );
+    git(
+        &s,
+        &["commit", "-q", "-am", "Fix xylophone rounding regression"],
+    );
+    s.build_json();
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            s.graph()
+                .join("search")
+                .join(s.current())
+                .join("index.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["commits"], 2, "{meta}");
+    assert_eq!(meta["head"].as_str().unwrap().len(), 40);
+
+    // Only the commit message says "xylophone": the pool is empty, history fills it.
+    let out = search(&s, &["xylophone", "--top-k", "3"]);
+    let hits = out["hits"].as_array().unwrap();
+    let commit = hits
+        .iter()
+        .find(|h| h["kind"] == "commit")
+        .unwrap_or_else(|| panic!("a commit hit: {out}"));
+    assert_eq!(commit["path"], "shop/util.py");
+    assert_eq!(
+        commit["commit"]["subject"],
+        "Fix xylophone rounding regression"
+    );
+    assert_eq!(commit["match_arms"], serde_json::json!(["history"]));
+    assert!(commit["symbol"].as_str().unwrap().starts_with("commit:"));
+    // A full pool leaves no slot for history.
+    let full = search(&s, &["rounding money", "--top-k", "1"]);
+    assert_eq!(full["hits"].as_array().unwrap().len(), 1);
+    assert_ne!(full["hits"][0]["kind"], "commit");
+}
+
+#[test]
+fn the_index_is_updated_incrementally_and_matches_a_full_build() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let first = s.current();
+    s.write(
+        "shop/util.py",
+        std::fs::read_to_string(s.repo().join("shop/util.py")).unwrap()
+            + "\n\ndef marmalade_tax(amount):\n    \"\"\"Tax on marmalade.\"\"\"\n    return amount * 1.2\n",
+    );
+    s.write("docs/NOTES.md", "# Notes\n\n## Marmalade\n\nSticky.\n");
+    s.build_json();
+    let second = s.current();
+    assert_ne!(first, second);
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(s.graph().join("search").join(&second).join("index.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["mode"], "incremental", "{meta}");
+    assert_eq!(meta["base"], first.as_str());
+    assert_eq!(meta["files_indexed"], 2, "{meta}");
+    let symbols = meta["symbols"].as_u64().unwrap();
+    let embedded = meta["embedded"].as_u64().unwrap();
+    assert!(embedded < symbols / 2, "{meta}");
+
+    // The same tree indexed from scratch answers identically.
+    let fresh = Sandbox::new();
+    common::copy_dir(&s.repo(), &fresh.repo());
+    std::fs::remove_dir_all(fresh.graph()).unwrap();
+    fresh.build_json();
+    let fresh_meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            fresh
+                .graph()
+                .join("search")
+                .join(fresh.current())
+                .join("index.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(fresh_meta["mode"], "full");
+    for query in [
+        "marmalade tax",
+        "cart total",
+        "apply discount",
+        "notes marmalade",
+    ] {
+        let a = search(&s, &[query, "--top-k", "8"]);
+        let b = search(&fresh, &[query, "--top-k", "8"]);
+        assert_eq!(a["hits"], b["hits"], "{query}");
+    }
+    let top = search(&s, &["marmalade_tax"]);
+    assert_eq!(top["hits"][0]["symbol"], "marmalade_tax");
+}

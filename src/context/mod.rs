@@ -360,7 +360,7 @@ pub fn compile_context(
     // makes free words a match on their own.
     let lexical = search_hits
         .iter()
-        .any(|h| h.ranks[0].is_some() || h.ranks[2].is_some());
+        .any(|h| h.node.is_some() && (h.ranks[0].is_some() || h.ranks[2].is_some()));
     if !lexical {
         check_intent(&intent, request)?;
     } else if let Some(ambiguity) = intent.ambiguities.first() {

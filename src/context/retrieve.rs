@@ -1221,8 +1221,9 @@ fn impact(b: &mut Builder, intent: &Intent) {
 pub fn add_search_hits(retrieval: &mut Retrieval, graph: &Graph, hits: &[crate::search::Hit]) {
     let mut seen: std::collections::HashSet<String> =
         retrieval.candidates.iter().map(|c| c.id.clone()).collect();
-    for hit in hits {
-        let label = node_label(graph, hit.node);
+    // Sections and commits are not graph evidence; the context compiler keeps symbols.
+    for (hit, node) in hits.iter().filter_map(|h| h.node.map(|n| (h, n))) {
+        let label = node_label(graph, node);
         let id = evidence_id("search-hit", &label);
         if !seen.insert(id.clone()) {
             continue;
@@ -1241,9 +1242,9 @@ pub fn add_search_hits(retrieval: &mut Retrieval, graph: &Graph, hits: &[crate::
             )],
             relation_reasons: None,
             required: false,
-            node: Some(hit.node),
+            node: Some(node),
             relation: None,
-            slice: SliceTarget::Declaration(hit.node),
+            slice: SliceTarget::Declaration(node),
             on_spine: false,
             named: false,
             statement: None,

@@ -1,15 +1,20 @@
-//! Hybrid search (SPEC §6, R-S-1..3): a BM25 arm (tantivy over identifier-aware tokens of
-//! symbol names, qualified names, paths, signatures, docs and body excerpts) and a vector
-//! arm (exact cosine over static embeddings), fused by reciprocal rank fusion
-//! (`Σ 1/(60 + rank)`, ranks from 0), then a local lexical rerank (exact symbol matches
-//! first; `ATLAS_RERANK=0` disables every reordering after RRF), dedup and `top_k`.
+//! Hybrid search (SPEC §6, R-S-1..5): a BM25 arm (tantivy over identifier-aware tokens of
+//! symbol names, qualified names, paths, signatures, docs and body excerpts, and of
+//! Markdown sections), a vector arm (exact cosine over static embeddings) and a graph arm
+//! (names, qualified names and traceback frames the query mentions), fused by reciprocal
+//! rank fusion (`Σ 1/(60 + rank)`, ranks from 0), then a local lexical rerank (exact
+//! symbol matches first; `ATLAS_RERANK=0` disables every reordering after RRF), dedup
+//! and `top_k`. Commits (git history) only fill slots the fused pool left empty.
 //!
-//! The index is built lazily per generation under `<graph>/search/<fingerprint>/`, the
-//! first time a search needs it (a `--frozen` read never builds it), and collected with
-//! its generation.
+//! The index lives per generation under `<graph>/search/<fingerprint>/` (see `index`),
+//! built by `atlas build` or lazily by the first search that needs it (a `--frozen` read
+//! never builds it), derived incrementally from the previous generation's index, and
+//! collected with its generation.
 
 pub mod embed;
+pub mod index;
 pub mod signals;
+pub mod sources;
 pub mod text;
 
 use std::collections::HashMap;
@@ -20,167 +25,75 @@ use memmap2::Mmap;
 use serde::Serialize;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::{
-    Field, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions, Value,
-};
-use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
-use tantivy::{Index, IndexReader, TantivyDocument, Term, doc};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
 use crate::dump::node_label;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::facts::SymbolKind;
 use crate::graph::Graph;
 use crate::store::Store;
 use embed::Embedder;
+use index::{Fields, IndexMeta, search_error};
+use sources::Section;
 
 pub const RRF_K: f64 = 60.0;
 /// Candidates each arm contributes to fusion.
 pub const POOL: usize = 50;
-const TOKENIZER: &str = "atlas_ident";
-const VECTOR_MAGIC: &[u8; 8] = b"ATLASVEC";
-const EXCERPT_LINES: usize = 12;
+/// Cosine below which a vector neighbour is noise, not a candidate: unrelated words
+/// score 0.25–0.4 against code with the embedded model, related text 0.6 and more.
+/// Below it the pool stays empty, and history may fill it (R-S-5).
+const VECTOR_FLOOR: f32 = 0.45;
 /// Weight of a test-scope hit's fused score in the rerank (not in the reported `score`).
 const TEST_PRIOR: f64 = 0.6;
-
-fn search_error(reason: impl std::fmt::Display) -> AtlasError {
-    AtlasError::InvalidInput {
-        what: "search index",
-        reason: reason.to_string(),
-    }
-}
-
-struct Fields {
-    node: Field,
-    name: Field,
-    qualified: Field,
-    path: Field,
-    signature: Field,
-    doc: Field,
-    body: Field,
-}
-
-fn schema() -> (Schema, Fields) {
-    let mut builder = Schema::builder();
-    let text = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(TOKENIZER)
-            .set_index_option(IndexRecordOption::WithFreqs),
-    );
-    let fields = Fields {
-        node: builder.add_u64_field("node", STORED),
-        name: builder.add_text_field("name", text.clone()),
-        qualified: builder.add_text_field("qualified", text.clone()),
-        path: builder.add_text_field("path", text.clone()),
-        signature: builder.add_text_field("signature", text.clone()),
-        doc: builder.add_text_field("doc", text.clone()),
-        body: builder.add_text_field("body", text),
-    };
-    (builder.build(), fields)
-}
-
-fn register_tokenizer(index: &Index) {
-    index.tokenizers().register(
-        TOKENIZER,
-        TextAnalyzer::builder(WhitespaceTokenizer::default()).build(),
-    );
-}
-
-/// Symbols worth searching: everything but modules, files and impl blocks.
-fn searchable(graph: &Graph, node: u32) -> bool {
-    !matches!(
-        graph.kind(node),
-        SymbolKind::Module | SymbolKind::File | SymbolKind::Impl
-    )
-}
-
-/// The text of one symbol's parts, read from the current file when it still matches
-/// the generation (stale files contribute names only).
-struct SymbolText {
-    signature: String,
-    doc: String,
-    body: String,
-}
-
-fn symbol_texts(graph: &Graph, root: &Path, nodes: &[u32]) -> Vec<SymbolText> {
-    let mut files: HashMap<u32, Option<String>> = HashMap::new();
-    nodes
-        .iter()
-        .map(|&node| {
-            let record = graph.node(node);
-            let file = record.file.to_native();
-            let text = files.entry(file).or_insert_with(|| {
-                let meta = graph.data().files.get(file as usize)?;
-                let bytes = fs::read(root.join(graph.str(meta.path.to_native()))).ok()?;
-                (blake3::hash(&bytes).as_bytes() == &meta.hash)
-                    .then(|| String::from_utf8(bytes).ok())
-                    .flatten()
-            });
-            let Some(text) = text.as_deref() else {
-                return SymbolText {
-                    signature: String::new(),
-                    doc: String::new(),
-                    body: String::new(),
-                };
-            };
-            let slice = |start: u32, end: u32| {
-                text.get(start as usize..end as usize)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let has_doc = record.flags & crate::graph::data::FLAG_HAS_DOC != 0;
-            let span = &record.span;
-            let body: String = text
-                .get(span.start_byte.to_native() as usize..span.end_byte.to_native() as usize)
-                .unwrap_or("")
-                .lines()
-                .take(EXCERPT_LINES)
-                .collect::<Vec<_>>()
-                .join("\n");
-            SymbolText {
-                signature: slice(
-                    record.signature.start_byte.to_native(),
-                    record.signature.end_byte.to_native(),
-                ),
-                doc: if has_doc {
-                    slice(
-                        record.doc.start_byte.to_native(),
-                        record.doc.end_byte.to_native(),
-                    )
-                } else {
-                    String::new()
-                },
-                body,
-            }
-        })
-        .collect()
-}
+/// The same for Markdown sections.
+const SECTION_PRIOR: f64 = 0.5;
 
 /// An open search index of one generation.
 pub struct SearchIndex {
-    index: Index,
     reader: IndexReader,
     fields: Fields,
     vectors: Option<Mmap>,
     dim: usize,
+    /// Vector row → item (a node id, or `node_count + i` for section `i`).
     rows: Vec<u32>,
+    sections: Vec<Section>,
+    /// `(path, ordinal)` → section index.
+    section_index: HashMap<(String, u32), u32>,
+    pub meta: IndexMeta,
+}
+
+/// The commit behind a history hit.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CommitInfo {
+    pub hash: String,
+    /// Author time, seconds since the Unix epoch.
+    pub time: i64,
+    pub subject: String,
+    /// Indexed files it touched (at most 10).
+    pub files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Hit {
     pub path: String,
-    /// In-file qualified name (`Class.method`).
+    /// In-file qualified name (`Class.method`); a section's heading path
+    /// (`Install > From source`); `commit:<hash12>` for history.
     pub symbol: String,
+    /// A symbol kind, `section` or `commit`.
     pub kind: &'static str,
-    /// 1-based, inclusive.
+    /// 1-based, inclusive (a commit hit spans its first file).
     pub lines: [u32; 2],
-    /// The RRF score.
+    /// The RRF score (0 for commits, which only fill empty slots).
     pub score: f64,
     pub match_arms: Vec<&'static str>,
     /// Expansion reference: `path#Lstart-Lend@<8 hex of the file's blake3>`.
     #[serde(rename = "ref")]
     pub reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<CommitInfo>,
+    /// The graph node of a symbol hit.
     #[serde(skip)]
-    pub node: u32,
+    pub node: Option<u32>,
     /// Rank in each arm (`ARM_NAMES` order), from 0.
     #[serde(skip)]
     pub ranks: [Option<usize>; 3],
@@ -200,6 +113,8 @@ pub struct ArmCounts {
     pub bm25: usize,
     pub vector: usize,
     pub graph: usize,
+    /// Commits that filled empty slots.
+    pub history: usize,
 }
 
 /// Arm names in fusion order; `Hit::ranks` is indexed the same way.
@@ -270,7 +185,7 @@ impl SearchIndex {
         embedder: &Embedder,
     ) -> Result<Option<SearchIndex>> {
         let dir = SearchIndex::dir(store, fingerprint);
-        if !dir.join("COMPLETE").is_file() {
+        if !is_current(&dir) {
             return Ok(None);
         }
         SearchIndex::load(&dir, embedder).map(Some)
@@ -293,7 +208,8 @@ impl SearchIndex {
         SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
     }
 
-    /// Builds the generation's index unless it exists. The caller holds the build lock.
+    /// Builds the generation's index unless it exists, from the newest other index
+    /// whose generation still exists when there is one. The caller holds the build lock.
     pub fn ensure_built(
         store: &Store,
         _lock: &crate::store::BuildLock,
@@ -301,34 +217,70 @@ impl SearchIndex {
         graph: &Graph,
         root: &Path,
         embedder: &Embedder,
-    ) -> Result<()> {
+    ) -> Result<Option<IndexMeta>> {
         let dir = SearchIndex::dir(store, fingerprint);
-        if dir.join("COMPLETE").is_file()
-            && dir
-                .join(format!("vectors-{}.bin", embedder.identity))
-                .is_file()
-        {
-            return Ok(());
+        let vectors = format!("vectors-{}.bin", embedder.identity);
+        if is_current(&dir) && dir.join(&vectors).is_file() {
+            return Ok(None);
         }
         let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
         if tmp.exists() {
             fs::remove_dir_all(&tmp).at(&tmp)?;
         }
-        fs::create_dir_all(tmp.join("tantivy")).at(&tmp)?;
-        build(&tmp, graph, root, embedder)?;
+        fs::create_dir_all(&tmp).at(&tmp)?;
+        let base = newest_base(store, fingerprint, &vectors);
+        let base_graph = base
+            .as_ref()
+            .and_then(|(_, fp, _)| Graph::open(&store.graph_path(fp)).ok());
+        let base = match (base, &base_graph) {
+            (Some((dir, fingerprint, meta)), Some(graph)) => Some(index::Base {
+                dir,
+                fingerprint,
+                graph,
+                meta,
+            }),
+            _ => None,
+        };
+        let meta = index::build(&tmp, fingerprint, graph, root, embedder, base)?;
         fs::write(tmp.join("COMPLETE"), fingerprint).at(&tmp)?;
         if dir.exists() {
             fs::remove_dir_all(&dir).at(&dir)?;
         }
         fs::rename(&tmp, &dir).at(&dir)?;
         collect_old(store, fingerprint);
-        Ok(())
+        Ok(Some(meta))
     }
 
     fn load(dir: &Path, embedder: &Embedder) -> Result<SearchIndex> {
+        let corrupt = |path: &Path, reason: String| AtlasError::GraphCorrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let meta_path = dir.join("index.json");
+        let meta: IndexMeta = serde_json::from_slice(&fs::read(&meta_path).at(&meta_path)?)
+            .map_err(|e| corrupt(&meta_path, format!("search index metadata: {e}")))?;
+        if meta.version != index::INDEX_VERSION {
+            return Err(corrupt(
+                &meta_path,
+                format!(
+                    "search index version {} (this build reads {}); rebuild with `atlas build`",
+                    meta.version,
+                    index::INDEX_VERSION
+                ),
+            ));
+        }
+        let sections_path = dir.join("sections.json");
+        let sections: Vec<Section> =
+            serde_json::from_slice(&fs::read(&sections_path).at(&sections_path)?)
+                .map_err(|e| corrupt(&sections_path, format!("sections table: {e}")))?;
+        let section_index = sections
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ((s.path.clone(), s.ordinal), i as u32))
+            .collect();
         let index = Index::open_in_dir(dir.join("tantivy")).map_err(search_error)?;
-        register_tokenizer(&index);
-        let (_, fields) = schema();
+        index::register_tokenizer(&index);
+        let (_, fields) = index::schema();
         let reader = index.reader().map_err(search_error)?;
         let vectors_path = dir.join(format!("vectors-{}.bin", embedder.identity));
         let (vectors, rows) = match fs::File::open(&vectors_path) {
@@ -336,27 +288,30 @@ impl SearchIndex {
                 // SAFETY: vector files are written once into a temporary directory and
                 // renamed into place; they are never modified afterwards.
                 let mmap = unsafe { Mmap::map(&file) }.at(&vectors_path)?;
-                let rows = parse_vector_header(&mmap, embedder.dim).ok_or_else(|| {
-                    AtlasError::GraphCorrupt {
-                        path: vectors_path.clone(),
-                        reason: "vector file header does not match the model".into(),
-                    }
+                let rows = index::parse_vector_header(&mmap, embedder.dim).ok_or_else(|| {
+                    corrupt(
+                        &vectors_path,
+                        "vector file header does not match the model".into(),
+                    )
                 })?;
                 (Some(mmap), rows)
             }
             Err(_) => (None, Vec::new()),
         };
         Ok(SearchIndex {
-            index,
             reader,
             fields,
             vectors,
             dim: embedder.dim,
             rows,
+            sections,
+            section_index,
+            meta,
         })
     }
 
-    fn bm25(&self, query: &str) -> Result<Vec<u32>> {
+    /// The text query over identifier tokens, all text fields boosted by weight.
+    fn text_query(&self, query: &str) -> Vec<(Occur, Box<dyn Query>)> {
         let tokens = text::identifier_tokens(query);
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let boosts = [
@@ -397,37 +352,127 @@ impl SearchIndex {
                 }
             }
         }
+        clauses
+    }
+
+    /// BM25 over documents of one kind (symbols or sections): items, best first.
+    fn bm25(&self, graph: &Graph, files: &FileLookup, query: &str, kind: &str) -> Result<Vec<u32>> {
+        let clauses = self.text_query(query);
         if clauses.is_empty() {
             return Ok(Vec::new());
         }
+        let of_kind: Box<dyn Query> = Box::new(TermQuery::new(
+            Term::from_field_text(self.fields.kind, kind),
+            IndexRecordOption::Basic,
+        ));
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>,
+            ),
+            (Occur::Must, of_kind),
+        ]);
         let searcher = self.reader.searcher();
         let top = searcher
-            .search(
-                &BooleanQuery::new(clauses),
-                &TopDocs::with_limit(POOL).order_by_score(),
-            )
+            .search(&query, &TopDocs::with_limit(POOL).order_by_score())
             .map_err(search_error)?;
         let mut out = Vec::with_capacity(top.len());
         for (_, address) in top {
             let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
-            if let Some(node) = document
-                .get_first(self.fields.node)
-                .and_then(|v| v.as_u64())
-            {
-                out.push(node as u32);
+            if let Some(item) = self.item_of(graph, files, &document) {
+                out.push(item);
             }
         }
         Ok(out)
     }
 
-    fn vector(&self, embedder: &Embedder, query: &str) -> Vec<u32> {
+    /// The item a symbol or section document stands for in this generation.
+    fn item_of(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        document: &TantivyDocument,
+    ) -> Option<u32> {
+        let text = |field| document.get_first(field).and_then(|v| v.as_str());
+        let path = text(self.fields.file)?;
+        let local = document
+            .get_first(self.fields.local)
+            .and_then(|v| v.as_u64())? as u32;
+        match text(self.fields.kind)? {
+            index::KIND_SECTION => self
+                .section_index
+                .get(&(path.to_string(), local))
+                .map(|i| graph.node_count() as u32 + i),
+            _ => {
+                let file = *files.get(path)?;
+                let node = graph.data().files[file as usize].node.to_native() + local;
+                // An offset that no longer lands in its file is a stale document.
+                ((node as usize) < graph.node_count()
+                    && graph.node(node).file.to_native() == file
+                    && index::searchable(graph, node))
+                .then_some(node)
+            }
+        }
+    }
+
+    /// Commits matching the query, best first (R-S-5).
+    fn commits(&self, query: &str, limit: usize) -> Result<Vec<CommitInfo>> {
+        let clauses = self.text_query(query);
+        if clauses.is_empty() || limit == 0 || self.meta.commits == 0 {
+            return Ok(Vec::new());
+        }
+        let only_commits: Box<dyn Query> = Box::new(TermQuery::new(
+            Term::from_field_text(self.fields.kind, index::KIND_COMMIT),
+            IndexRecordOption::Basic,
+        ));
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>,
+            ),
+            (Occur::Must, only_commits),
+        ]);
+        let searcher = self.reader.searcher();
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .map_err(search_error)?;
+        let mut out = Vec::with_capacity(top.len());
+        for (_, address) in top {
+            let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
+            let text = |field| {
+                document
+                    .get_first(field)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            out.push(CommitInfo {
+                hash: text(self.fields.commit),
+                time: document
+                    .get_first(self.fields.time)
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0),
+                subject: text(self.fields.title),
+                files: text(self.fields.files)
+                    .lines()
+                    .take(10)
+                    .map(str::to_string)
+                    .collect(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Nearest items by cosine, symbols and sections ranked apart (`(symbols,
+    /// sections)`), each at most `POOL` and above `VECTOR_FLOOR`.
+    fn vector(&self, embedder: &Embedder, query: &str, node_count: u32) -> (Vec<u32>, Vec<u32>) {
         let Some(mmap) = &self.vectors else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         let q = embedder.embed(&[query.to_string()]);
-        let offset = vector_data_offset(self.rows.len());
+        let offset = index::vector_data_offset(self.rows.len());
         let mut scored: Vec<(f32, u32)> = Vec::with_capacity(self.rows.len());
-        for (row, &node) in self.rows.iter().enumerate() {
+        for (row, &item) in self.rows.iter().enumerate() {
             let start = offset + row * self.dim * 4;
             let Some(bytes) = mmap.get(start..start + self.dim * 4) else {
                 break;
@@ -436,19 +481,16 @@ impl SearchIndex {
             for (chunk, qv) in bytes.chunks_exact(4).zip(&q) {
                 dot += f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) * qv;
             }
-            scored.push((dot, node));
+            scored.push((dot, item));
         }
-        let keep = POOL.min(scored.len());
-        if keep == 0 {
-            return Vec::new();
-        }
-        scored.select_nth_unstable_by(keep - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        scored.truncate(keep);
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        scored.into_iter().map(|(_, n)| n).collect()
+        let (sections, symbols): (Vec<_>, Vec<_>) = scored
+            .into_iter()
+            .partition(|(_, item)| *item >= node_count);
+        (nearest(symbols), nearest(sections))
     }
 
-    /// Runs both arms, fuses, reranks, dedups and cuts to `top_k`.
+    /// Runs the arms, fuses, reranks, dedups and cuts to `top_k`; commits fill what is
+    /// left empty.
     pub fn search(
         &self,
         graph: &Graph,
@@ -456,17 +498,23 @@ impl SearchIndex {
         query: &str,
         top_k: usize,
     ) -> Result<SearchOutput> {
-        let _ = &self.index;
         let arms = Arms::from_env()?;
-        let bm25 = if arms.bm25 {
-            self.bm25(query)?
+        let files = file_lookup(graph);
+        let node_count = graph.node_count() as u32;
+        // Sections are ranked in lists of their own so that prose never takes a code
+        // candidate's place in an arm's pool; fusion then weighs them together.
+        let (bm25, bm25_sections) = if arms.bm25 {
+            (
+                self.bm25(graph, &files, query, index::KIND_SYMBOL)?,
+                self.bm25(graph, &files, query, index::KIND_SECTION)?,
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
-        let vector = if arms.vector {
-            self.vector(embedder, query)
+        let (vector, vector_sections) = if arms.vector {
+            self.vector(embedder, query, node_count)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let graph_arm = if arms.graph {
             signals::rank(graph, query, POOL)
@@ -474,9 +522,15 @@ impl SearchIndex {
             Vec::new()
         };
         let mut fused: HashMap<u32, Fused> = HashMap::new();
-        for (list, arm) in [(&bm25, 0), (&vector, 1), (&graph_arm, 2)] {
-            for (rank, &node) in list.iter().enumerate() {
-                let entry = fused.entry(node).or_default();
+        for (list, arm) in [
+            (&bm25, 0),
+            (&bm25_sections, 0),
+            (&vector, 1),
+            (&vector_sections, 1),
+            (&graph_arm, 2),
+        ] {
+            for (rank, &item) in list.iter().enumerate() {
+                let entry = fused.entry(item).or_default();
                 entry.score += 1.0 / (RRF_K + rank as f64);
                 entry.ranks[arm] = Some(rank);
             }
@@ -485,13 +539,12 @@ impl SearchIndex {
         ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
         let rerank = std::env::var("ATLAS_RERANK").map_or(true, |v| v != "0");
         if rerank {
-            // Tests are rarely what a search is after: they keep their place among
-            // themselves but weigh less against the code they test.
-            let prior = |node: u32, score: f64| {
-                let test_file = graph
-                    .file_of(node)
-                    .is_some_and(|f| f.class == crate::inventory::FileClass::Test as u8);
-                if test_file || graph.node(node).flags & crate::graph::data::FLAG_TEST_SCOPE != 0 {
+            // Code first: tests and prose (Markdown sections) keep their order among
+            // themselves but weigh less against the code they test or describe.
+            let prior = |item: u32, score: f64| {
+                if item >= node_count {
+                    score * SECTION_PRIOR
+                } else if is_test(graph, item) {
                     score * TEST_PRIOR
                 } else {
                     score
@@ -519,6 +572,9 @@ impl SearchIndex {
                 .then(|| squash(&words[0]))
                 .filter(|w| w.len() >= 3);
             let tier = |node: u32| {
+                if node >= node_count {
+                    return 2;
+                }
                 let record = graph.node(node);
                 let name = graph.str(record.name.to_native()).to_lowercase();
                 let qualified = graph.str(record.qualified.to_native()).to_lowercase();
@@ -549,137 +605,200 @@ impl SearchIndex {
         }
         let mut seen = std::collections::HashSet::new();
         let mut hits = Vec::new();
-        for (node, fused) in ranked {
-            let label = node_label(graph, node);
-            if !seen.insert(label) {
-                continue;
-            }
-            let record = graph.node(node);
-            let (path, hash) = graph
-                .file_of(node)
-                .map(|f| {
-                    (
-                        graph.str(f.path.to_native()).to_string(),
-                        crate::graph::hex(&f.hash[..4]),
-                    )
-                })
-                .unwrap_or_default();
-            let lines = [
-                record.span.start_line.to_native() + 1,
-                record.span.end_line.to_native() + 1,
-            ];
-            let match_arms = ARM_NAMES
-                .iter()
-                .zip(fused.ranks)
-                .filter(|(_, rank)| rank.is_some())
-                .map(|(name, _)| *name)
-                .collect();
-            hits.push(Hit {
-                reference: format!("{path}#L{}-L{}@{hash}", lines[0], lines[1]),
-                path,
-                symbol: graph.str(record.qualified.to_native()).to_string(),
-                kind: graph.kind(node).as_str(),
-                lines,
-                score: (fused.score * 1e6).round() / 1e6,
-                match_arms,
-                node,
-                ranks: fused.ranks,
-            });
+        for (item, fused) in ranked {
             if hits.len() >= top_k {
                 break;
+            }
+            let hit = if item < node_count {
+                if !seen.insert(node_label(graph, item)) {
+                    continue;
+                }
+                symbol_hit(graph, item)
+            } else {
+                let Some(section) = self.sections.get((item - node_count) as usize) else {
+                    continue;
+                };
+                if !seen.insert(format!("{}#{}", section.path, section.ordinal)) {
+                    continue;
+                }
+                section_hit(graph, &files, section)
+            };
+            hits.push(Hit {
+                score: (fused.score * 1e6).round() / 1e6,
+                match_arms: ARM_NAMES
+                    .iter()
+                    .zip(fused.ranks)
+                    .filter(|(_, rank)| rank.is_some())
+                    .map(|(name, _)| *name)
+                    .collect(),
+                ranks: fused.ranks,
+                ..hit
+            });
+        }
+        // History only takes slots the pool left empty (R-S-5).
+        let mut history = 0;
+        if arms.bm25 && hits.len() < top_k {
+            for commit in self.commits(query, top_k - hits.len())? {
+                let Some(path) = commit.files.first() else {
+                    continue;
+                };
+                let Some(&file) = files.get(path.as_str()) else {
+                    continue;
+                };
+                let record = &graph.data().files[file as usize];
+                history += 1;
+                hits.push(Hit {
+                    path: path.clone(),
+                    symbol: format!("commit:{}", &commit.hash[..commit.hash.len().min(12)]),
+                    kind: "commit",
+                    lines: [1, record.lines.to_native().max(1)],
+                    score: 0.0,
+                    match_arms: vec!["history"],
+                    reference: format!(
+                        "{path}#L1-L{}@{}",
+                        record.lines.to_native().max(1),
+                        crate::graph::hex(&record.hash[..4])
+                    ),
+                    commit: Some(commit),
+                    node: None,
+                    ranks: [None; 3],
+                });
             }
         }
         Ok(SearchOutput {
             query: query.to_string(),
             hits,
             arms: ArmCounts {
-                bm25: bm25.len(),
-                vector: vector.len(),
+                bm25: bm25.len() + bm25_sections.len(),
+                vector: vector.len() + vector_sections.len(),
                 graph: graph_arm.len(),
+                history,
             },
             reranked: rerank,
         })
     }
 }
 
-fn vector_data_offset(rows: usize) -> usize {
-    // magic, dim, rows, then the row → node table, padded to 8 bytes.
-    let header = 8 + 4 + 4 + rows * 4;
-    header.div_ceil(8) * 8
+/// The best `POOL` of `(cosine, item)` above the floor, best first.
+fn nearest(mut scored: Vec<(f32, u32)>) -> Vec<u32> {
+    let keep = POOL.min(scored.len());
+    if keep == 0 {
+        return Vec::new();
+    }
+    scored.select_nth_unstable_by(keep - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.truncate(keep);
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .take_while(|(cosine, _)| *cosine >= VECTOR_FLOOR)
+        .map(|(_, item)| item)
+        .collect()
 }
 
-fn parse_vector_header(bytes: &[u8], dim: usize) -> Option<Vec<u32>> {
-    if bytes.len() < 16 || &bytes[..8] != VECTOR_MAGIC {
-        return None;
-    }
-    let u32_at = |at: usize| {
-        bytes
-            .get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    if u32_at(8)? as usize != dim {
-        return None;
-    }
-    let rows = u32_at(12)? as usize;
-    if bytes.len() < vector_data_offset(rows) + rows * dim * 4 {
-        return None;
-    }
-    (0..rows).map(|r| u32_at(16 + r * 4)).collect()
+/// A complete index in this build's layout (older layouts are rebuilt, not read).
+fn is_current(dir: &Path) -> bool {
+    dir.join("COMPLETE").is_file()
+        && fs::read(dir.join("index.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
+            .is_some_and(|m| m.version == index::INDEX_VERSION)
 }
 
-fn build(dir: &Path, graph: &Graph, root: &Path, embedder: &Embedder) -> Result<()> {
-    let (schema, fields) = schema();
-    let index = Index::create_in_dir(dir.join("tantivy"), schema).map_err(search_error)?;
-    register_tokenizer(&index);
-    let mut writer = index
-        .writer_with_num_threads(1, 50_000_000)
-        .map_err(search_error)?;
-    let nodes: Vec<u32> = (0..graph.node_count() as u32)
-        .filter(|&n| searchable(graph, n))
-        .collect();
-    let texts = symbol_texts(graph, root, &nodes);
-    let mut embed_inputs = Vec::with_capacity(nodes.len());
-    for (&node, text) in nodes.iter().zip(&texts) {
-        let record = graph.node(node);
-        let name = graph.str(record.name.to_native());
-        let qualified = graph.str(record.qualified.to_native());
-        let path = graph
-            .file_of(node)
-            .map_or("", |f| graph.str(f.path.to_native()));
-        writer
-            .add_document(doc!(
-                fields.node => u64::from(node),
-                fields.name => text::identifier_tokens(name),
-                fields.qualified => text::identifier_tokens(qualified),
-                fields.path => text::identifier_tokens(path),
-                fields.signature => text::identifier_tokens(&text.signature),
-                fields.doc => text::identifier_tokens(&text.doc),
-                fields.body => text::identifier_tokens(&text.body),
-            ))
-            .map_err(search_error)?;
-        let words = crate::graph::names::split_identifier(qualified).join(" ");
-        embed_inputs.push(format!(
-            "{words} {} {} {}",
-            text.signature, text.doc, text.body
-        ));
-    }
-    writer.commit().map_err(search_error)?;
-    writer.wait_merging_threads().map_err(search_error)?;
+/// Repository path → file index.
+type FileLookup<'g> = HashMap<&'g str, u32>;
 
-    let vectors = embedder.embed(&embed_inputs);
-    let mut bytes = Vec::with_capacity(vector_data_offset(nodes.len()) + vectors.len() * 4);
-    bytes.extend_from_slice(VECTOR_MAGIC);
-    bytes.extend_from_slice(&(embedder.dim as u32).to_le_bytes());
-    bytes.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
-    for &node in &nodes {
-        bytes.extend_from_slice(&node.to_le_bytes());
+fn file_lookup(graph: &Graph) -> FileLookup<'_> {
+    (0..graph.data().files.len() as u32)
+        .map(|f| (graph.file_path(f), f))
+        .collect()
+}
+
+fn is_test(graph: &Graph, node: u32) -> bool {
+    let test_file = graph
+        .file_of(node)
+        .is_some_and(|f| f.class == crate::inventory::FileClass::Test as u8);
+    test_file || graph.node(node).flags & crate::graph::data::FLAG_TEST_SCOPE != 0
+}
+
+fn symbol_hit(graph: &Graph, node: u32) -> Hit {
+    let record = graph.node(node);
+    let (path, hash) = graph
+        .file_of(node)
+        .map(|f| {
+            (
+                graph.str(f.path.to_native()).to_string(),
+                crate::graph::hex(&f.hash[..4]),
+            )
+        })
+        .unwrap_or_default();
+    let lines = [
+        record.span.start_line.to_native() + 1,
+        record.span.end_line.to_native() + 1,
+    ];
+    Hit {
+        reference: format!("{path}#L{}-L{}@{hash}", lines[0], lines[1]),
+        path,
+        symbol: graph.str(record.qualified.to_native()).to_string(),
+        kind: graph.kind(node).as_str(),
+        lines,
+        score: 0.0,
+        match_arms: Vec::new(),
+        commit: None,
+        node: Some(node),
+        ranks: [None; 3],
     }
-    bytes.resize(vector_data_offset(nodes.len()), 0);
-    for value in vectors {
-        bytes.extend_from_slice(&value.to_le_bytes());
+}
+
+fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
+    let hash = files
+        .get(section.path.as_str())
+        .map(|&f| crate::graph::hex(&graph.data().files[f as usize].hash[..4]))
+        .unwrap_or_default();
+    Hit {
+        reference: format!(
+            "{}#L{}-L{}@{hash}",
+            section.path, section.lines[0], section.lines[1]
+        ),
+        path: section.path.clone(),
+        symbol: section.heading_path.clone(),
+        kind: "section",
+        lines: section.lines,
+        score: 0.0,
+        match_arms: Vec::new(),
+        commit: None,
+        node: None,
+        ranks: [None; 3],
     }
-    let path = dir.join(format!("vectors-{}.bin", embedder.identity));
-    fs::write(&path, bytes).at(&path)
+}
+
+/// The newest other complete index of this model whose generation still exists: the
+/// base an update starts from. `(dir, fingerprint, meta)`.
+fn newest_base(store: &Store, keep: &str, vectors: &str) -> Option<(PathBuf, String, IndexMeta)> {
+    let entries = fs::read_dir(store.dir().join("search")).ok()?;
+    let mut best: Option<(std::time::SystemTime, PathBuf, String, IndexMeta)> = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let dir = entry.path();
+        if name == keep || name.contains('.') || !store.graph_path(&name).is_file() {
+            continue;
+        }
+        let Ok(modified) = fs::metadata(dir.join("COMPLETE")).and_then(|m| m.modified()) else {
+            continue;
+        };
+        if !dir.join(vectors).is_file() {
+            continue;
+        }
+        let Some(meta) = fs::read(dir.join("index.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
+        else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|b| modified > b.0) {
+            best = Some((modified, dir, name, meta));
+        }
+    }
+    best.map(|(_, dir, name, meta)| (dir, name, meta))
 }
 
 /// Removes search indexes of generations that no longer exist.

@@ -900,14 +900,6 @@ pub fn respond(
     profile: ResponseProfile,
     max_tokens: usize,
 ) -> SearchResponse {
-    let counter = crate::tokens::counter();
-    let exact = counter.mode() == "tokens";
-    // Characters stand in for tokens at ~4 per token when counting is unavailable.
-    let ceiling = if exact { max_tokens } else { max_tokens * 4 };
-    let budget = match profile {
-        ResponseProfile::Full => ceiling,
-        ResponseProfile::Compact => ceiling * 7 / 10,
-    };
     let mut response = match profile {
         ResponseProfile::Full => SearchResponse {
             query: output.query,
@@ -945,6 +937,20 @@ pub fn respond(
             }
         }
     };
+    let share = |ceiling: usize| match profile {
+        ResponseProfile::Full => ceiling,
+        ResponseProfile::Compact => ceiling * 7 / 10,
+    };
+    // A text never has more tokens (nor chars) than bytes: a response within the budget
+    // in bytes fits under any counting, and the tokenizer need not be loaded (~100 ms).
+    if serde_json::to_string(&response).map_or(usize::MAX, |t| t.len()) <= share(max_tokens) {
+        return response;
+    }
+    let counter = crate::tokens::counter();
+    let exact = counter.mode() == "tokens";
+    // Characters stand in for tokens at ~4 per token when counting is unavailable.
+    let ceiling = if exact { max_tokens } else { max_tokens * 4 };
+    let budget = share(ceiling);
     let measure = |r: &SearchResponse| counter.count(&serde_json::to_string(r).unwrap_or_default());
     let mut cut = 0;
     loop {

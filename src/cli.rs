@@ -408,6 +408,9 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
             observe(cli, "expand", *format, None, "ok", &text, items, start);
         }
         Command::Search(args) => {
+            if std::env::var("ATLAS_SEARCH_ARMS").map_or(true, |a| a.contains("vector")) {
+                crate::search::embed::warm_up();
+            }
             let location = location(cli)?;
             let freshness = Freshness {
                 frozen: args.frozen,

@@ -529,7 +529,7 @@ fn write_vectors(
             inputs.push(format!("{} {}", section.heading_path, section.body));
         }
     }
-    let embedded = embedder.embed(&inputs);
+    let embedded = embedder.embed(&inputs)?;
     for (n, &i) in to_embed.iter().enumerate() {
         rows[i] = Some(embedded[n * dim..(n + 1) * dim].to_vec());
     }

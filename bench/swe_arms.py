@@ -6,7 +6,7 @@ instance once and queries it once per arm configuration (`ATLAS_SEARCH_ARMS`), s
 vector-only, hybrid and hybrid + graph signals are scored on identical graphs.
 
   MIRROR=/work/.mirror python3 bench/swe_arms.py --bin target/release/atlas [--limit N]
-      [--repos sympy/sympy,psf/requests] [--configs bm25,vector,bm25+vector,all] [--out FILE]
+      [--repos sympy/sympy,psf/requests] [--configs bm25,vector,hybrid,graph] [--stride N] [--out FILE]
 
 Per-instance ranks go to --out (JSON lines) so regressions can be inspected.
 """
@@ -17,16 +17,20 @@ EVAL = os.environ.get('ATLAS_EVAL', os.path.join(HERE, '..', '..', 'shared', 'ev
 sys.path.insert(0, EVAL)
 import run  # noqa: E402  (shared/eval/run.py)
 
-CONFIGS = {'bm25': 'bm25', 'vector': 'vector', 'hybrid': 'bm25,vector', 'graph': 'bm25,vector,graph'}
+# `default` is no ATLAS_SEARCH_ARMS at all: every arm, the vector arm skipped on prose.
+CONFIGS = {'bm25': 'bm25', 'vector': 'vector', 'hybrid': 'bm25,vector', 'graph': 'bm25,vector,graph',
+           'lexical': 'bm25,graph', 'default': ''}
 
 
 def main():
     bin_ = os.path.abspath(run.arg('--bin', 'target/release/atlas'))
-    configs = run.arg('--configs', ','.join(CONFIGS)).split(',')
+    configs = run.arg('--configs', 'bm25,vector,hybrid,graph,default').split(',')
     repos = run.arg('--repos')
     tasks = run.swe_tasks()
     if repos:
         tasks = [t for t in tasks if t['repo'] in repos.split(',')]
+    stride = int(run.arg('--stride', '1'))
+    tasks = tasks[::stride]
     out = open(run.arg('--out', '/tmp/atlas-swe-arms.jsonl'), 'w')
     rows = {c: [] for c in configs}
     t0 = time.time()

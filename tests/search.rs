@@ -639,3 +639,77 @@ fn the_index_is_updated_incrementally_and_matches_a_full_build() {
     let top = search(&s, &["marmalade_tax"]);
     assert_eq!(top["hits"][0]["symbol"], "marmalade_tax");
 }
+
+#[test]
+fn a_path_in_the_text_names_its_file_to_the_graph_arm() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let out = s
+        .atlas_env(
+            &[
+                "search",
+                "Totals look wrong, I think the culprit lives in /home/me/src/shop/models.py (or so).",
+                "--format",
+                "json",
+            ],
+            &[("ATLAS_SEARCH_ARMS", "graph")],
+        )
+        .success()
+        .json();
+    let hits = out["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{out}");
+    assert!(hits.iter().all(|h| h["path"] == "shop/models.py"), "{out}");
+    // A partial path that fits several files names none of them.
+    s.write("other/models.py", "def unrelated():\n    pass\n");
+    s.build_json();
+    let ambiguous = s
+        .atlas_env(
+            &[
+                "search",
+                "see models.py and x/models.py",
+                "--format",
+                "json",
+            ],
+            &[("ATLAS_SEARCH_ARMS", "graph")],
+        )
+        .success()
+        .json();
+    assert_eq!(
+        ambiguous["hits"].as_array().unwrap().len(),
+        0,
+        "{ambiguous}"
+    );
+}
+
+#[test]
+fn prose_is_searched_by_words_and_names_and_an_explicit_vector_arm_only_reorders() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let prose = "When I check out a cart with several products the amount that comes back is \
+        not what the discount should give me, it looks like the rate is applied twice or the \
+        rounding happens before the discount is taken, which makes the total a few cents off \
+        for every order we have processed this week";
+    assert!(prose.split_whitespace().count() > 32);
+    let default = search(&s, &[prose, "--top-k", "20"]);
+    assert_eq!(default["arms"]["vector"], 0, "{default}");
+    assert!(default["arms"]["bm25"].as_u64().unwrap() > 0);
+    let explicit = s
+        .atlas_env(
+            &["search", prose, "--format", "json", "--top-k", "50"],
+            &[("ATLAS_SEARCH_ARMS", "bm25,vector")],
+        )
+        .success()
+        .json();
+    let hits = explicit["hits"].as_array().unwrap();
+    assert!(
+        explicit["arms"]["vector"].as_u64().unwrap() > 0,
+        "{explicit}"
+    );
+    // Every vector match is a lexical candidate: on prose the arm reorders, never adds.
+    for hit in hits {
+        let arms = hit["match_arms"].as_array().unwrap();
+        if arms.iter().any(|a| a == "vector") {
+            assert!(arms.iter().any(|a| a == "bm25"), "{hit}");
+        }
+    }
+}

@@ -34,10 +34,16 @@ use crate::graph::Graph;
 use crate::graph::data::NONE;
 
 /// Bumped when documents or the layout change: older indexes are rebuilt, not updated.
-pub const INDEX_VERSION: u32 = 2;
+pub const INDEX_VERSION: u32 = 3;
 pub const TOKENIZER: &str = "atlas_ident";
 const VECTOR_MAGIC: &[u8; 8] = b"ATLASVEC";
+/// Lines of a symbol's body the embedding sees (a static model averages its tokens:
+/// longer text blurs it).
 const EXCERPT_LINES: usize = 12;
+/// Lines of a function's body BM25 sees: identifiers and messages deep in a body are
+/// evidence (an error message quoted in a bug report). Type containers keep the
+/// excerpt: their members are documents of their own.
+const BODY_LINES: usize = 300;
 /// Beyond this share of changed files, a full rebuild is cheaper than an update.
 const INCREMENTAL_MAX_CHANGED: f64 = 0.5;
 
@@ -156,7 +162,10 @@ fn current_text(graph: &Graph, root: &Path, file: u32) -> Option<String> {
 struct SymbolText {
     signature: String,
     doc: String,
+    /// The first `EXCERPT_LINES` lines.
     body: String,
+    /// What BM25 indexes: up to `BODY_LINES` lines of a function, else the excerpt.
+    full_body: String,
 }
 
 fn symbol_text(graph: &Graph, text: Option<&str>, node: u32) -> SymbolText {
@@ -181,6 +190,15 @@ fn symbol_text(graph: &Graph, text: Option<&str>, node: u32) -> SymbolText {
             .take(EXCERPT_LINES)
             .collect::<Vec<_>>()
             .join("\n"),
+        full_body: if graph.kind(node).is_type_container() {
+            String::new()
+        } else {
+            slice(&record.span)
+                .lines()
+                .take(BODY_LINES)
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
     }
 }
 
@@ -348,7 +366,12 @@ pub fn build(
             document.add_text(fields.path, identifier_tokens(path));
             document.add_text(fields.signature, identifier_tokens(&parts.signature));
             document.add_text(fields.doc, identifier_tokens(&parts.doc));
-            document.add_text(fields.body, identifier_tokens(&parts.body));
+            let body = if parts.full_body.is_empty() {
+                &parts.body
+            } else {
+                &parts.full_body
+            };
+            document.add_text(fields.body, identifier_tokens(body));
             writer.add_document(document).map_err(search_error)?;
         }
     }

@@ -43,6 +43,11 @@ pub const POOL: usize = 50;
 /// score 0.25–0.4 against code with the embedded model, related text 0.6 and more.
 /// Below it the pool stays empty, and history may fill it (R-S-5).
 const VECTOR_FLOOR: f32 = 0.45;
+/// Beyond this many words a query is prose: the default skips the vector arm, an
+/// explicit one ranks the lexical candidates only.
+const VECTOR_RERANK_WORDS: usize = 32;
+/// Queries of at most this many words also match name prefixes.
+const PREFIX_MAX_WORDS: usize = 8;
 /// Weight of a test-scope hit's fused score in the rerank (not in the reported `score`).
 const TEST_PRIOR: f64 = 0.6;
 /// The same for Markdown sections.
@@ -127,13 +132,16 @@ struct Fused {
     ranks: [Option<usize>; 3],
 }
 
-/// Which arms run: all by default; `ATLAS_SEARCH_ARMS=bm25,vector` (any comma list of
-/// `bm25`, `vector`, `graph`) runs a subset, for ablations.
+/// Which arms run: all by default (the vector arm only for queries of at most
+/// `VECTOR_RERANK_WORDS` words, see `search`); `ATLAS_SEARCH_ARMS=bm25,vector` (any
+/// comma list of `bm25`, `vector`, `graph`) runs exactly those, for ablations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arms {
     pub bm25: bool,
     pub vector: bool,
     pub graph: bool,
+    /// Whether the vector arm also runs on prose (long queries).
+    pub vector_on_prose: bool,
 }
 
 impl Arms {
@@ -144,6 +152,7 @@ impl Arms {
                 bm25: true,
                 vector: true,
                 graph: true,
+                vector_on_prose: false,
             }),
         }
     }
@@ -153,6 +162,7 @@ impl Arms {
             bm25: false,
             vector: false,
             graph: false,
+            vector_on_prose: true,
         };
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
@@ -322,6 +332,9 @@ impl SearchIndex {
             (self.fields.doc, 1.0),
             (self.fields.body, 0.5),
         ];
+        // Partial identifiers are typed as short queries; in prose, every word is the
+        // prefix of some name and prefix terms only add noise.
+        let short = query.split_whitespace().count() <= PREFIX_MAX_WORDS;
         for token in tokens
             .split(' ')
             .filter(|t| !t.is_empty() && !text::is_stopword(t))
@@ -339,7 +352,7 @@ impl SearchIndex {
             // Partial identifiers (`search_hyb`, `EmbeddingEng`): a word is also a prefix
             // of a name's words.
             let plain = token.chars().all(|c| c.is_ascii_alphanumeric());
-            if plain && token.len() >= 3 {
+            if short && plain && token.len() >= 3 {
                 for field in [self.fields.name, self.fields.qualified] {
                     if let Ok(prefix) =
                         tantivy::query::RegexQuery::from_pattern(&format!("{token}.+"), field)
@@ -465,14 +478,10 @@ impl SearchIndex {
 
     /// Nearest items by cosine, symbols and sections ranked apart (`(symbols,
     /// sections)`), each at most `POOL` and above `VECTOR_FLOOR`.
-    fn vector(
-        &self,
-        embedder: &Embedder,
-        query: &str,
-        node_count: u32,
-    ) -> Result<(Vec<u32>, Vec<u32>)> {
+    /// The cosine of every item with the query, `(cosine, item)` in row order.
+    fn cosines(&self, embedder: &Embedder, query: &str) -> Result<Vec<(f32, u32)>> {
         let Some(mmap) = &self.vectors else {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok(Vec::new());
         };
         let q = embedder.embed(&[query.to_string()])?;
         let offset = index::vector_data_offset(self.rows.len());
@@ -489,10 +498,7 @@ impl SearchIndex {
             }
             scored.push((dot(&row_values, &q), item));
         }
-        let (sections, symbols): (Vec<_>, Vec<_>) = scored
-            .into_iter()
-            .partition(|(_, item)| *item >= node_count);
-        Ok((nearest(symbols), nearest(sections)))
+        Ok(scored)
     }
 
     /// Runs the arms, fuses, reranks, dedups and cuts to `top_k`; commits fill what is
@@ -504,7 +510,15 @@ impl SearchIndex {
         query: &str,
         top_k: usize,
     ) -> Result<SearchOutput> {
-        let arms = Arms::from_env()?;
+        let mut arms = Arms::from_env()?;
+        // A long text (an issue, a bug report) embeds to a blur close to everything:
+        // measured on swe-verified-dev, the vector arm costs file accuracy on such
+        // queries whether it searches or only reorders (docs/QUALITY.md), so by default
+        // prose is searched by its words and the names it mentions.
+        let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
+        if prose && !arms.vector_on_prose {
+            arms.vector = false;
+        }
         let files = file_lookup(graph);
         let node_count = graph.node_count() as u32;
         // The vector arm (which may first load the model) runs beside the others.
@@ -513,9 +527,9 @@ impl SearchIndex {
         let (vectors, lexical) = std::thread::scope(|scope| {
             let vectors = scope.spawn(|| {
                 if arms.vector {
-                    self.vector(embedder, query, node_count)
+                    self.cosines(embedder, query)
                 } else {
-                    Ok((Vec::new(), Vec::new()))
+                    Ok(Vec::new())
                 }
             });
             let lexical = (|| -> Result<_> {
@@ -539,8 +553,23 @@ impl SearchIndex {
                 .unwrap_or_else(|_| Err(search_error("the vector arm panicked")));
             (vectors, lexical)
         });
-        let (vector, vector_sections) = vectors?;
         let (bm25, bm25_sections, graph_arm) = lexical?;
+        let mut cosines = vectors?;
+        // Asked to run on prose, the vector arm ranks the lexical candidates only: its
+        // nearest neighbours there are noise.
+        if prose {
+            let candidates: std::collections::HashSet<u32> = bm25
+                .iter()
+                .chain(&bm25_sections)
+                .chain(&graph_arm)
+                .copied()
+                .collect();
+            cosines.retain(|(_, item)| candidates.contains(item));
+        }
+        let (vector_sections, vector): (Vec<_>, Vec<_>) = cosines
+            .into_iter()
+            .partition(|(_, item)| *item >= node_count);
+        let (vector, vector_sections) = (nearest(vector), nearest(vector_sections));
         let mut fused: HashMap<u32, Fused> = HashMap::new();
         for (list, arm) in [
             (&bm25, 0),

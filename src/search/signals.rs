@@ -22,8 +22,16 @@ use crate::graph::{Graph, NameTable};
 const MAX_DEFINITIONS: usize = 40;
 const FRAME_WEIGHT: f64 = 4.0;
 const QUALIFIED_WEIGHT: f64 = 2.0;
-/// Weight of a word that matches a name but does not look like code (`simplify`, `Parser`).
-const PLAIN_WORD_WEIGHT: f64 = 0.35;
+/// Weight of a word that matches a name but does not look like code (`simplify`,
+/// `Parser`, `version`): prose words collide with names all the time, and the BM25 arm
+/// already weighs them as words.
+const PLAIN_WORD_WEIGHT: f64 = 0.0;
+/// A file named by path contributes this many of its most central symbols …
+const PATH_SYMBOLS: usize = 10;
+/// … with this weight (the first; the rest slightly less).
+const PATH_WEIGHT: f64 = 1.0;
+/// Variables, fields and constants are named by prose as often as by intent.
+const DATA_WEIGHT: f64 = 0.5;
 
 /// One mention of something that may be code, as written in the query.
 #[derive(Debug, PartialEq)]
@@ -62,6 +70,19 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
         }
     }
 
+    // Files the text names by path (`xarray/core/dataset.py`, `…/autodoc/__init__.py`):
+    // their most central symbols are candidates.
+    for file in mentioned_files(graph, query) {
+        let mut nodes: Vec<u32> = (0..graph.node_count() as u32)
+            .filter(|&n| graph.node(n).file.to_native() == file && searchable(n))
+            .collect();
+        nodes.sort_by_key(|&n| std::cmp::Reverse(graph.node(n).centrality.to_native()));
+        for (i, node) in nodes.into_iter().take(PATH_SYMBOLS).enumerate() {
+            // Decreasing, so that centrality orders the file's symbols.
+            *scores.entry(node).or_default() += PATH_WEIGHT / (1.0 + i as f64 * 0.1);
+        }
+    }
+
     let mut counts: HashMap<&str, (usize, bool)> = HashMap::new();
     for mention in mentions(query) {
         let entry = counts.entry(mention.text).or_default();
@@ -75,7 +96,7 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
             if !nodes.is_empty() && nodes.len() <= MAX_DEFINITIONS {
                 let weight = QUALIFIED_WEIGHT * repeat / (nodes.len() as f64).sqrt();
                 for node in nodes.into_iter().filter(|&n| searchable(n)) {
-                    *scores.entry(node).or_default() += weight;
+                    *scores.entry(node).or_default() += weight * kind_weight(graph, node);
                 }
             }
             continue;
@@ -85,9 +106,12 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
             continue;
         }
         let base = if code_like { 1.0 } else { PLAIN_WORD_WEIGHT };
+        if base == 0.0 {
+            continue;
+        }
         let weight = base * repeat / (nodes.len() as f64).sqrt();
         for node in nodes.into_iter().filter(|&n| searchable(n)) {
-            *scores.entry(node).or_default() += weight;
+            *scores.entry(node).or_default() += weight * kind_weight(graph, node);
         }
     }
 
@@ -102,6 +126,13 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
     });
     ranked.truncate(limit);
     ranked.into_iter().map(|(n, _)| n).collect()
+}
+
+fn kind_weight(graph: &Graph, node: u32) -> f64 {
+    match graph.kind(node) {
+        SymbolKind::Variable | SymbolKind::Field | SymbolKind::Constant => DATA_WEIGHT,
+        _ => 1.0,
+    }
 }
 
 /// Python traceback frames: `File "<path>", line <n>, in <name>`.
@@ -132,6 +163,43 @@ fn frames(query: &str) -> Vec<Frame<'_>> {
             })
             .unwrap_or("");
         out.push(Frame { path, line, name });
+    }
+    out
+}
+
+/// Repository files the query names by a path with at least one directory, matched by
+/// whole path components in either direction (an absolute path ending with the file's
+/// path, or a partial path the file's path ends with). Traceback frames count too.
+fn mentioned_files(graph: &Graph, query: &str) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    let files = &graph.data().files;
+    for word in query.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-')))
+    {
+        let word = word
+            .trim_matches(|c| c == '.' || c == '/')
+            .replace('\\', "/");
+        let has_extension = word.rsplit_once('.').is_some_and(|(_, ext)| {
+            (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+        if !word.contains('/') || !has_extension {
+            continue;
+        }
+        let aligned = |long: &str, short: &str| {
+            long == short
+                || (long.ends_with(short) && long.as_bytes()[long.len() - short.len() - 1] == b'/')
+        };
+        let matches: Vec<u32> = (0..files.len() as u32)
+            .filter(|&f| {
+                let path = graph.file_path(f);
+                aligned(&word, path) || aligned(path, &word)
+            })
+            .collect();
+        // A partial path that fits several files names none of them.
+        if let [file] = matches[..]
+            && !out.contains(&file)
+        {
+            out.push(file);
+        }
     }
     out
 }

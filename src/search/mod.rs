@@ -43,8 +43,8 @@ pub const POOL: usize = 50;
 /// score 0.25–0.4 against code with the embedded model, related text 0.6 and more.
 /// Below it the pool stays empty, and history may fill it (R-S-5).
 const VECTOR_FLOOR: f32 = 0.45;
-/// Beyond this many words a query is prose: the default skips the vector arm, an
-/// explicit one ranks the lexical candidates only.
+/// Beyond this many words a query is prose: the vector arm ranks the lexical
+/// candidates only.
 const VECTOR_RERANK_WORDS: usize = 32;
 /// Queries of at most this many words also match name prefixes.
 const PREFIX_MAX_WORDS: usize = 8;
@@ -132,16 +132,13 @@ struct Fused {
     ranks: [Option<usize>; 3],
 }
 
-/// Which arms run: all by default (the vector arm only for queries of at most
-/// `VECTOR_RERANK_WORDS` words, see `search`); `ATLAS_SEARCH_ARMS=bm25,vector` (any
-/// comma list of `bm25`, `vector`, `graph`) runs exactly those, for ablations.
+/// Which arms run: all by default; `ATLAS_SEARCH_ARMS=bm25,vector` (any comma list of
+/// `bm25`, `vector`, `graph`) runs a subset, for ablations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arms {
     pub bm25: bool,
     pub vector: bool,
     pub graph: bool,
-    /// Whether the vector arm also runs on prose (long queries).
-    pub vector_on_prose: bool,
 }
 
 impl Arms {
@@ -152,7 +149,6 @@ impl Arms {
                 bm25: true,
                 vector: true,
                 graph: true,
-                vector_on_prose: false,
             }),
         }
     }
@@ -162,7 +158,6 @@ impl Arms {
             bm25: false,
             vector: false,
             graph: false,
-            vector_on_prose: true,
         };
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
@@ -510,15 +505,8 @@ impl SearchIndex {
         query: &str,
         top_k: usize,
     ) -> Result<SearchOutput> {
-        let mut arms = Arms::from_env()?;
-        // A long text (an issue, a bug report) embeds to a blur close to everything:
-        // measured on swe-verified-dev, the vector arm costs file accuracy on such
-        // queries whether it searches or only reorders (docs/QUALITY.md), so by default
-        // prose is searched by its words and the names it mentions.
+        let arms = Arms::from_env()?;
         let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
-        if prose && !arms.vector_on_prose {
-            arms.vector = false;
-        }
         let files = file_lookup(graph);
         let node_count = graph.node_count() as u32;
         // The vector arm (which may first load the model) runs beside the others.
@@ -555,9 +543,11 @@ impl SearchIndex {
         });
         let (bm25, bm25_sections, graph_arm) = lexical?;
         let mut cosines = vectors?;
-        // Asked to run on prose, the vector arm ranks the lexical candidates only: its
-        // nearest neighbours there are noise.
-        if prose {
+        // A long text (an issue, a bug report) embeds to a blur close to everything: its
+        // nearest neighbours are noise (measured: docs/QUALITY.md), but its similarity
+        // still tells the lexical candidates apart. So on prose the vector arm ranks
+        // those candidates only (alone, it searches everything).
+        if prose && (arms.bm25 || arms.graph) {
             let candidates: std::collections::HashSet<u32> = bm25
                 .iter()
                 .chain(&bm25_sections)

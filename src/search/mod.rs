@@ -363,10 +363,10 @@ impl SearchIndex {
         clauses
     }
 
-    /// BM25 over documents of one kind (symbols or sections): items, best first.
-    fn bm25(&self, graph: &Graph, files: &FileLookup, query: &str, kind: &str) -> Result<Vec<u32>> {
+    /// The best `limit` documents of one kind for the text query, best first.
+    fn top_documents(&self, query: &str, kind: &str, limit: usize) -> Result<Vec<TantivyDocument>> {
         let clauses = self.text_query(query);
-        if clauses.is_empty() {
+        if clauses.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         let of_kind: Box<dyn Query> = Box::new(TermQuery::new(
@@ -382,16 +382,20 @@ impl SearchIndex {
         ]);
         let searcher = self.reader.searcher();
         let top = searcher
-            .search(&query, &TopDocs::with_limit(POOL).order_by_score())
+            .search(&query, &TopDocs::with_limit(limit).order_by_score())
             .map_err(search_error)?;
-        let mut out = Vec::with_capacity(top.len());
-        for (_, address) in top {
-            let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
-            if let Some(item) = self.item_of(graph, files, &document) {
-                out.push(item);
-            }
-        }
-        Ok(out)
+        top.into_iter()
+            .map(|(_, address)| searcher.doc(address).map_err(search_error))
+            .collect()
+    }
+
+    /// BM25 over documents of one kind (symbols or sections): items, best first.
+    fn bm25(&self, graph: &Graph, files: &FileLookup, query: &str, kind: &str) -> Result<Vec<u32>> {
+        Ok(self
+            .top_documents(query, kind, POOL)?
+            .iter()
+            .filter_map(|document| self.item_of(graph, files, document))
+            .collect())
     }
 
     /// The item a symbol or section document stands for in this generation.
@@ -425,54 +429,37 @@ impl SearchIndex {
 
     /// Commits matching the query, best first (R-S-5).
     fn commits(&self, query: &str, limit: usize) -> Result<Vec<CommitInfo>> {
-        let clauses = self.text_query(query);
-        if clauses.is_empty() || limit == 0 || self.meta.commits == 0 {
+        if self.meta.commits == 0 {
             return Ok(Vec::new());
         }
-        let only_commits: Box<dyn Query> = Box::new(TermQuery::new(
-            Term::from_field_text(self.fields.kind, index::KIND_COMMIT),
-            IndexRecordOption::Basic,
-        ));
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>,
-            ),
-            (Occur::Must, only_commits),
-        ]);
-        let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(search_error)?;
-        let mut out = Vec::with_capacity(top.len());
-        for (_, address) in top {
-            let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
-            let text = |field| {
-                document
-                    .get_first(field)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("")
-                    .to_string()
-            };
-            out.push(CommitInfo {
-                hash: text(self.fields.commit),
-                time: document
-                    .get_first(self.fields.time)
-                    .and_then(|v| v.as_i64())
-                    .unwrap_or(0),
-                subject: text(self.fields.title),
-                files: text(self.fields.files)
-                    .lines()
-                    .take(10)
-                    .map(str::to_string)
-                    .collect(),
-            });
-        }
-        Ok(out)
+        let documents = self.top_documents(query, index::KIND_COMMIT, limit)?;
+        Ok(documents
+            .iter()
+            .map(|document| {
+                let text = |field| {
+                    document
+                        .get_first(field)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                CommitInfo {
+                    hash: text(self.fields.commit),
+                    time: document
+                        .get_first(self.fields.time)
+                        .and_then(|v| v.as_i64())
+                        .unwrap_or(0),
+                    subject: text(self.fields.title),
+                    files: text(self.fields.files)
+                        .lines()
+                        .take(10)
+                        .map(str::to_string)
+                        .collect(),
+                }
+            })
+            .collect())
     }
 
-    /// Nearest items by cosine, symbols and sections ranked apart (`(symbols,
-    /// sections)`), each at most `POOL` and above `VECTOR_FLOOR`.
     /// The cosine of every item with the query, `(cosine, item)` in row order.
     fn cosines(&self, embedder: &Embedder, query: &str) -> Result<Vec<(f32, u32)>> {
         let Some(mmap) = &self.vectors else {

@@ -675,7 +675,10 @@ impl SearchIndex {
                 history += 1;
                 hits.push(Hit {
                     path: path.clone(),
-                    symbol: format!("commit:{}", &commit.hash[..commit.hash.len().min(12)]),
+                    symbol: format!(
+                        "commit:{}",
+                        commit.hash.chars().take(12).collect::<String>()
+                    ),
                     kind: "commit",
                     lines: [1, record.lines.to_native().max(1)],
                     score: 0.0,

@@ -3,8 +3,9 @@
 //! 100 commits per file, 24 months back).
 
 use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 
@@ -142,17 +143,19 @@ pub fn git_history(
     root: &Path,
     indexed: &HashSet<&str>,
 ) -> std::result::Result<Option<(String, Vec<Commit>)>, String> {
-    let git = |args: &[&str]| {
-        Command::new("git")
+    let command = |args: &[&str]| {
+        let mut command = Command::new("git");
+        command
             .arg("-C")
             .arg(root)
-            // No pager, no user hooks or fsmonitor, no textconv: plain history only.
+            // No pager, no fsmonitor, no textconv: plain history only.
             .args(["-c", "core.fsmonitor=false", "--no-pager"])
             .args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .output()
+            .env("GIT_OPTIONAL_LOCKS", "0");
+        command
     };
+    let git = |args: &[&str]| command(args).output();
     let Ok(head) = git(&["rev-parse", "HEAD"]) else {
         return Ok(None);
     };
@@ -161,7 +164,7 @@ pub fn git_history(
     }
     let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
     let since = format!("--since={HISTORY_MONTHS}.months.ago");
-    let log = git(&[
+    let mut child = command(&[
         "log",
         "--no-merges",
         "--no-renames",
@@ -173,15 +176,31 @@ pub fn git_history(
         // Paths relative to `root` (`-C`), as the index has them; others are dropped.
         "--relative",
     ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
     .map_err(|e| format!("git log: {e}"))?;
-    if !log.status.success() {
-        return Err(format!(
-            "git log failed: {}",
-            String::from_utf8_lossy(&log.stderr).trim()
-        ));
+    // Read at most `HISTORY_BYTES`; a longer history is cut (its oldest commits).
+    let mut out = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        stdout
+            .take(HISTORY_BYTES as u64)
+            .read_to_end(&mut out)
+            .map_err(|e| format!("git log: {e}"))?;
     }
-    let out = &log.stdout[..log.stdout.len().min(HISTORY_BYTES)];
-    let text = String::from_utf8_lossy(out);
+    let truncated = out.len() >= HISTORY_BYTES;
+    if truncated {
+        let _ = child.kill();
+    }
+    let status = child.wait().map_err(|e| format!("git log: {e}"))?;
+    if !status.success() && !truncated {
+        return Err(format!("git log exited with {status}"));
+    }
+    // A cut may split the last record: it is dropped.
+    if truncated && let Some(last) = out.iter().rposition(|&b| b == 0x1e) {
+        out.truncate(last);
+    }
+    let text = String::from_utf8_lossy(&out);
     let mut per_file: HashMap<&str, usize> = HashMap::new();
     let mut commits = Vec::new();
     for record in text.split('\x1e').filter(|r| !r.trim().is_empty()) {

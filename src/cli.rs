@@ -419,18 +419,20 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
             let (fingerprint, graph, root, _) = context::open_fresh(&location, freshness)?;
             let store = Store::new(&location.graph_dir);
             let embedder = crate::search::embed::Embedder::load()?;
-            let index = if args.frozen {
-                crate::search::SearchIndex::open(&store, &fingerprint, &embedder)?
-                    .ok_or_else(|| AtlasError::SearchUnavailable("the search index of this generation is not built; run without --frozen once".into()))?
-            } else {
-                crate::search::SearchIndex::open_or_build(
-                    &store,
-                    &fingerprint,
-                    &graph,
-                    &root,
-                    &embedder,
-                )?
-            };
+            let index = crate::search::SearchIndex::for_query(
+                &store,
+                &fingerprint,
+                &graph,
+                &root,
+                &embedder,
+                args.frozen,
+            )?
+            .ok_or_else(|| {
+                AtlasError::SearchUnavailable(
+                    "the search index of this generation is not built; run without --frozen once"
+                        .into(),
+                )
+            })?;
             let output = index.search(&graph, &embedder, &args.text, args.top_k.max(1))?;
             let profile = crate::search::ResponseProfile::resolve(args.profile);
             let (text, items) = match args.format {

@@ -173,20 +173,10 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
     let repo = scratch.0.join("repo");
     copy_dir(&fixtures.join(&case.fixture), &repo)?;
     let graph_dir = repo.join(crate::store::DEFAULT_GRAPH_DIR);
-    let report = build::build(&BuildOptions::new(&repo, &graph_dir))?;
-    // Free words use hybrid search; queries below are frozen, so build its index now.
-    {
-        let store = crate::store::Store::new(&graph_dir);
-        let (_, graph) = store.open_current()?;
-        let embedder = crate::search::embed::Embedder::load()?;
-        crate::search::SearchIndex::open_or_build(
-            &store,
-            &report.fingerprint,
-            &graph,
-            &repo,
-            &embedder,
-        )?;
-    }
+    // Free words use hybrid search and the queries below are frozen: build its index too.
+    let mut options = BuildOptions::new(&repo, &graph_dir);
+    options.search = true;
+    build::build(&options)?;
     for mutation in &case.mutate {
         let path = repo.join(&mutation.path);
         let mut text = std::fs::read_to_string(&path).at(&path)?;

@@ -5,6 +5,18 @@ mod common;
 
 use common::Sandbox;
 
+/// The `hits` of a search response.
+fn hits_of(out: &serde_json::Value) -> &[serde_json::Value] {
+    out["hits"].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// The arms that found a hit.
+fn arms_of(hit: &serde_json::Value) -> Vec<&str> {
+    hit["match_arms"].as_array().map_or(Vec::new(), |a| {
+        a.iter().filter_map(|v| v.as_str()).collect()
+    })
+}
+
 fn search(s: &Sandbox, args: &[&str]) -> serde_json::Value {
     let mut full = vec!["search"];
     full.extend_from_slice(args);
@@ -17,7 +29,7 @@ fn search_output_contract_and_both_arms() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
     let out = search(&s, &["apply discount to the amount", "--top-k", "5"]);
-    let hits = out["hits"].as_array().unwrap();
+    let hits = hits_of(&out);
     assert!(!hits.is_empty() && hits.len() <= 5);
     let top = &hits[0];
     assert_eq!(top["path"], "shop/util.py");
@@ -35,26 +47,13 @@ fn search_output_contract_and_both_arms() {
         score > 0.0 && score <= 3.0 / 60.0 + 1e-9,
         "score is the RRF score: {score}"
     );
-    let arms: Vec<&str> = top["match_arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let arms: Vec<&str> = arms_of(top);
     assert!(arms.contains(&"bm25"), "{arms:?}");
-    assert!(hits.iter().any(|h| {
-        h["match_arms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a == "vector")
-    }));
+    assert!(hits.iter().any(|h| { arms_of(h).contains(&"vector") }));
     // Python symbols are in-file qualified names.
     let methods = search(&s, &["cart total price", "--top-k", "10"]);
     assert!(
-        methods["hits"]
-            .as_array()
-            .unwrap()
+        hits_of(&methods)
             .iter()
             .any(|h| h["symbol"] == "Cart.total")
     );
@@ -84,9 +83,7 @@ fn exact_symbol_matches_stay_first_unless_rerank_is_off() {
         .success()
         .json();
     assert_eq!(raw["reranked"], false);
-    let scores: Vec<f64> = raw["hits"]
-        .as_array()
-        .unwrap()
+    let scores: Vec<f64> = hits_of(&raw)
         .iter()
         .map(|h| h["score"].as_f64().unwrap())
         .collect();
@@ -258,9 +255,7 @@ fn compact_profile_has_fewer_fields_and_the_same_ranking() {
     );
     // Same order: compact only drops hits nested in an earlier hit of the same file.
     let order = |v: &serde_json::Value| -> Vec<String> {
-        v["hits"]
-            .as_array()
-            .unwrap()
+        hits_of(v)
             .iter()
             .map(|h| format!("{}::{}", h["path"], h["symbol"]))
             .collect()
@@ -353,10 +348,10 @@ fn the_token_ceiling_cuts_whole_results_from_the_tail() {
             "compact",
         ],
     );
-    let kept = out["hits"].as_array().unwrap().len();
+    let kept = hits_of(&out).len();
     assert_eq!(
-        out["hits"].as_array().unwrap()[..],
-        untouched["hits"].as_array().unwrap()[..kept],
+        hits_of(&out)[..],
+        hits_of(&untouched)[..kept],
         "a prefix of the uncut results"
     );
 }
@@ -379,9 +374,7 @@ fn issue_text_names_and_traceback_frames_feed_the_graph_arm() {
         )
         .success()
         .json();
-    let symbols: Vec<&str> = graph_only["hits"]
-        .as_array()
-        .unwrap()
+    let symbols: Vec<&str> = hits_of(&graph_only)
         .iter()
         .map(|h| h["symbol"].as_str().unwrap())
         .collect();
@@ -393,14 +386,7 @@ fn issue_text_names_and_traceback_frames_feed_the_graph_arm() {
     let all = search(&s, &[report, "--top-k", "3"]);
     let top = &all["hits"][0];
     assert_eq!(top["symbol"], "checkout");
-    assert!(
-        top["match_arms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a == "graph"),
-        "{top}"
-    );
+    assert!(arms_of(top).contains(&"graph"), "{top}");
 }
 
 #[test]
@@ -499,9 +485,7 @@ fn markdown_sections_are_searchable_and_expandable() {
     );
     s.build_json();
     let out = search(&s, &["quarantine windows refund"]);
-    let hit = out["hits"]
-        .as_array()
-        .unwrap()
+    let hit = hits_of(&out)
         .iter()
         .find(|h| h["kind"] == "section")
         .unwrap_or_else(|| panic!("a section hit: {out}"));
@@ -566,7 +550,7 @@ fn commit_messages_fill_only_the_slots_the_pool_left_empty() {
 
     // Only the commit message says "xylophone": the pool is empty, history fills it.
     let out = search(&s, &["xylophone", "--top-k", "3"]);
-    let hits = out["hits"].as_array().unwrap();
+    let hits = hits_of(&out);
     let commit = hits
         .iter()
         .find(|h| h["kind"] == "commit")
@@ -580,7 +564,7 @@ fn commit_messages_fill_only_the_slots_the_pool_left_empty() {
     assert!(commit["symbol"].as_str().unwrap().starts_with("commit:"));
     // A full pool leaves no slot for history.
     let full = search(&s, &["rounding money", "--top-k", "1"]);
-    assert_eq!(full["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(hits_of(&full).len(), 1);
     assert_ne!(full["hits"][0]["kind"], "commit");
 }
 
@@ -656,7 +640,7 @@ fn a_path_in_the_text_names_its_file_to_the_graph_arm() {
         )
         .success()
         .json();
-    let hits = out["hits"].as_array().unwrap();
+    let hits = hits_of(&out);
     assert!(!hits.is_empty(), "{out}");
     assert!(hits.iter().all(|h| h["path"] == "shop/models.py"), "{out}");
     // A partial path that fits several files names none of them.
@@ -674,11 +658,7 @@ fn a_path_in_the_text_names_its_file_to_the_graph_arm() {
         )
         .success()
         .json();
-    assert_eq!(
-        ambiguous["hits"].as_array().unwrap().len(),
-        0,
-        "{ambiguous}"
-    );
+    assert_eq!(hits_of(&ambiguous).len(), 0, "{ambiguous}");
 }
 
 #[test]
@@ -693,7 +673,7 @@ fn on_prose_the_vector_arm_only_reorders_lexical_candidates() {
     let out = search(&s, &[prose, "--top-k", "50"]);
     assert!(out["arms"]["vector"].as_u64().unwrap() > 0, "{out}");
     // Every vector match is a lexical candidate: on prose the arm reorders, never adds.
-    for hit in out["hits"].as_array().unwrap() {
+    for hit in hits_of(&out) {
         let arms = hit["match_arms"].as_array().unwrap();
         if arms.iter().any(|a| a == "vector") {
             assert!(arms.iter().any(|a| a == "bm25" || a == "graph"), "{hit}");
@@ -721,9 +701,7 @@ fn on_prose_the_vector_arm_only_reorders_lexical_candidates() {
         .map(|h| &h["ref"])
         .collect();
     assert!(
-        alone["hits"]
-            .as_array()
-            .unwrap()
+        hits_of(&alone)
             .iter()
             .any(|h| !lexical.contains(&&h["ref"])),
         "alone, the vector arm finds what BM25 did not: {alone}"

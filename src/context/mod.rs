@@ -249,22 +249,16 @@ pub fn run(
     let store = Store::new(&location.graph_dir);
     let search = |text: &str| -> std::result::Result<Vec<crate::search::Hit>, String> {
         let embedder = crate::search::embed::Embedder::load().map_err(|e| e.to_string())?;
-        let index = if freshness.frozen {
-            crate::search::SearchIndex::open(&store, &fingerprint, &embedder)
-                .map_err(|e| e.to_string())?
-                .ok_or(
-                    "the search index of this generation is not built and --frozen never builds",
-                )?
-        } else {
-            crate::search::SearchIndex::open_or_build(
-                &store,
-                &fingerprint,
-                &graph,
-                &root,
-                &embedder,
-            )
-            .map_err(|e| e.to_string())?
-        };
+        let index = crate::search::SearchIndex::for_query(
+            &store,
+            &fingerprint,
+            &graph,
+            &root,
+            &embedder,
+            freshness.frozen,
+        )
+        .map_err(|e| e.to_string())?
+        .ok_or("the search index of this generation is not built and --frozen never builds")?;
         index
             .search(&graph, &embedder, text, crate::search::POOL)
             .map(|out| out.hits)

@@ -76,6 +76,25 @@ pub enum Note {
 }
 
 impl Candidate {
+    /// An optional symbol shown by its declaration, with one reason: what ranking
+    /// sources (representatives, search hits) contribute.
+    fn declaration(id: String, class: &'static str, score: u16, node: u32, reason: String) -> Self {
+        Candidate {
+            id,
+            class,
+            score,
+            reasons: vec![reason],
+            relation_reasons: None,
+            required: false,
+            node: Some(node),
+            relation: None,
+            slice: SliceTarget::Declaration(node),
+            on_spine: false,
+            named: false,
+            statement: None,
+        }
+    }
+
     /// The candidate's reasons as printed.
     pub fn reasons(&self, graph: &Graph) -> Vec<String> {
         let (Some(lazy), Some(relation)) = (&self.relation_reasons, &self.relation) else {
@@ -1067,23 +1086,13 @@ fn architecture(b: &mut Builder, intent: &Intent) {
             }
             let label = b.label(node);
             b.push(
-                Candidate {
-                    id: String::new(),
-                    class: "representative",
-                    score: score as u16,
-                    reasons: vec![format!(
-                        "centrality {centrality}, rank {} in {path}/",
-                        rank + 1
-                    )],
-                    relation_reasons: None,
-                    required: false,
-                    node: Some(node),
-                    relation: None,
-                    slice: SliceTarget::Declaration(node),
-                    on_spine: false,
-                    named: false,
-                    statement: None,
-                },
+                Candidate::declaration(
+                    String::new(),
+                    "representative",
+                    score as u16,
+                    node,
+                    format!("centrality {centrality}, rank {} in {path}/", rank + 1),
+                ),
                 &label,
             );
         }
@@ -1229,25 +1238,18 @@ pub fn add_search_hits(retrieval: &mut Retrieval, graph: &Graph, hits: &[crate::
             continue;
         }
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| (r + 1).to_string());
-        retrieval.candidates.push(Candidate {
+        retrieval.candidates.push(Candidate::declaration(
             id,
-            class: "search-hit",
-            score: (hit.score * 20_000.0).round().min(65_535.0) as u16,
-            reasons: vec![format!(
+            "search-hit",
+            (hit.score * 20_000.0).round().min(65_535.0) as u16,
+            node,
+            format!(
                 "search: bm25 rank {}, vector rank {}, graph rank {}, RRF {:.4}",
                 rank(hit.ranks[0]),
                 rank(hit.ranks[1]),
                 rank(hit.ranks[2]),
                 hit.score
-            )],
-            relation_reasons: None,
-            required: false,
-            node: Some(node),
-            relation: None,
-            slice: SliceTarget::Declaration(node),
-            on_spine: false,
-            named: false,
-            statement: None,
-        });
+            ),
+        ));
     }
 }

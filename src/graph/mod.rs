@@ -92,6 +92,14 @@ impl Graph {
         (file != NONE).then(|| &self.data().files[file as usize])
     }
 
+    /// A symbol of a test file, or inside a test scope (`#[cfg(test)]`, …).
+    pub fn is_test(&self, id: u32) -> bool {
+        self.file_of(id).is_some_and(|f| {
+            crate::inventory::FileClass::from_code(f.class)
+                == Some(crate::inventory::FileClass::Test)
+        }) || self.node(id).flags & data::FLAG_TEST_SCOPE != 0
+    }
+
     pub fn file_path(&self, file: u32) -> &str {
         self.data()
             .files

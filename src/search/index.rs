@@ -230,13 +230,40 @@ fn offsets_are_stable(graph: &Graph) -> bool {
     (0..graph.node_count() as u32).all(|n| graph.node(n).scip_symbol.to_native() == NONE)
 }
 
-fn file_hashes(graph: &Graph) -> HashMap<&str, &[u8; 32]> {
-    graph
-        .data()
-        .files
-        .iter()
-        .map(|f| (graph.str(f.path.to_native()), &f.hash))
+/// Repository path → file index.
+pub type FileLookup<'g> = HashMap<&'g str, u32>;
+
+pub fn file_lookup(graph: &Graph) -> FileLookup<'_> {
+    (0..graph.data().files.len() as u32)
+        .map(|f| (graph.file_path(f), f))
         .collect()
+}
+
+/// What an update from `base` re-indexes: `(changed or added files, removed paths)`;
+/// `None` when a full build is due (another index version, SCIP-added symbols, or most
+/// files changed).
+fn update_plan(graph: &Graph, base: &Base) -> Option<(Vec<u32>, Vec<String>)> {
+    if base.meta.version != INDEX_VERSION
+        || !offsets_are_stable(graph)
+        || !offsets_are_stable(base.graph)
+    {
+        return None;
+    }
+    let (old, new) = (file_lookup(base.graph), file_lookup(graph));
+    let hash = |g: &Graph, f: u32| g.data().files[f as usize].hash;
+    let changed: Vec<u32> = (0..graph.data().files.len() as u32)
+        .filter(|&f| {
+            old.get(graph.file_path(f))
+                .is_none_or(|&o| hash(base.graph, o) != hash(graph, f))
+        })
+        .collect();
+    let removed: Vec<String> = old
+        .keys()
+        .filter(|p| !new.contains_key(*p))
+        .map(|p| p.to_string())
+        .collect();
+    let limit = INCREMENTAL_MAX_CHANGED * new.len().max(1) as f64;
+    ((changed.len() + removed.len()) as f64 <= limit).then_some((changed, removed))
 }
 
 /// Builds the index of `graph` into `dir` (a fresh temporary directory), from `base`
@@ -250,34 +277,11 @@ pub fn build(
     base: Option<Base>,
 ) -> Result<IndexMeta> {
     let files = &graph.data().files;
-    let base = base.filter(|b| {
-        b.meta.version == INDEX_VERSION && offsets_are_stable(graph) && offsets_are_stable(b.graph)
-    });
-    // Which files need their documents (re)built.
-    let (changed, removed): (Vec<u32>, Vec<String>) = match &base {
-        Some(b) => {
-            let old = file_hashes(b.graph);
-            let new = file_hashes(graph);
-            let changed = (0..files.len() as u32)
-                .filter(|&f| old.get(graph.file_path(f)) != Some(&&files[f as usize].hash))
-                .collect();
-            let removed = old
-                .keys()
-                .filter(|p| !new.contains_key(*p))
-                .map(|p| p.to_string())
-                .collect();
-            (changed, removed)
-        }
-        None => ((0..files.len() as u32).collect(), Vec::new()),
-    };
-    let base = base.filter(|_| {
-        (changed.len() + removed.len()) as f64
-            <= INCREMENTAL_MAX_CHANGED * files.len().max(1) as f64
-    });
-    let (changed, removed) = if base.is_some() {
-        (changed, removed)
-    } else {
-        ((0..files.len() as u32).collect(), Vec::new())
+    // Which files need their documents (re)built: all of them unless an update applies.
+    let plan = base.as_ref().and_then(|b| update_plan(graph, b));
+    let (base, changed, removed) = match plan {
+        Some((changed, removed)) => (base, changed, removed),
+        None => (None, (0..files.len() as u32).collect(), Vec::new()),
     };
     let changed_set: HashSet<u32> = changed.iter().copied().collect();
 
@@ -514,9 +518,7 @@ fn write_vectors(
         items.push(node_count + i as u32);
         keys.push((KIND_SECTION, section.path.clone(), section.ordinal));
     }
-    let path_to_file: HashMap<&str, u32> = (0..graph.data().files.len() as u32)
-        .map(|f| (graph.file_path(f), f))
-        .collect();
+    let path_to_file = file_lookup(graph);
     let mut rows: Vec<Option<Vec<f32>>> = vec![None; items.len()];
     let mut to_embed: Vec<usize> = Vec::new();
     for (i, key) in keys.iter().enumerate() {

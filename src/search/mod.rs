@@ -33,7 +33,7 @@ use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::Graph;
 use crate::store::Store;
 use embed::Embedder;
-use index::{Fields, IndexMeta, search_error};
+use index::{Fields, FileLookup, IndexMeta, file_lookup, search_error};
 use sources::Section;
 
 pub const RRF_K: f64 = 60.0;
@@ -211,6 +211,23 @@ impl SearchIndex {
         SearchIndex::ensure_built(store, &lock, fingerprint, graph, root, embedder)?;
         drop(lock);
         SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
+    }
+
+    /// The index a query reads: a `frozen` read never builds it (`None` when it is
+    /// missing); otherwise it is built on first use.
+    pub fn for_query(
+        store: &Store,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+        frozen: bool,
+    ) -> Result<Option<SearchIndex>> {
+        if frozen {
+            SearchIndex::open(store, fingerprint, embedder)
+        } else {
+            SearchIndex::open_or_build(store, fingerprint, graph, root, embedder).map(Some)
+        }
     }
 
     /// Builds the generation's index unless it exists, from the newest other index
@@ -570,7 +587,7 @@ impl SearchIndex {
             let prior = |item: u32, score: f64| {
                 if item >= node_count {
                     score * SECTION_PRIOR
-                } else if is_test(graph, item) {
+                } else if graph.is_test(item) {
                     score * TEST_PRIOR
                 } else {
                     score
@@ -745,22 +762,6 @@ fn is_current(dir: &Path) -> bool {
             .ok()
             .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
             .is_some_and(|m| m.version == index::INDEX_VERSION)
-}
-
-/// Repository path → file index.
-type FileLookup<'g> = HashMap<&'g str, u32>;
-
-fn file_lookup(graph: &Graph) -> FileLookup<'_> {
-    (0..graph.data().files.len() as u32)
-        .map(|f| (graph.file_path(f), f))
-        .collect()
-}
-
-fn is_test(graph: &Graph, node: u32) -> bool {
-    let test_file = graph
-        .file_of(node)
-        .is_some_and(|f| f.class == crate::inventory::FileClass::Test as u8);
-    test_file || graph.node(node).flags & crate::graph::data::FLAG_TEST_SCOPE != 0
 }
 
 fn symbol_hit(graph: &Graph, node: u32) -> Hit {

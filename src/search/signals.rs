@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use super::index::searchable;
 use crate::facts::SymbolKind;
 use crate::graph::{Graph, NameTable};
 
@@ -52,12 +53,7 @@ struct Frame<'q> {
 /// Nodes the query names, best first, at most `limit`.
 pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
     let mut scores: HashMap<u32, f64> = HashMap::new();
-    let searchable = |node: u32| {
-        !matches!(
-            graph.kind(node),
-            SymbolKind::Module | SymbolKind::File | SymbolKind::Impl
-        )
-    };
+    let searchable = |node: u32| searchable(graph, node);
 
     let frames = frames(query);
     if !frames.is_empty() {
@@ -234,12 +230,7 @@ fn innermost_at(graph: &Graph, file: u32, line: u32, name: &str) -> Option<u32> 
     let mut best: Option<(bool, u32, u32)> = None;
     for node in 0..graph.node_count() as u32 {
         let record = graph.node(node);
-        if record.file.to_native() != file
-            || matches!(
-                graph.kind(node),
-                SymbolKind::Module | SymbolKind::File | SymbolKind::Impl
-            )
-        {
+        if record.file.to_native() != file || !searchable(graph, node) {
             continue;
         }
         let (start, end) = (

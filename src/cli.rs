@@ -341,12 +341,16 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
                 after: args.after.clone(),
                 code_arg: cli.code.as_ref().map(|p| p.display().to_string()),
                 graph_arg: cli.graph.as_ref().map(|p| p.display().to_string()),
+                freshness: Freshness {
+                    frozen: args.frozen,
+                    no_build: args.no_build,
+                },
+                format: Some(match args.format {
+                    Format::Json => "json",
+                    Format::Text => "text",
+                }),
             };
-            let freshness = Freshness {
-                frozen: args.frozen,
-                no_build: args.no_build,
-            };
-            let result = context::run(&location, &request, freshness)?;
+            let result = context::run(&location, &request)?;
             let text = match args.format {
                 Format::Json => result.json.clone() + "\n",
                 Format::Text => context::text::render(&result.output),
@@ -542,31 +546,6 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
         }
     }
     Ok(())
-}
-
-/// Parses a continuation argv (`["atlas", "context", …]`) into a request, with the same
-/// flag definitions as the command line.
-pub fn context_request_from_argv(argv: &[String]) -> Result<ContextRequest, AtlasError> {
-    let cli = Cli::try_parse_from(argv).map_err(|e| AtlasError::InvalidInput {
-        what: "continuation argv",
-        reason: e.to_string(),
-    })?;
-    match cli.command {
-        Command::Context(args) => Ok(ContextRequest {
-            query: args.query,
-            profile: args.profile,
-            max_bytes: args.max_bytes.map(|b| b as usize),
-            min_score: args.min_score,
-            expect_graph: args.expect_graph,
-            after: args.after,
-            code_arg: cli.code.map(|p| p.display().to_string()),
-            graph_arg: cli.graph.map(|p| p.display().to_string()),
-        }),
-        _ => Err(AtlasError::InvalidInput {
-            what: "continuation argv",
-            reason: "not an `atlas context` command".into(),
-        }),
-    }
 }
 
 fn print_stdout(text: &str) {

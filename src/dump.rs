@@ -10,20 +10,6 @@ use crate::inventory::FileClass;
 use crate::lang::Language;
 use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 
-/// Label of a node: `path::Qualified` for symbols, the path for files and modules.
-pub fn node_label(graph: &Graph, id: u32) -> String {
-    let node = graph.node(id);
-    let qualified = graph.str(node.qualified.to_native());
-    match graph.kind(id) {
-        SymbolKind::Module => format!("{qualified}/"),
-        SymbolKind::File => qualified.to_string(),
-        _ => {
-            let path = graph.file_path(node.file.to_native());
-            format!("{path}::{qualified}")
-        }
-    }
-}
-
 pub fn dump(graph: &Graph) -> String {
     let data = graph.data();
     let mut out = String::new();
@@ -64,7 +50,7 @@ pub fn dump(graph: &Graph) -> String {
             out,
             "symbol {} {} L{}-{} {vis}{test}",
             kind.as_str(),
-            node_label(graph, id),
+            graph.label(id),
             node.span.start_line.to_native() + 1,
             node.span.end_line.to_native() + 1,
         );
@@ -91,8 +77,8 @@ pub fn dump(graph: &Graph) -> String {
             let _ = writeln!(
                 out,
                 "edge {kind}{extends} {} -> {}{site} [{provenance} {resolution} {}]",
-                node_label(graph, id),
-                node_label(graph, edge.node.to_native()),
+                graph.label(id),
+                graph.label(edge.node.to_native()),
                 edge.confidence
             );
         }
@@ -105,7 +91,7 @@ pub fn dump(graph: &Graph) -> String {
             graph.str(entry.name.to_native()),
             graph.file_path(entry.file.to_native()),
             entry.site.start_line.to_native() + 1,
-            node_label(graph, entry.from.to_native()),
+            graph.label(entry.from.to_native()),
             entry.candidates.to_native()
         );
     }
@@ -114,8 +100,8 @@ pub fn dump(graph: &Graph) -> String {
         let _ = writeln!(
             out,
             "module-edge {kind} {} -> {} x{}",
-            node_label(graph, edge.from.to_native()),
-            node_label(graph, edge.to.to_native()),
+            graph.label(edge.from.to_native()),
+            graph.label(edge.to.to_native()),
             edge.count.to_native()
         );
     }

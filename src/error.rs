@@ -51,7 +51,10 @@ pub enum AtlasError {
         term: String,
         tier: &'static str,
         total: usize,
+        /// Labels of the first candidates, by centrality.
         candidates: Vec<String>,
+        /// For each listed candidate, the literal argv that asks again naming it alone.
+        argv: Vec<Vec<String>>,
     },
     #[error("required evidence {id} does not fit in --max-bytes {max_bytes}")]
     ContextRequiredBudget { max_bytes: usize, id: String },
@@ -140,8 +143,14 @@ impl AtlasError {
                 tier,
                 total,
                 candidates,
+                argv,
             } => {
-                serde_json::json!({ "term": term, "tier": tier, "total": total, "candidates": candidates })
+                let choices: Vec<serde_json::Value> = candidates
+                    .iter()
+                    .zip(argv)
+                    .map(|(symbol, argv)| serde_json::json!({ "symbol": symbol, "argv": argv }))
+                    .collect();
+                serde_json::json!({ "term": term, "tier": tier, "total": total, "candidates": candidates, "choices": choices })
             }
             AtlasError::ContextRequiredBudget { max_bytes, id } => {
                 serde_json::json!({ "max_bytes": max_bytes, "evidence_id": id })

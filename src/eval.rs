@@ -191,7 +191,7 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
     let mut request = ContextRequest::new(case.query.clone(), profile_of(&case.profile)?);
     request.max_bytes = case.max_bytes.map(|b| b as usize);
     request.min_score = case.min_score;
-    let frozen = Freshness {
+    request.freshness = Freshness {
         frozen: true,
         no_build: true,
     };
@@ -200,7 +200,7 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
     let mut pages = Vec::new();
     let mut outputs = Vec::new();
     let mut error = None;
-    match context::run(&location, &request, frozen) {
+    match context::run(&location, &request) {
         Ok(result) => {
             pages.push(result.json);
             outputs.push(result.output);
@@ -210,8 +210,8 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
     if let (Some(reason), Some(first)) = (&case.continue_reason, outputs.first())
         && let Some(omission) = first.omissions.iter().find(|o| o.reason == reason)
     {
-        let next = crate::cli::context_request_from_argv(&omission.argv)?;
-        let result = context::run(&location, &next, frozen)?;
+        let next = ContextRequest::from_argv(&omission.argv)?;
+        let result = context::run(&location, &next)?;
         pages.push(result.json);
         outputs.push(result.output);
     }

@@ -61,6 +61,18 @@ impl ProfileName {
         }
     }
 
+    /// The profile named `name` (the command line's spelling).
+    pub fn parse(name: &str) -> Option<ProfileName> {
+        [
+            ProfileName::Symbol,
+            ProfileName::Flow,
+            ProfileName::Architecture,
+            ProfileName::Impact,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == name)
+    }
+
     fn source(self) -> &'static str {
         match self {
             ProfileName::Symbol => include_str!("../profiles/symbol.toml"),

@@ -1,8 +1,13 @@
 //! Query intent (R-Q-1) and name matching (R-Q-2).
 //!
-//! The parser recognises only identifiers (`name`, `a::b::c`, `pkg.mod.Class.method`),
-//! repository-relative paths and the relation words. Every other word is a free term for
-//! hybrid search — reported, never silently dropped, never interpreted by a model.
+//! A query is a sentence as often as a name. Which words are names (docs/CLI.md, "Which
+//! words are names"): a word is a name when it is written as code — `snake_case`,
+//! `CamelCase`/`mixedCase`, dotted or `::`-qualified, backticked, a call `f()` — or is a
+//! repository path or file name. A plain word (no separators, no inner capitals) is a
+//! name only when it is the whole query, or when it matches exactly one symbol at a
+//! strong tier (exact or case-insensitive exact) that is not data (a variable, field or
+//! constant) nor a module. Stop words (English and Portuguese) never are. Everything else
+//! is free text for hybrid search — reported, never interpreted by a model.
 
 use crate::facts::SymbolKind;
 use crate::graph::names::{normalize_qualified, split_identifier};
@@ -42,6 +47,12 @@ impl MatchTier {
             MatchTier::Segmented => "segmented",
             MatchTier::Substring => "substring",
         }
+    }
+
+    /// Candidates of a strong tier match equally well; those of a weak tier (segmented,
+    /// substring) differ in how much of their name the query spells.
+    pub fn is_strong(self) -> bool {
+        self <= MatchTier::QualifiedSuffix
     }
 }
 
@@ -93,21 +104,66 @@ impl Relation {
     }
 }
 
-/// A query term resolved to graph nodes.
+/// Why a node anchors the query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnchorReason {
+    /// The query names it.
+    Named,
+    /// The best-ranked candidate of an ambiguous name in a question (search score,
+    /// non-test before test, centrality); the others are listed in a diagnostic.
+    Ranked,
+    /// A question without a name: the best search hit, found by these arms.
+    Search { arms: Vec<&'static str> },
+}
+
+impl AnchorReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AnchorReason::Named => "name",
+            AnchorReason::Ranked => "ranked",
+            AnchorReason::Search { .. } => "search",
+        }
+    }
+}
+
+/// A query term resolved to a graph node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchor {
     pub term: String,
     pub node: u32,
-    pub tier: MatchTier,
+    /// How the name matched (`None` for a search anchor).
+    pub tier: Option<MatchTier>,
+    pub reason: AnchorReason,
+}
+
+impl Anchor {
+    /// Why it anchors, as a reason line.
+    pub fn describe(&self) -> String {
+        match (&self.reason, self.tier) {
+            (AnchorReason::Search { arms }, _) => format!(
+                "anchored by search: the best hit for the question ({})",
+                arms.join("+")
+            ),
+            (AnchorReason::Ranked, Some(tier)) => format!(
+                "named by `{}` ({}), the best-ranked of its candidates",
+                self.term,
+                tier.as_str()
+            ),
+            (_, tier) => format!(
+                "named by `{}` ({})",
+                self.term,
+                tier.map_or("name", MatchTier::as_str)
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ambiguity {
     pub term: String,
     pub tier: MatchTier,
-    /// Labels (`path::Qualified`) of up to 20 candidates, by centrality.
-    pub candidates: Vec<String>,
-    pub total: usize,
+    /// Every candidate after the tie rules, by centrality (highest first).
+    pub nodes: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -117,12 +173,64 @@ pub struct Intent {
     /// Words that named nothing in the graph: hybrid-search input.
     pub free_terms: Vec<String>,
     pub ambiguities: Vec<Ambiguity>,
+    /// The query is one name (relation words aside): an ambiguity at a strong tier is a
+    /// typed error, not a choice.
+    pub single_name: bool,
+    /// The query without its relation words: what hybrid search is asked.
+    pub search_text: String,
+    /// Flow only: the start of an alternative chain (a second strong search hit).
+    pub alternative: Option<Anchor>,
+    /// The query has plain or free words: a question, which search may anchor when it
+    /// names nothing (a lone code-shaped name or path that matches nothing does not).
+    pub question: bool,
 }
 
 impl Intent {
     pub fn has_relation(&self, relation: Relation) -> bool {
         self.relations.contains(&relation)
     }
+}
+
+/// How one word of a query reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Word {
+    Relation(Relation),
+    /// A repository path or file name (`src/main.rs`, `app.py`).
+    Path(String),
+    /// Written as code: `snake_case`, `CamelCase`/`mixedCase`, dotted or `::`-qualified,
+    /// backticked, or a call `f()`.
+    Code(String),
+    /// A plain word: a name only alone, or as a unique strong match.
+    Plain(String),
+    /// Never a name: stop words, numbers, punctuation.
+    Free(String),
+}
+
+/// Words that never anchor, English and Portuguese (queries come in both). A superset of
+/// the search arm's stop words: question words and auxiliaries carry no name.
+const NEVER_NAMES: &[&str] = &[
+    // English
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "between", "but", "by", "can", "could", "did", "do", "does", "doing",
+    "done", "during", "each", "for", "from", "get", "gets", "got", "happen", "happens", "has",
+    "have", "having", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on",
+    "once", "only", "or", "other", "our", "should", "so", "some", "such", "than", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "under",
+    "until", "up", "via", "was", "we", "were", "what", "when", "where", "whether", "which",
+    "while", "who", "whom", "why", "will", "with", "within", "without", "would", "you", "your",
+    // Portuguese
+    "à", "ao", "aos", "as", "às", "até", "com", "como", "da", "das", "de", "depois", "do", "dos",
+    "e", "é", "ela", "ele", "em", "entre", "essa", "esse", "esta", "está", "este", "eu", "foi",
+    "há", "isso", "já", "mais", "mas", "na", "nas", "no", "nos", "não", "o", "onde", "os", "ou",
+    "para", "pela", "pelo", "por", "porque", "quais", "qual", "quando", "que", "quem", "se", "sem",
+    "ser", "seu", "sua", "são", "sobre", "um", "uma",
+];
+
+/// A word no name is made of. Single letters other than articles may be names (`f`).
+pub fn is_stop_word(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    NEVER_NAMES.contains(&lower.as_str())
+        || (lower.chars().count() > 1 && crate::search::text::is_stopword(&lower))
 }
 
 fn is_identifier_shaped(token: &str) -> bool {
@@ -141,83 +249,218 @@ fn is_path_shaped(token: &str) -> bool {
     token.contains('/') || crate::inventory::role_of(token).is_some()
 }
 
-/// Parses `query` and matches its terms against `graph`.
-pub fn parse(graph: &Graph, query: &str) -> Intent {
-    let mut intent = Intent::default();
-    let tokens: Vec<String> = query
-        .split_whitespace()
-        .map(|t| {
-            t.trim_matches(|c| matches!(c, '"' | '\'' | '`' | ',' | ';' | '(' | ')'))
-                .to_string()
-        })
-        .filter(|t| !t.is_empty())
-        .collect();
-    let mut pending: Vec<(String, MatchTier, Vec<u32>)> = Vec::new();
-    let mut i = 0;
-    while i < tokens.len() {
-        let token = &tokens[i];
+/// Written as code without any marker: separators or inner capitals after a lowercase
+/// letter (`HTTPAdapter`, `wsgiApp`; not `Flask` nor `HTTP`).
+fn is_code_shaped(token: &str) -> bool {
+    token.contains('_')
+        || token.contains('.')
+        || token.contains("::")
+        || (token.chars().any(char::is_lowercase) && token.chars().skip(1).any(char::is_uppercase))
+}
+
+/// Reads a query into words (R-Q-1 as refined in docs/CLI.md).
+pub fn words(query: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    for raw in query.split_whitespace() {
+        let quoted = raw.starts_with('`') || raw.ends_with('`');
+        // Sentence punctuation around a word is not part of it (`registered?`, `(see`).
+        let mut token = raw.trim_matches(|c: char| {
+            matches!(
+                c,
+                '"' | '\'' | '`' | ',' | ';' | ':' | '?' | '!' | '[' | ']' | '{' | '}' | '<' | '>'
+            )
+        });
+        token = token.trim_start_matches('(');
+        // A call: `f()`, `Session.send(…)`.
+        let called = token.find('(').filter(|&at| at > 0);
+        if let Some(at) = called {
+            token = &token[..at];
+        }
+        let token = token.trim_end_matches(')').trim_end_matches('.');
+        if token.is_empty() {
+            continue;
+        }
         if let Some(relation) = Relation::parse(&token.to_lowercase()) {
-            intent.relations.push(relation);
-            i += 1;
-            continue;
-        }
-        if is_path_shaped(token) {
-            let path = token.trim_start_matches("./").trim_end_matches('/');
-            match path_nodes(graph, path) {
-                nodes if !nodes.is_empty() => {
-                    pending.push((token.clone(), MatchTier::ExactPath, nodes));
-                }
-                _ => intent.free_terms.push(token.clone()),
-            }
-            i += 1;
-            continue;
-        }
-        if !is_identifier_shaped(token) {
-            intent.free_terms.push(token.clone());
-            i += 1;
-            continue;
-        }
-        if let Some((tier, nodes)) = strong_match(graph, token) {
-            pending.push((token.clone(), tier, nodes));
-            i += 1;
-            continue;
-        }
-        // `compile ctx` ~ `compile_context`: two adjacent plain words may name one symbol.
-        if let Some(next) = tokens.get(i + 1).filter(|n| {
-            is_identifier_shaped(n)
-                && Relation::parse(&n.to_lowercase()).is_none()
-                && strong_match(graph, n).is_none()
-        }) {
-            let pair = format!("{token} {next}");
-            let nodes = segmented(graph, &pair);
-            if !nodes.is_empty() {
-                pending.push((pair, MatchTier::Segmented, nodes));
-                i += 2;
-                continue;
-            }
-        }
-        let nodes = segmented(graph, token);
-        if !nodes.is_empty() {
-            pending.push((token.clone(), MatchTier::Segmented, nodes));
+            out.push(Word::Relation(relation));
+        } else if is_path_shaped(token) {
+            out.push(Word::Path(token.to_string()));
+        } else if !is_identifier_shaped(token) {
+            out.push(Word::Free(token.to_string()));
+        } else if quoted || called.is_some() || is_code_shaped(token) {
+            out.push(Word::Code(token.to_string()));
+        } else if is_stop_word(token) {
+            out.push(Word::Free(token.to_string()));
         } else {
-            let nodes = substring(graph, token);
-            if nodes.is_empty() {
-                intent.free_terms.push(token.clone());
-            } else {
-                pending.push((token.clone(), MatchTier::Substring, nodes));
-            }
+            out.push(Word::Plain(token.to_string()));
         }
-        i += 1;
+    }
+    out
+}
+
+/// Whether a query may need hybrid search (it has free words or several names): known
+/// before the graph is open, so that the embedding model can load meanwhile.
+pub fn may_search(query: &str) -> bool {
+    let words = words(query);
+    let names = words
+        .iter()
+        .filter(|w| matches!(w, Word::Path(_) | Word::Code(_) | Word::Plain(_)))
+        .count();
+    names > 1
+        || words
+            .iter()
+            .any(|w| matches!(w, Word::Free(_) | Word::Plain(_)))
+}
+
+/// Parses `query` and matches its names against `graph`.
+pub fn parse(graph: &Graph, query: &str) -> Intent {
+    let words = words(query);
+    let mut intent = Intent {
+        search_text: query
+            .split_whitespace()
+            .filter(|w| Relation::parse(&w.to_lowercase()).is_none())
+            .collect::<Vec<_>>()
+            .join(" "),
+        ..Intent::default()
+    };
+    intent.question = words
+        .iter()
+        .any(|w| matches!(w, Word::Plain(_) | Word::Free(_)));
+    let mut names: Vec<&Word> = Vec::new();
+    for word in &words {
+        match word {
+            Word::Relation(relation) => intent.relations.push(*relation),
+            Word::Free(text) => intent.free_terms.push(text.clone()),
+            _ => names.push(word),
+        }
     }
     // Relation words about calls make callables the meaning of a shared name.
     let callables_only = intent
         .relations
         .iter()
         .any(|r| matches!(r, Relation::Calls | Relation::Callers | Relation::Callees));
-    for (term, tier, nodes) in pending {
-        push_match(graph, &mut intent, &term, tier, nodes, callables_only);
+    let mut matcher = Matcher {
+        graph,
+        intent: &mut intent,
+        callables_only,
+    };
+
+    // Two or three plain words may spell one name (`compile ctx` ~ `compile_context`).
+    let plain: Vec<&str> = names
+        .iter()
+        .filter_map(|w| match w {
+            Word::Plain(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if plain.len() == names.len() && (2..=3).contains(&plain.len()) {
+        let phrase = plain.join(" ");
+        let nodes = segmented(graph, &phrase);
+        if !nodes.is_empty() {
+            matcher.intent.single_name = true;
+            matcher.push(&phrase, MatchTier::Segmented, nodes);
+            return intent;
+        }
+    }
+
+    matcher.intent.single_name = names.len() == 1;
+    let single = matcher.intent.single_name;
+    for word in names {
+        match word {
+            Word::Path(text) => {
+                let path = text.trim_start_matches("./").trim_end_matches('/');
+                let nodes = path_nodes(graph, path);
+                if nodes.is_empty() {
+                    matcher.intent.free_terms.push(text.clone());
+                } else {
+                    matcher.push(text, MatchTier::ExactPath, nodes);
+                }
+            }
+            Word::Code(text) => match ladder(graph, text) {
+                Some((tier, nodes)) => matcher.push(text, tier, nodes),
+                None => matcher.intent.free_terms.push(text.clone()),
+            },
+            Word::Plain(text) if single => match ladder(graph, text) {
+                Some((tier, nodes)) => matcher.push(text, tier, nodes),
+                None => matcher.intent.free_terms.push(text.clone()),
+            },
+            Word::Plain(text) => matcher.plain_in_question(text),
+            Word::Relation(_) | Word::Free(_) => {}
+        }
     }
     intent
+}
+
+/// Every tier, strongest first: strong tiers, then segmented, then substring.
+fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
+    if let Some(found) = strong_match(graph, token) {
+        return Some(found);
+    }
+    let nodes = segmented(graph, token);
+    if !nodes.is_empty() {
+        return Some((MatchTier::Segmented, nodes));
+    }
+    let nodes = substring(graph, token);
+    (!nodes.is_empty()).then_some((MatchTier::Substring, nodes))
+}
+
+struct Matcher<'a> {
+    graph: &'a Graph,
+    intent: &'a mut Intent,
+    callables_only: bool,
+}
+
+impl Matcher<'_> {
+    /// A name's candidates: one anchors, several are an ambiguity.
+    fn push(&mut self, term: &str, tier: MatchTier, nodes: Vec<u32>) {
+        let mut nodes = narrow(self.graph, term, tier, nodes, self.callables_only);
+        if let [node] = nodes[..] {
+            self.intent.anchors.push(Anchor {
+                term: term.to_string(),
+                node,
+                tier: Some(tier),
+                reason: AnchorReason::Named,
+            });
+            return;
+        }
+        let graph = self.graph;
+        nodes.sort_by_key(|&n| (std::cmp::Reverse(graph.node(n).centrality.to_native()), n));
+        self.intent.ambiguities.push(Ambiguity {
+            term: term.to_string(),
+            tier,
+            nodes,
+        });
+    }
+
+    /// A plain word among other words anchors only as a unique strong match that is
+    /// neither data nor a module (prose names those all the time); else it is free text.
+    fn plain_in_question(&mut self, text: &str) {
+        let graph = self.graph;
+        if let Some((tier, nodes)) = strong_match(graph, text) {
+            let nodes: Vec<u32> = narrow(graph, text, tier, nodes, self.callables_only)
+                .into_iter()
+                .filter(|&n| {
+                    !matches!(
+                        graph.kind(n),
+                        SymbolKind::Variable
+                            | SymbolKind::Field
+                            | SymbolKind::Constant
+                            | SymbolKind::Module
+                            | SymbolKind::File
+                    )
+                })
+                .collect();
+            if let [node] = nodes[..] {
+                self.intent.anchors.push(Anchor {
+                    term: text.to_string(),
+                    node,
+                    tier: Some(tier),
+                    reason: AnchorReason::Named,
+                });
+                return;
+            }
+        }
+        self.intent.free_terms.push(text.to_string());
+    }
 }
 
 /// Exact id, exact symbol, case-insensitive and qualified-suffix tiers.
@@ -251,7 +494,8 @@ fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
     None
 }
 
-/// `module.path.Qualified.name` of a symbol node.
+/// `module.path.Qualified.name` of a symbol node: a name that matches it alone at the
+/// exact-id tier (what a re-asked query names a chosen candidate by).
 pub fn full_id(graph: &Graph, node: u32) -> String {
     let record = graph.node(node);
     let qualified = normalize_qualified(graph.str(record.qualified.to_native()));
@@ -261,6 +505,17 @@ pub fn full_id(graph: &Graph, node: u32) -> String {
             crate::graph::names::module_path_of(graph.str(file.path.to_native()))
         ),
         None => qualified,
+    }
+}
+
+/// The words that name `node` alone when a query is asked again: its exact id when that
+/// matches it alone, else its label (`path::Qualified` for files and modules' paths).
+pub fn unique_name(graph: &Graph, node: u32) -> String {
+    match graph.kind(node) {
+        SymbolKind::Module | SymbolKind::File => graph
+            .str(graph.node(node).qualified.to_native())
+            .to_string(),
+        _ => full_id(graph, node),
     }
 }
 
@@ -347,58 +602,43 @@ fn substring(graph: &Graph, token: &str) -> Vec<u32> {
         .collect()
 }
 
-fn push_match(
+/// The tie rules that make a shared name mean one thing: callables when the query
+/// talks about calls; real definitions over Rust `mod x;` and impl blocks; a whole
+/// in-file qualified name over members named like it; the widest of overloads.
+fn narrow(
     graph: &Graph,
-    intent: &mut Intent,
     term: &str,
     tier: MatchTier,
     mut nodes: Vec<u32>,
     callables_only: bool,
-) {
+) -> Vec<u32> {
     nodes.sort_unstable();
     nodes.dedup();
+    let keep = |nodes: &mut Vec<u32>, rule: &dyn Fn(u32) -> bool| {
+        let kept: Vec<u32> = nodes.iter().copied().filter(|&n| rule(n)).collect();
+        if !kept.is_empty() && kept.len() < nodes.len() {
+            *nodes = kept;
+        }
+    };
     if callables_only && nodes.len() > 1 {
-        let callables: Vec<u32> = nodes
-            .iter()
-            .copied()
-            .filter(|&n| graph.kind(n).is_callable())
-            .collect();
-        if !callables.is_empty() {
-            nodes = callables;
-        }
+        keep(&mut nodes, &|n| graph.kind(n).is_callable());
     }
-    // Rust `mod x;` declarations and impl blocks rarely are what a name means when a
-    // real definition shares it.
     if nodes.len() > 1 {
-        let preferred: Vec<u32> = nodes
-            .iter()
-            .copied()
-            .filter(|&n| !matches!(graph.kind(n), SymbolKind::Module | SymbolKind::Impl))
-            .collect();
-        if !preferred.is_empty() {
-            nodes = preferred;
-        }
+        keep(&mut nodes, &|n| {
+            !matches!(graph.kind(n), SymbolKind::Module | SymbolKind::Impl)
+        });
     }
-    // A name that is some candidate's whole in-file qualified name (a top-level `simplify`
-    // against methods `Basic.simplify`) is an exact match for that candidate alone.
+    // A top-level `simplify` against methods `Basic.simplify`.
     if nodes.len() > 1 && tier == MatchTier::ExactSymbol {
-        let whole: Vec<u32> = nodes
-            .iter()
-            .copied()
-            .filter(|&n| graph.str(graph.node(n).qualified.to_native()) == term)
-            .collect();
-        if !whole.is_empty() && whole.len() < nodes.len() {
-            nodes = whole;
-        }
+        keep(&mut nodes, &|n| {
+            graph.str(graph.node(n).qualified.to_native()) == term
+        });
     }
     // Overloads (`@overload`, TypeScript signatures) share one label: the widest
     // definition is the implementation.
     if nodes.len() > 1 {
-        let label = crate::dump::node_label(graph, nodes[0]);
-        if nodes
-            .iter()
-            .all(|&n| crate::dump::node_label(graph, n) == label)
-        {
+        let label = graph.label(nodes[0]);
+        if nodes.iter().all(|&n| graph.label(n) == label) {
             let widest = nodes.iter().copied().max_by_key(|&n| {
                 let span = &graph.node(n).span;
                 (span.end_byte.to_native() - span.start_byte.to_native(), n)
@@ -406,26 +646,7 @@ fn push_match(
             nodes = widest.into_iter().collect();
         }
     }
-    if nodes.len() == 1 {
-        intent.anchors.push(Anchor {
-            term: term.to_string(),
-            node: nodes[0],
-            tier,
-        });
-        return;
-    }
-    let total = nodes.len();
-    nodes.sort_by_key(|&n| (std::cmp::Reverse(graph.node(n).centrality.to_native()), n));
-    intent.ambiguities.push(Ambiguity {
-        term: term.to_string(),
-        tier,
-        candidates: nodes
-            .iter()
-            .take(20)
-            .map(|&n| crate::dump::node_label(graph, n))
-            .collect(),
-        total,
-    });
+    nodes
 }
 
 #[cfg(test)]
@@ -441,6 +662,69 @@ mod tests {
         assert!(is_path_shaped("src/main.rs"));
         assert!(is_path_shaped("main.py"));
         assert!(!is_path_shaped("Cart.total"));
+    }
+
+    fn shapes(query: &str) -> Vec<Word> {
+        words(query)
+    }
+
+    #[test]
+    fn sentences_read_as_names_and_free_words() {
+        use Word::*;
+        assert_eq!(
+            shapes("how does a request get dispatched to the view function?"),
+            vec![
+                Free("how".into()),
+                Free("does".into()),
+                Free("a".into()),
+                Plain("request".into()),
+                Free("get".into()),
+                Plain("dispatched".into()),
+                Free("to".into()),
+                Free("the".into()),
+                Plain("view".into()),
+                Plain("function".into()),
+            ]
+        );
+        assert_eq!(
+            shapes(
+                "Why does `dispatch` call Flask.full_dispatch_request() in app.py, not wsgiApp?"
+            ),
+            vec![
+                Free("Why".into()),
+                Free("does".into()),
+                Code("dispatch".into()),
+                Plain("call".into()),
+                Code("Flask.full_dispatch_request".into()),
+                Free("in".into()),
+                Path("app.py".into()),
+                Free("not".into()),
+                Code("wsgiApp".into()),
+            ]
+        );
+        assert_eq!(
+            shapes("checkout callers"),
+            vec![Plain("checkout".into()), Relation(super::Relation::Callers)]
+        );
+        assert_eq!(
+            shapes("onde a sessão é assinada"),
+            vec![
+                Free("onde".into()),
+                Free("a".into()),
+                Plain("sessão".into()),
+                Free("é".into()),
+                Plain("assinada".into()),
+            ]
+        );
+        assert_eq!(
+            shapes("HTTPAdapter HTTP Flask a::b"),
+            vec![
+                Code("HTTPAdapter".into()),
+                Plain("HTTP".into()),
+                Plain("Flask".into()),
+                Code("a::b".into()),
+            ]
+        );
     }
 
     #[test]

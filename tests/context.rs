@@ -282,8 +282,24 @@ fn byte_pressure_prunes_optional_evidence_under_the_ceiling() {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert_eq!(argv[0], "atlas");
+    // A page is a page: the continuation keeps the ceiling and every flag as given, once.
     let at = argv.iter().position(|a| *a == "--max-bytes").unwrap();
-    assert_eq!(argv[at + 1], "6000");
+    assert_eq!(argv[at + 1], "3000");
+    for flag in [
+        "--max-bytes",
+        "--frozen",
+        "--format",
+        "--profile",
+        "--after",
+    ] {
+        assert_eq!(
+            argv.iter().filter(|a| **a == flag).count(),
+            1,
+            "{flag} once in {argv:?}"
+        );
+    }
+    let at = argv.iter().position(|a| *a == "--format").unwrap();
+    assert_eq!(argv[at + 1], "json");
 }
 
 #[test]
@@ -361,6 +377,24 @@ fn required_evidence_beyond_the_retrieval_cap_fails_typed() {
     .failure(8, "atlas-context-required-candidate-cap");
 }
 
+fn argv_of(omission: &Value) -> Vec<String> {
+    omission["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn ids_of(page: &Value) -> Vec<String> {
+    page["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
 fn continuation_argv_resumes_in_a_new_process() {
     let s = built("python");
@@ -372,60 +406,61 @@ fn continuation_argv_resumes_in_a_new_process() {
             "symbol",
             "--frozen",
             "--max-bytes",
-            "2500",
+            "3000",
             "--format",
             "json",
         ],
     )
     .success()
     .json();
-    let omission = first["omissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["reason"] == "byte-ceiling")
-        .expect("byte-ceiling omission")
-        .clone();
-    let argv: Vec<String> = omission["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(argv[0], "atlas");
-    assert!(
-        argv.contains(&"--code".to_string()),
-        "carries --code as given: {argv:?}"
-    );
-    let after = argv[argv.iter().position(|a| a == "--after").unwrap() + 1].clone();
-    let mut args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-    args.extend(["--frozen", "--format", "json"]);
-    let second = s
-        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
-        .success()
-        .json();
-    let prefix = second["receipt"]["retrieval"]["cursor_prefix"]
-        .as_u64()
-        .unwrap();
-    assert!(prefix > 0);
-    // The page starts right after the cursor: the omitted top candidate is delivered.
-    let ids: Vec<&str> = second["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
-    assert!(
-        ids.contains(&omission["top"]["id"].as_str().unwrap()),
-        "{ids:?}"
-    );
-    assert!(!ids.contains(&after.as_str()));
-    // And it is stable: the same argv in another process gives the same page.
-    let again = s
-        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
-        .success()
-        .json();
-    assert_eq!(without_timings(second), without_timings(again));
+    let total = first["receipt"]["retrieval"]["total"].as_u64().unwrap() as usize;
+    let mut seen: Vec<String> = ids_of(&first);
+    let mut page = first;
+    // Follow byte-ceiling continuations, as-is, until every candidate was delivered: each
+    // resumes right after its cursor and makes progress; a page keeps its ceiling unless
+    // the item at its top could not fit (then the argv raises it).
+    for _ in 0..8 {
+        let Some(omission) = page["omissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["reason"] == "byte-ceiling")
+            .cloned()
+        else {
+            break;
+        };
+        let argv = argv_of(&omission);
+        assert_eq!(argv[0], "atlas");
+        assert!(argv.contains(&"--code".to_string()), "{argv:?}");
+        assert!(argv.contains(&"--frozen".to_string()), "{argv:?}");
+        let after = argv[argv.iter().position(|a| a == "--after").unwrap() + 1].clone();
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let next = s
+            .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
+            .success()
+            .json();
+        assert!(
+            next["receipt"]["retrieval"]["cursor_prefix"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        let ids = ids_of(&next);
+        assert!(!ids.contains(&after), "the page starts after its cursor");
+        // The same argv in another process gives the same page.
+        let again = s
+            .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
+            .success()
+            .json();
+        assert_eq!(without_timings(next.clone()), without_timings(again));
+        for id in ids {
+            if !seen.contains(&id) {
+                seen.push(id);
+            }
+        }
+        page = next;
+    }
+    assert_eq!(seen.len(), total, "every candidate delivered: {seen:?}");
 }
 
 #[test]
@@ -929,4 +964,495 @@ fn agent_spec_alias_runs_context() {
         without_timings(direct.json()),
         without_timings(alias.json())
     );
+}
+
+// ── Questions (issue 9) ─────────────────────────────────────────────────────────────
+
+fn omission_reasons(out: &Value) -> Vec<String> {
+    out["omissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["reason"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_ambiguous_name_in_a_question_is_ranked_and_reported_not_fatal() {
+    let s = built("python");
+    let out = context(
+        &s,
+        &[
+            "why is __init__ slow for a cart",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let anchor = out["intent"]["anchors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["term"] == "__init__")
+        .expect("`__init__` anchors");
+    assert_eq!(anchor["anchor_reason"], "ranked");
+    let diagnostic = out["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "atlas-context-ambiguous")
+        .expect("an ambiguity diagnostic");
+    let others = diagnostic["candidates"].as_array().unwrap();
+    assert_eq!(others.len(), 1, "{diagnostic}");
+    let other = others[0]["symbol"].as_str().unwrap();
+    assert_ne!(other, anchor["symbol"].as_str().unwrap());
+    // The listed argv asks the same question naming that candidate alone.
+    let argv: Vec<String> = others[0]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert!(argv.contains(&"--frozen".to_string()), "{argv:?}");
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let again = s
+        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
+        .success()
+        .json();
+    assert!(
+        again["intent"]["anchors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["symbol"] == other && a["tier"] == "exact-id"),
+        "{again}"
+    );
+}
+
+#[test]
+fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
+    let s = built("python");
+    let run = context(
+        &s,
+        &[
+            "__init__",
+            "--profile",
+            "flow",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .failure(7, "atlas-context-ambiguous");
+    let details = &run.json()["error"]["details"];
+    let choices = details["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 2);
+    for choice in choices {
+        let argv: Vec<&str> = choice["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let out = s
+            .run_bin(env!("CARGO_BIN_EXE_atlas"), &argv[1..])
+            .success()
+            .json();
+        assert_eq!(out["intent"]["anchors"][0]["symbol"], choice["symbol"]);
+    }
+}
+
+#[test]
+fn plain_words_never_fail_a_question() {
+    let s = built("python");
+    // `total` names two methods, `the`/`is` are stop words: none of it is an error.
+    let out = context(
+        &s,
+        &[
+            "where is the total of the cart computed",
+            "--profile",
+            "flow",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let free: Vec<&str> = out["intent"]["free_terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        free.contains(&"total") && free.contains(&"where"),
+        "{free:?}"
+    );
+    assert!(!out["spine"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_flow_question_starts_its_spine_at_the_best_callable_hit() {
+    let s = built("python");
+    let out = context(
+        &s,
+        &[
+            "how is a discount applied to the price",
+            "--profile",
+            "flow",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    assert_eq!(out["spine"][0]["symbol"], "shop/util.py::apply_discount");
+    let anchor = &out["intent"]["anchors"][0];
+    assert_eq!(anchor["anchor_reason"], "search");
+    assert!(anchor.get("tier").is_none());
+    // The next strong hit in another chain is an alternative, not a second anchor.
+    assert_eq!(out["intent"]["anchors"].as_array().unwrap().len(), 1);
+    let alternative = out["intent"]["alternative"]["symbol"].as_str().unwrap();
+    assert!(
+        out["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["class"] == "alternative" && e["symbol"] == alternative)
+    );
+}
+
+#[test]
+fn a_lone_code_name_that_matches_nothing_is_no_match_not_a_search_guess() {
+    let s = built("python");
+    context(
+        &s,
+        &["apply_discont_rate", "--profile", "symbol", "--frozen"],
+    )
+    .failure(7, "atlas-context-no-match");
+}
+
+#[test]
+fn one_entry_per_callee_carries_every_call_site() {
+    let s = Sandbox::new();
+    s.write(
+        "calc.py",
+        "def step(x):\n    return x + 1\n\n\ndef run(x):\n    x = step(x)\n    x = step(x)\n    x = step(x)\n    return step(x)\n\n\ndef main():\n    return run(1)\n",
+    );
+    s.build_json();
+    let out = context(
+        &s,
+        &["run", "--profile", "symbol", "--frozen", "--format", "json"],
+    )
+    .success()
+    .json();
+    let callees: Vec<&Value> = out["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["class"] == "callee")
+        .collect();
+    assert_eq!(callees.len(), 1, "one entry for four calls: {callees:?}");
+    assert_eq!(callees[0]["site_count"], 4);
+    let lines: Vec<u64> = callees[0]["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [6, 7, 8, 9]);
+    assert!(
+        out["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["class"] == "caller" && e["symbol"] == "calc.py::main")
+    );
+}
+
+#[test]
+fn continuation_argv_replays_byte_for_byte_in_a_new_process() {
+    let s = built("python");
+    let first = context(
+        &s,
+        &[
+            "shop/models.py",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--max-bytes",
+            "3500",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let omission = first["omissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["reason"] == "byte-ceiling")
+        .expect("a byte-ceiling group")
+        .clone();
+    let argv = argv_of(&omission);
+    // The same request in this process, through the library.
+    let request = atlas::context::ContextRequest::from_argv(&argv).unwrap();
+    assert!(request.after.is_some() && request.freshness.frozen);
+    let location = atlas::store::locate(None, Some(&s.repo()), s.path(), &|_| None);
+    let in_process: Value =
+        serde_json::from_str(&atlas::context::run(&location, &request).unwrap().json).unwrap();
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let replayed = s
+        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
+        .success()
+        .json();
+    assert_eq!(without_timings(in_process), without_timings(replayed));
+}
+
+/// A repository where `target` has 300 callers spread over 12 files.
+fn crowded() -> Sandbox {
+    let s = Sandbox::new();
+    s.write("lib/core.py", "def target(x):\n    return x\n");
+    for file in 0..12 {
+        let body: String = (0..25)
+            .map(|i| format!("def caller_{file}_{i}(x):\n    return target(x)\n\n\n"))
+            .collect();
+        s.write(
+            &format!("lib/use_{file}.py"),
+            format!("from lib.core import target\n\n\n{body}"),
+        );
+    }
+    s.build_json();
+    s
+}
+
+#[test]
+fn retrieval_cap_and_item_cap_omissions_are_grouped_with_argv() {
+    let s = crowded();
+    let out = context(
+        &s,
+        &[
+            "target callers",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let reasons = omission_reasons(&out);
+    assert!(
+        reasons.contains(&"retrieval-cap".to_string()),
+        "{reasons:?}"
+    );
+    assert!(reasons.contains(&"item-cap".to_string()), "{reasons:?}");
+    assert_eq!(out["receipt"]["retrieval"]["returned"], 256);
+    assert!(
+        out["receipt"]["projection"]["item_capped"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    for omission in out["omissions"].as_array().unwrap() {
+        let argv = argv_of(omission);
+        assert!(argv.contains(&"--after".to_string()), "{argv:?}");
+    }
+}
+
+#[test]
+fn a_continuation_page_lists_what_earlier_pages_showed_as_after_cursor() {
+    let s = crowded();
+    let first = context(
+        &s,
+        &[
+            "target callers",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let omission = first["omissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["reason"] == "item-cap")
+        .unwrap()
+        .clone();
+    let argv = argv_of(&omission);
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let next = s
+        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
+        .success()
+        .json();
+    let group = next["omissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["reason"] == "after-cursor")
+        .expect("an after-cursor group")
+        .clone();
+    let argv = argv_of(&group);
+    let at = argv.iter().position(|a| a == "--after").unwrap();
+    assert_eq!(argv[at + 1], "START");
+    let shown: u64 = next["omissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["reason"] == "after-cursor")
+        .map(|o| o["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        shown,
+        next["receipt"]["retrieval"]["cursor_prefix"]
+            .as_u64()
+            .unwrap()
+    );
+}
+
+fn statement_codes(out: &Value) -> Vec<String> {
+    out["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["statement"]["code"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn zero_callers_unknown_callers_and_zero_dependents_are_different_statements() {
+    let s = Sandbox::new();
+    s.write(
+        "app.py",
+        "def lonely():\n    return 1\n\n\nclass Port:\n    def ping(self):\n        return 2\n\n\ndef poke(thing):\n    return thing.ping()\n",
+    );
+    s.build_json();
+    let lonely = context(
+        &s,
+        &[
+            "lonely callers",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    assert!(statement_codes(&lonely).contains(&"no-callers".to_string()));
+    let ping = context(
+        &s,
+        &[
+            "Port.ping callers",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    assert!(
+        statement_codes(&ping).contains(&"callers-unknown".to_string()),
+        "{ping}"
+    );
+    let impact = context(
+        &s,
+        &[
+            "lonely",
+            "--profile",
+            "impact",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    assert!(statement_codes(&impact).contains(&"no-dependents".to_string()));
+}
+
+#[test]
+fn slices_never_reach_past_the_last_line_of_a_file() {
+    let s = Sandbox::new();
+    s.write(
+        "short.py",
+        "def f():\n    return 1\n\n\ndef g():\n    return f()\n",
+    );
+    s.build_json();
+    let out = context(
+        &s,
+        &[
+            "f callers",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let caller = out["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["class"] == "caller")
+        .unwrap();
+    // The call is on line 6, the file's last: the slice is lines 4–6, not 4–8.
+    assert_eq!(caller["source"]["lines"], serde_json::json!([4, 6]));
+}
+
+#[test]
+fn a_representative_implementation_is_never_a_skeleton() {
+    let s = Sandbox::new();
+    let body: String = (0..30)
+        .map(|i| format!("    value_{i} = {i} * 2  # padding so that bodies are large\n"))
+        .collect();
+    for module in ["alpha", "beta", "gamma"] {
+        let functions: String = (0..4)
+            .map(|f| format!("def {module}_{f}():\n{body}    return {f}\n\n\n"))
+            .collect();
+        s.write(&format!("{module}/core.py"), functions);
+    }
+    s.build_json();
+    let out = context(
+        &s,
+        &[
+            "overview",
+            "--profile",
+            "architecture",
+            "--frozen",
+            "--max-bytes",
+            "6000",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let representatives: Vec<&Value> = out["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["class"] == "representative")
+        .collect();
+    assert!(!representatives.is_empty(), "{out}");
+    for r in representatives {
+        assert_eq!(r["projection"], "full", "{r}");
+    }
 }

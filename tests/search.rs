@@ -113,10 +113,11 @@ fn frozen_search_never_builds_the_index() {
 fn free_words_in_context_become_search_hits() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
+    // A name among free words anchors; the free words add search hits as candidates.
     let out = s
         .atlas(&[
             "context",
-            "discount rate",
+            "checkout with a discount rate",
             "--profile",
             "symbol",
             "--format",
@@ -124,12 +125,16 @@ fn free_words_in_context_become_search_hits() {
         ])
         .success()
         .json();
+    assert_eq!(
+        out["intent"]["anchors"][0]["symbol"],
+        "shop/pricing.py::checkout"
+    );
+    assert_eq!(out["intent"]["anchors"][0]["anchor_reason"], "name");
     let evidence = out["evidence"].as_array().unwrap();
     let hit = evidence
         .iter()
-        .find(|e| e["class"] == "search-hit")
+        .find(|e| e["class"] == "search-hit" && e["symbol"] == "shop/util.py::apply_discount")
         .expect("a search-hit candidate");
-    assert_eq!(hit["symbol"], "shop/util.py::apply_discount");
     assert!(
         hit["reasons"][0]
             .as_str()
@@ -142,6 +147,49 @@ fn free_words_in_context_become_search_hits() {
             .unwrap()
             .iter()
             .any(|d| d["code"] == "atlas-context-unused-term")
+    );
+}
+
+#[test]
+fn a_question_without_a_name_is_anchored_on_its_best_search_hit() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let out = s
+        .atlas(&[
+            "context",
+            "discount rate",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    let anchor = &out["intent"]["anchors"][0];
+    assert_eq!(anchor["symbol"], "shop/util.py::apply_discount");
+    assert_eq!(anchor["anchor_reason"], "search");
+    assert!(anchor["arms"].as_array().unwrap().contains(&"bm25".into()));
+    let declaration = &out["evidence"][0];
+    assert_eq!(declaration["class"], "declaration");
+    assert_eq!(declaration["symbol"], "shop/util.py::apply_discount");
+    assert!(
+        declaration["reasons"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("anchored by search")
+    );
+    // The anchor is not repeated as a search hit; its callers are there.
+    let evidence = out["evidence"].as_array().unwrap();
+    assert!(
+        !evidence
+            .iter()
+            .any(|e| e["class"] == "search-hit" && e["symbol"] == "shop/util.py::apply_discount")
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e["class"] == "caller" && e["symbol"] == "shop/pricing.py::checkout")
     );
 }
 

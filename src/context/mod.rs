@@ -6,6 +6,7 @@
 //! contract (graph-schema/context.schema.json); `serialized_bytes` is computed on the
 //! exact bytes printed (R-PROJ-5).
 
+pub mod anchor;
 pub mod project;
 pub mod retrieve;
 pub mod text;
@@ -16,7 +17,6 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::build::{self, BuildOptions};
-use crate::dump::node_label;
 use crate::error::{AtlasError, Result};
 use crate::graph::Graph;
 use crate::profile::{Profile, ProfileName};
@@ -24,7 +24,9 @@ use crate::query::{self, Intent};
 use crate::store::{Location, Store};
 use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
 
-pub const SCHEMA: &str = "atlas.context.v1";
+/// v2: one evidence entry per (class, symbol) with `sites`, anchors with
+/// `anchor_reason`, diagnostics with `candidates`, the `after-cursor` omission reason.
+pub const SCHEMA: &str = "atlas.context.v2";
 
 #[derive(Debug, Clone)]
 pub struct ContextRequest {
@@ -38,6 +40,23 @@ pub struct ContextRequest {
     /// `--code` and `--graph` exactly as given, carried into continuation argv.
     pub code_arg: Option<String>,
     pub graph_arg: Option<String>,
+    /// `--frozen` / `--no-build` (R-GEN-8), replayed by continuations.
+    pub freshness: Freshness,
+    /// `--format` (`json` or `text`) when the surface prints one, replayed by
+    /// continuations; the library itself never renders text.
+    pub format: Option<&'static str>,
+}
+
+/// What a continuation or a re-asked query changes in a request's argv.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ArgvChange<'a> {
+    pub query: Option<&'a str>,
+    /// `(expected fingerprint, evidence id)`.
+    pub after: Option<(&'a str, &'a str)>,
+    pub max_bytes: Option<usize>,
+    pub min_score: Option<u16>,
+    /// Drop `--frozen` (to refresh stale sources).
+    pub thaw: bool,
 }
 
 impl ContextRequest {
@@ -51,12 +70,163 @@ impl ContextRequest {
             after: None,
             code_arg: None,
             graph_arg: None,
+            freshness: Freshness::default(),
+            format: None,
         }
+    }
+
+    /// The literal argv of this request with `change` applied: every flag that shapes the
+    /// answer exactly once, as given (R-OMIT-1), so that replaying it in a new process
+    /// gives the same document.
+    pub fn argv_with(&self, change: ArgvChange) -> Vec<String> {
+        let mut argv: Vec<String> = vec![
+            "atlas".into(),
+            "context".into(),
+            change.query.unwrap_or(&self.query).into(),
+            "--profile".into(),
+            self.profile.as_str().into(),
+        ];
+        let mut flag = |name: &str, value: Option<String>| {
+            if let Some(value) = value {
+                argv.push(name.into());
+                argv.push(value);
+            }
+        };
+        flag("--code", self.code_arg.clone());
+        flag("--graph", self.graph_arg.clone());
+        flag(
+            "--max-bytes",
+            change.max_bytes.or(self.max_bytes).map(|b| b.to_string()),
+        );
+        flag(
+            "--min-score",
+            change.min_score.or(self.min_score).map(|s| s.to_string()),
+        );
+        if let Some((fingerprint, after)) = change.after {
+            flag("--expect-graph", Some(fingerprint.into()));
+            flag("--after", Some(after.into()));
+        }
+        flag("--format", self.format.map(str::to_string));
+        if self.freshness.frozen && !change.thaw {
+            argv.push("--frozen".into());
+        }
+        if self.freshness.no_build {
+            argv.push("--no-build".into());
+        }
+        argv
+    }
+
+    /// The argv that asks `query` instead, with every other flag as given.
+    pub fn argv_for_query(&self, query: &str) -> Vec<String> {
+        self.argv_with(ArgvChange {
+            query: Some(query),
+            ..ArgvChange::default()
+        })
+    }
+
+    /// Parses a continuation argv (`["atlas", "context", …]`, as printed in omissions and
+    /// diagnostics) back into a request, with the command line's flags and ranges.
+    pub fn from_argv(argv: &[String]) -> Result<ContextRequest> {
+        let invalid = |reason: String| AtlasError::InvalidInput {
+            what: "continuation argv",
+            reason,
+        };
+        let mut args = argv.iter().skip(1);
+        let mut positional: Vec<&String> = Vec::new();
+        let mut values: Vec<(String, String)> = Vec::new();
+        let mut switches: Vec<String> = Vec::new();
+        while let Some(arg) = args.next() {
+            let Some(flag) = arg.strip_prefix("--") else {
+                positional.push(arg);
+                continue;
+            };
+            let (name, inline) = match flag.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_string())),
+                None => (flag, None),
+            };
+            match name {
+                "frozen" | "no-build" => switches.push(name.to_string()),
+                "code" | "graph" | "profile" | "max-bytes" | "min-score" | "expect-graph"
+                | "after" | "format" => {
+                    let value = match inline {
+                        Some(value) => value,
+                        None => args
+                            .next()
+                            .cloned()
+                            .ok_or_else(|| invalid(format!("--{name} needs a value")))?,
+                    };
+                    if values.iter().any(|(n, _)| n == name) {
+                        return Err(invalid(format!("--{name} given twice")));
+                    }
+                    values.push((name.to_string(), value));
+                }
+                other => return Err(invalid(format!("unknown flag --{other}"))),
+            }
+        }
+        let [command, query] = positional[..] else {
+            return Err(invalid("expected `atlas context <query> …`".into()));
+        };
+        if command != "context" {
+            return Err(invalid("not an `atlas context` command".into()));
+        }
+        let value = |name: &str| {
+            values
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let profile = value("profile").ok_or_else(|| invalid("--profile is required".into()))?;
+        let profile = ProfileName::parse(&profile)
+            .ok_or_else(|| invalid(format!("unknown profile `{profile}`")))?;
+        let max_bytes = match value("max-bytes") {
+            Some(text) => Some(
+                text.parse::<usize>()
+                    .ok()
+                    .filter(|b| (1024..=1_000_000).contains(b))
+                    .ok_or_else(|| {
+                        invalid(format!("--max-bytes {text} is not in 1024..=1000000"))
+                    })?,
+            ),
+            None => None,
+        };
+        let min_score = match value("min-score") {
+            Some(text) => Some(
+                text.parse::<u16>()
+                    .map_err(|_| invalid(format!("--min-score {text} is not in 0..=65535")))?,
+            ),
+            None => None,
+        };
+        let format = match value("format").as_deref() {
+            None => None,
+            Some("json") => Some("json"),
+            Some("text") => Some("text"),
+            Some(other) => return Err(invalid(format!("unknown format `{other}`"))),
+        };
+        let after = value("after");
+        let expect_graph = value("expect-graph");
+        if after.is_some() && expect_graph.is_none() {
+            return Err(invalid("--after requires --expect-graph".into()));
+        }
+        Ok(ContextRequest {
+            query: query.clone(),
+            profile,
+            max_bytes,
+            min_score,
+            expect_graph,
+            after,
+            code_arg: value("code"),
+            graph_arg: value("graph"),
+            freshness: Freshness {
+                frozen: switches.iter().any(|s| s == "frozen"),
+                no_build: switches.iter().any(|s| s == "no-build"),
+            },
+            format,
+        })
     }
 }
 
 /// R-GEN-8: whether a read may refresh the graph first.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Freshness {
     /// Read the committed generation as it is; never build, never write.
     pub frozen: bool,
@@ -76,7 +246,31 @@ pub struct AnchorOut {
     pub term: String,
     pub symbol: String,
     pub kind: &'static str,
-    pub tier: &'static str,
+    /// How the name matched; absent for a search anchor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<&'static str>,
+    /// `name` (the query names it), `ranked` (the best candidate of an ambiguous name in
+    /// a question) or `search` (the best hit of a question that names nothing).
+    pub anchor_reason: &'static str,
+    /// The search arms that found a search anchor.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<&'static str>,
+}
+
+impl AnchorOut {
+    fn of(graph: &Graph, anchor: &query::Anchor) -> AnchorOut {
+        AnchorOut {
+            term: anchor.term.clone(),
+            symbol: graph.label(anchor.node),
+            kind: graph.kind(anchor.node).as_str(),
+            tier: anchor.tier.map(query::MatchTier::as_str),
+            anchor_reason: anchor.reason.as_str(),
+            arms: match &anchor.reason {
+                query::AnchorReason::Search { arms } => arms.clone(),
+                _ => Vec::new(),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,6 +278,9 @@ pub struct IntentOut {
     pub anchors: Vec<AnchorOut>,
     pub relations: Vec<&'static str>,
     pub free_terms: Vec<String>,
+    /// Flow: where an alternative chain starts (a question's next strong search hit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<AnchorOut>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -238,12 +435,13 @@ pub struct OpenGraph<'a> {
 pub type SearchFn<'a> = dyn Fn(&str) -> std::result::Result<Vec<crate::search::Hit>, String> + 'a;
 
 /// Runs one context query end to end.
-pub fn run(
-    location: &Location,
-    request: &ContextRequest,
-    freshness: Freshness,
-) -> Result<ContextResult> {
+pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResult> {
     let started = Instant::now();
+    let freshness = request.freshness;
+    if query::may_search(&request.query) {
+        // A question searches: the model loads while the graph opens.
+        crate::search::embed::warm_up();
+    }
     let (fingerprint, graph, root, refreshed) = open_fresh(location, freshness)?;
     let freshness_ms = ms(started);
     let store = Store::new(&location.graph_dir);
@@ -294,21 +492,56 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
     }
 }
 
-fn check_intent(intent: &Intent, request: &ContextRequest) -> Result<()> {
-    if let Some(ambiguity) = intent.ambiguities.first() {
-        return Err(AtlasError::ContextAmbiguous {
-            term: ambiguity.term.clone(),
-            tier: ambiguity.tier.as_str(),
-            total: ambiguity.total,
-            candidates: ambiguity.candidates.clone(),
-        });
+/// From the query to the intent retrieval starts from (R-Q-1/2, issue 9): names matched,
+/// a single name's equally good matches a typed error, free words searched, an ambiguous
+/// name in a question ranked, a question that names nothing anchored on its search hits.
+fn understand(
+    graph: &Graph,
+    request: &ContextRequest,
+    search: Option<&SearchFn>,
+) -> Result<(Intent, Vec<crate::search::Hit>, Vec<Diagnostic>)> {
+    let mut intent = query::parse(graph, &request.query);
+    if intent.single_name
+        && let Some(ambiguity) = intent.ambiguities.iter().find(|a| a.tier.is_strong())
+    {
+        return Err(anchor::ambiguity_error(graph, ambiguity, request));
+    }
+    let mut diagnostics = Vec::new();
+    let mut hits = Vec::new();
+    let wants_search = !intent.free_terms.is_empty()
+        || !intent.ambiguities.is_empty()
+        || (intent.anchors.is_empty() && intent.question);
+    if wants_search && !intent.search_text.trim().is_empty() {
+        // Free words go to hybrid search as one candidate source (R-Q-1).
+        match search.map_or(
+            Err("no search index in this context".to_string()),
+            |search| search(&intent.search_text),
+        ) {
+            Ok(found) => hits = found,
+            Err(reason) => {
+                for term in &intent.free_terms {
+                    diagnostics.push(Diagnostic {
+                        code: "atlas-context-unused-term",
+                        message: format!(
+                            "`{term}` names no symbol or path, and hybrid search is unavailable: {reason}"
+                        ),
+                        path: None,
+                        candidates: Vec::new(),
+                    });
+                }
+            }
+        }
+    }
+    diagnostics.extend(anchor::rank_ambiguities(graph, &mut intent, &hits, request));
+    if intent.anchors.is_empty() && intent.question {
+        anchor::anchor_on_search(graph, &mut intent, &hits, request.profile);
     }
     if intent.anchors.is_empty() && request.profile != ProfileName::Architecture {
         return Err(AtlasError::ContextNoMatch {
             query: request.query.clone(),
         });
     }
-    Ok(())
+    Ok((intent, hits, diagnostics))
 }
 
 /// Compiles the context of `request` over an open graph.
@@ -337,34 +570,7 @@ pub fn compile_context(
     let limits = limits_of(&profile, request);
 
     let stage = Instant::now();
-    let intent = query::parse(graph, &request.query);
-    // Free words go to hybrid search as one candidate source (R-Q-1).
-    let mut search_hits = Vec::new();
-    let mut search_failure: Option<String> = None;
-    if !intent.free_terms.is_empty() && intent.ambiguities.is_empty() {
-        match search {
-            Some(search) => match search(&intent.free_terms.join(" ")) {
-                Ok(hits) => search_hits = hits,
-                Err(reason) => search_failure = Some(reason),
-            },
-            None => search_failure = Some("no search index in this context".into()),
-        }
-    }
-    // Vector neighbours exist for any text; only lexical evidence (a BM25 or name hit)
-    // makes free words a match on their own.
-    let lexical = search_hits
-        .iter()
-        .any(|h| h.node.is_some() && (h.ranks[0].is_some() || h.ranks[2].is_some()));
-    if !lexical {
-        check_intent(&intent, request)?;
-    } else if let Some(ambiguity) = intent.ambiguities.first() {
-        return Err(AtlasError::ContextAmbiguous {
-            term: ambiguity.term.clone(),
-            tier: ambiguity.tier.as_str(),
-            total: ambiguity.total,
-            candidates: ambiguity.candidates.clone(),
-        });
-    }
+    let (intent, search_hits, mut diagnostics) = understand(graph, request, search)?;
     let mut retrieval = retrieve::retrieve(graph, &intent, request.profile);
     retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
     let class_rank = |class: &str| profile.class_rank(class);
@@ -379,37 +585,12 @@ pub fn compile_context(
         class_rank: &class_rank,
         after: request.after.as_deref(),
     };
-    let mut base_argv = vec![
-        "atlas".to_string(),
-        "context".to_string(),
-        request.query.clone(),
-        "--profile".to_string(),
-        request.profile.as_str().to_string(),
-    ];
-    if let Some(code) = &request.code_arg {
-        base_argv.extend(["--code".to_string(), code.clone()]);
-    }
-    if let Some(graph_dir) = &request.graph_arg {
-        base_argv.extend(["--graph".to_string(), graph_dir.clone()]);
-    }
-
-    let mut diagnostics = Vec::new();
-    if let Some(reason) = &search_failure {
-        for term in &intent.free_terms {
-            diagnostics.push(Diagnostic {
-                code: "atlas-context-unused-term",
-                message: format!(
-                    "`{term}` names no symbol or path, and hybrid search is unavailable: {reason}"
-                ),
-                path: None,
-            });
-        }
-    }
     if refreshed {
         diagnostics.push(Diagnostic {
             code: "atlas-context-refreshed",
             message: "sources changed since the committed generation; the graph was rebuilt incrementally before this query".into(),
             path: None,
+            candidates: Vec::new(),
         });
     }
 
@@ -417,7 +598,7 @@ pub fn compile_context(
                     timings: TimingsOut,
                     serialized_bytes: usize| {
         let counters = &projection.counters;
-        let omissions = projection.omissions(&base_argv, fingerprint, &limits);
+        let omissions = projection.omissions(request, fingerprint, &limits);
         let mut truncated_classes: Vec<&'static str> = omissions.iter().map(|o| o.class).collect();
         truncated_classes.sort_unstable();
         truncated_classes.dedup();
@@ -462,15 +643,11 @@ pub fn compile_context(
                 anchors: intent
                     .anchors
                     .iter()
-                    .map(|a| AnchorOut {
-                        term: a.term.clone(),
-                        symbol: node_label(graph, a.node),
-                        kind: graph.kind(a.node).as_str(),
-                        tier: a.tier.as_str(),
-                    })
+                    .map(|a| AnchorOut::of(graph, a))
                     .collect(),
                 relations: intent.relations.iter().map(|r| r.as_str()).collect(),
                 free_terms: intent.free_terms.clone(),
+                alternative: intent.alternative.as_ref().map(|a| AnchorOut::of(graph, a)),
             },
             spine,
             evidence: projection.evidence.clone(),
@@ -524,11 +701,10 @@ pub fn compile_context(
     };
     let render = |output: &ContextOutput| serde_json::to_string(output).unwrap_or_default();
 
-    let envelope_input = ProjectInput {
-        after: None,
-        ..input
-    };
-    let empty = project::project(&envelope_input, &[], 0)?;
+    // The envelope: everything but evidence, with the omission groups of earlier pages
+    // (`after-cursor`), which are known before anything is projected.
+    let start = project::cursor_start(&retrieval.candidates, request.after.as_deref())?;
+    let empty = project::project(&input, &retrieval.candidates[..start], 0)?;
     let envelope = render(&assemble(&empty, widest(), 1_000_000)).len();
     // Omission groups and the evidence array's own punctuation are not known yet.
     let reserve = envelope + 300;

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::retrieve::{Candidate, RelationInfo, SliceTarget};
-use crate::dump::node_label;
+use super::{ArgvChange, ContextRequest};
 use crate::error::AtlasError;
 use crate::facts::SymbolKind;
 use crate::graph::Graph;
@@ -77,6 +77,12 @@ pub struct EvidenceItem {
     pub lines: Option<[u32; 2]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relation: Option<RelationOut>,
+    /// Every site when the entry stands for several relations of one symbol (a callee
+    /// called from nine lines), at most `MAX_SITES`; `site_count` counts them all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<SiteOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site_count: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub statement: Option<StatementOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,7 +126,20 @@ pub struct Diagnostic {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The other readings of an ambiguous name, each with the argv that asks for it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Choice>,
 }
+
+/// One candidate of an ambiguous name and the literal argv that names it alone.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Choice {
+    pub symbol: String,
+    pub argv: Vec<String>,
+}
+
+/// Sites listed on one evidence entry; `site_count` gives the rest.
+pub const MAX_SITES: usize = 8;
 
 /// Per-reason counters for the receipt.
 #[derive(Debug, Clone, Default)]
@@ -190,6 +209,8 @@ pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(&str) -> usize) {
 
 struct SourceFile {
     text: Option<String>,
+    /// 0-based index of the file's last line (slices are clamped to it, R-PROJ-2).
+    last_line: u32,
     stale: bool,
     class: Option<FileClass>,
 }
@@ -210,13 +231,21 @@ impl Sources<'_> {
             let class = FileClass::from_code(record.class);
             let path = root.join(graph.str(record.path.to_native()));
             match std::fs::read(&path) {
-                Ok(bytes) if blake3::hash(&bytes).as_bytes() == &record.hash => SourceFile {
-                    text: String::from_utf8(bytes).ok(),
-                    stale: false,
-                    class,
-                },
+                Ok(bytes) if blake3::hash(&bytes).as_bytes() == &record.hash => {
+                    let text = String::from_utf8(bytes).ok();
+                    let last_line = text
+                        .as_deref()
+                        .map_or(0, |t| t.lines().count().saturating_sub(1) as u32);
+                    SourceFile {
+                        text,
+                        last_line,
+                        stale: false,
+                        class,
+                    }
+                }
                 _ => SourceFile {
                     text: None,
+                    last_line: 0,
                     stale: true,
                     class,
                 },
@@ -237,8 +266,8 @@ fn relation_out(graph: &Graph, r: &RelationInfo) -> RelationOut {
     RelationOut {
         kind: r.kind.as_str(),
         subkind: r.extends.then_some("extends"),
-        from: node_label(graph, r.from),
-        to: node_label(graph, r.to),
+        from: graph.label(r.from),
+        to: graph.label(r.to),
         provenance: r.provenance.as_str(),
         resolution: r.resolution.as_str(),
         confidence: r.confidence,
@@ -272,7 +301,7 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
             let kind = graph.kind(n);
             let symbolic = !matches!(kind, SymbolKind::Module | SymbolKind::File);
             (
-                node_label(graph, n),
+                graph.label(n),
                 kind.as_str(),
                 (record.file.to_native() != NONE)
                     .then(|| graph.file_path(record.file.to_native()).to_string()),
@@ -299,6 +328,22 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
         path,
         lines,
         relation: c.relation.as_ref().map(|r| relation_out(graph, r)),
+        sites: if c.sites.len() > 1 {
+            let mut sites: Vec<SiteOut> = c
+                .sites
+                .iter()
+                .map(|&(file, line)| SiteOut {
+                    path: graph.file_path(file).to_string(),
+                    line: line + 1,
+                })
+                .collect();
+            sites.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+            sites.truncate(MAX_SITES);
+            sites
+        } else {
+            Vec::new()
+        },
+        site_count: (c.sites.len() > 1).then_some(c.sites.len()),
         statement: c.statement.as_ref().map(|s| StatementOut {
             code: s.code,
             text: s.text.clone(),
@@ -314,14 +359,15 @@ fn item_bytes(item: &EvidenceItem) -> usize {
     serde_json::to_vec(item).map_or(0, |v| v.len()) + 1
 }
 
-/// Classes whose optional, off-spine bodies may be reduced to signatures (R-PROJ-4).
+/// Classes whose optional, off-spine bodies may be reduced to signatures (R-PROJ-4) —
+/// only while the page keeps some implementation in full. A `representative`
+/// (architecture) is such an implementation itself: never a skeleton.
 fn sibling_class(class: &str) -> bool {
     matches!(
         class,
         "caller"
             | "callee"
             | "member"
-            | "representative"
             | "implementation"
             | "reference"
             | "type-use"
@@ -329,6 +375,18 @@ fn sibling_class(class: &str) -> bool {
             | "dependent"
             | "reverse-path"
     )
+}
+
+/// Where a page starts in the total order: after the cursor's id (R-OMIT-2).
+pub fn cursor_start(candidates: &[Candidate], after: Option<&str>) -> Result<usize, AtlasError> {
+    match after {
+        None | Some("START") => Ok(0),
+        Some(id) => candidates
+            .iter()
+            .position(|c| c.id == id)
+            .map(|position| position + 1)
+            .ok_or_else(|| AtlasError::ContextCursor { id: id.to_string() }),
+    }
 }
 
 pub fn project(
@@ -343,15 +401,7 @@ pub fn project(
         total: candidates.len(),
         ..Counters::default()
     };
-    let start = match input.after {
-        None | Some("START") => 0,
-        Some(id) => match order.iter().position(|o| o == id) {
-            Some(position) => position + 1,
-            None => {
-                return Err(AtlasError::ContextCursor { id: id.to_string() });
-            }
-        },
-    };
+    let start = cursor_start(candidates, input.after)?;
     counters.cursor_prefix = start;
     let mut omitted = Vec::new();
     let omit =
@@ -361,7 +411,7 @@ pub fn project(
                 class: c.class,
                 reason,
                 id: c.id.clone(),
-                symbol: c.node.map(|n| node_label(graph, n)),
+                symbol: c.node.map(|n| graph.label(n)),
                 score: c.score,
             });
         };
@@ -392,6 +442,12 @@ pub fn project(
     let mut paths: Vec<u32> = Vec::new();
     let mut used = 0usize;
     let mut stale_reported: Vec<u32> = Vec::new();
+    // Whether some body is kept in full: only then may siblings become skeletons.
+    let mut full_kept = false;
+    // What earlier pages showed is omitted here, with the argv that shows it again.
+    for (position, c) in candidates[..start].iter().enumerate() {
+        omit(position, c, "after-cursor", &mut omitted);
+    }
 
     for (offset, c) in eligible[..returned_len].iter().enumerate() {
         let position = start + offset;
@@ -446,6 +502,7 @@ pub fn project(
                         code: "atlas-context-stale-source",
                         message: "file changed since the graph was built; evidence keeps its graph skeleton without text — read it back".into(),
                         path: Some(graph.file_path(file).to_string()),
+                        candidates: Vec::new(),
                     });
                 }
                 omit(position, c, "source-unavailable", &mut omitted);
@@ -475,6 +532,9 @@ pub fn project(
                     SliceTarget::Site(_, line) => (line.saturating_sub(2), line + 2, None),
                     SliceTarget::None => (0, 0, None),
                 };
+                // Never past the file's last line (a site near the end of a short file).
+                let last = last.min(source.last_line);
+                let first = first.min(last);
                 let clipped_last = last.min(first + limits.lines_per_slice.saturating_sub(1));
                 item.signature = signature.clone();
                 if admitted {
@@ -504,6 +564,7 @@ pub fn project(
                 } else if !c.required
                     && !c.on_spine
                     && sibling_class(c.class)
+                    && full_kept
                     && used + item_bytes(&item) <= budget_for_evidence
                 {
                     counters.skeletonized += 1;
@@ -537,6 +598,7 @@ pub fn project(
             }
         };
         used += item_bytes(&chosen);
+        full_kept |= chosen.projection == "full";
         if let Some(file) = file
             && !paths.contains(&file)
         {
@@ -586,10 +648,13 @@ impl Projection {
         self.evidence.len()
     }
 
-    /// The omission manifest: grouped by (class, reason), each with its continuation.
+    /// The omission manifest: grouped by (class, reason), each with its continuation:
+    /// the request's own argv (every flag that shapes the answer, once) plus what fetches
+    /// the group. A page is a page: a byte-ceiling continuation keeps the ceiling, unless
+    /// the group's first item could not fit even at the top of this page.
     pub fn omissions(
         &self,
-        base_argv: &[String],
+        request: &ContextRequest,
         fingerprint: &str,
         limits: &Limits,
     ) -> Vec<Omission> {
@@ -609,50 +674,36 @@ impl Projection {
                     score: m.score,
                 });
             let Some(top) = top else { continue };
-            let after = if first == 0 {
+            // What earlier pages showed is fetched again from the beginning.
+            let after = if first == 0 || reason == "after-cursor" {
                 "START".to_string()
             } else {
                 self.order[first - 1].clone()
             };
-            let mut argv: Vec<String> = base_argv.to_vec();
-            match reason {
+            let argv = match reason {
                 // Stale source: refresh the graph (no --frozen) and ask again.
-                "source-unavailable" => {}
+                "source-unavailable" => request.argv_with(ArgvChange {
+                    thaw: true,
+                    ..ArgvChange::default()
+                }),
                 // Policy: name the path to admit its bodies (R-PROJ-6).
                 "policy" => {
-                    if let Some(path) = top.symbol.as_ref().and_then(|s| s.split("::").next()) {
-                        argv[2] = path.to_string();
-                    }
+                    let path = top.symbol.as_deref().and_then(|s| s.split("::").next());
+                    request.argv_with(ArgvChange {
+                        query: path,
+                        ..ArgvChange::default()
+                    })
                 }
                 _ => {
-                    argv.extend([
-                        "--expect-graph".to_string(),
-                        fingerprint.to_string(),
-                        "--after".to_string(),
-                        after,
-                    ]);
-                    let mut max_bytes = limits
-                        .overridden
-                        .contains(&"max_bytes")
-                        .then_some(limits.max_bytes);
-                    let mut min_score = limits
-                        .overridden
-                        .contains(&"min_score")
-                        .then_some(limits.min_score);
-                    if reason == "byte-ceiling" {
-                        max_bytes = Some((limits.max_bytes * 2).clamp(1024, 1_000_000));
-                    }
-                    if reason == "below-relevance" {
-                        min_score = Some(top.score);
-                    }
-                    if let Some(bytes) = max_bytes {
-                        argv.extend(["--max-bytes".to_string(), bytes.to_string()]);
-                    }
-                    if let Some(score) = min_score {
-                        argv.extend(["--min-score".to_string(), score.to_string()]);
-                    }
+                    let stuck = reason == "byte-ceiling" && first == self.counters.cursor_prefix;
+                    request.argv_with(ArgvChange {
+                        after: Some((fingerprint, &after)),
+                        max_bytes: stuck.then(|| (limits.max_bytes * 2).clamp(1024, 1_000_000)),
+                        min_score: (reason == "below-relevance").then_some(top.score),
+                        ..ArgvChange::default()
+                    })
                 }
-            }
+            };
             out.push(Omission {
                 class,
                 reason,

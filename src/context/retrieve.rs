@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use crate::dump::node_label;
 use crate::facts::SymbolKind;
 use crate::graph::Graph;
 use crate::graph::data::{ArchivedEdgeRecord, NONE};
@@ -54,6 +53,9 @@ pub struct Candidate {
     pub named: bool,
     /// A typed statement (failure evidence, module summaries).
     pub statement: Option<Statement>,
+    /// Every site of this evidence — (file, 0-based line) — when one entry stands for
+    /// several relations of the same symbol (a callee called from nine lines).
+    pub sites: Vec<(u32, u32)>,
 }
 
 /// What a relation candidate's reasons say, rendered on demand.
@@ -91,6 +93,7 @@ impl Candidate {
             slice: SliceTarget::Declaration(node),
             on_spine: false,
             named: false,
+            sites: Vec::new(),
             statement: None,
         }
     }
@@ -104,8 +107,8 @@ impl Candidate {
             format!(
                 "{} {} → {} ({}/{})",
                 relation.kind.as_str(),
-                node_label(graph, relation.from),
-                node_label(graph, relation.to),
+                graph.label(relation.from),
+                graph.label(relation.to),
                 relation.provenance.as_str(),
                 relation.resolution.as_str()
             ),
@@ -120,7 +123,7 @@ impl Candidate {
         }
         match &lazy.note {
             Note::None => {}
-            Note::Via(node) => reasons.push(format!("via {}", node_label(graph, *node))),
+            Note::Via(node) => reasons.push(format!("via {}", graph.label(*node))),
             Note::Text(text) => reasons.push(text.to_string()),
             Note::AlternativePath(n) => reasons.push(format!("alternative path {n}")),
         }
@@ -319,7 +322,7 @@ fn relation_of(from: u32, edge: &ArchivedEdgeRecord, outgoing: bool) -> Relation
 
 impl<'g> Builder<'g> {
     fn label(&self, node: u32) -> String {
-        node_label(self.graph, node)
+        self.graph.label(node)
     }
 
     fn is_policy_class(&self, node: u32) -> bool {
@@ -365,10 +368,18 @@ impl<'g> Builder<'g> {
         match self.seen.get(&candidate.id) {
             Some(&index) => {
                 let existing = &mut self.candidates[index];
-                // The same evidence reached twice keeps its strongest form.
+                // One entry per symbol and class: the same evidence reached again keeps
+                // its strongest form and every site.
+                let mut sites = std::mem::take(&mut existing.sites);
+                for site in &candidate.sites {
+                    if !sites.contains(site) {
+                        sites.push(*site);
+                    }
+                }
                 if (candidate.required, candidate.score) > (existing.required, existing.score) {
                     *existing = candidate;
                 }
+                existing.sites = sites;
             }
             None => {
                 self.seen
@@ -378,7 +389,7 @@ impl<'g> Builder<'g> {
         }
     }
 
-    fn declaration(&mut self, node: u32, term: &str, tier: &str) {
+    fn declaration(&mut self, node: u32, reason: String) {
         let kind = self.graph.kind(node);
         let slice = if matches!(kind, SymbolKind::Module | SymbolKind::File) {
             SliceTarget::None
@@ -391,7 +402,7 @@ impl<'g> Builder<'g> {
                 id: String::new(),
                 class: "declaration",
                 score: 60_000,
-                reasons: vec![format!("named by `{term}` ({tier})")],
+                reasons: vec![reason],
                 relation_reasons: None,
                 required: true,
                 node: Some(node),
@@ -399,6 +410,7 @@ impl<'g> Builder<'g> {
                 slice,
                 on_spine: false,
                 named: true,
+                sites: Vec::new(),
                 statement: None,
             },
             &label,
@@ -423,15 +435,9 @@ impl<'g> Builder<'g> {
             ) => SliceTarget::Site(file, line),
             _ => SliceTarget::Declaration(node),
         };
-        let identity = format!(
-            "{}|{}|{}|{:?}",
-            self.label(relation.from),
-            self.label(relation.to),
-            relation.kind.as_str(),
-            relation
-                .site
-                .map(|(f, l)| (self.graph.file_path(f).to_string(), l))
-        );
+        // One entry per (class, symbol): its relations' sites are gathered on it.
+        let identity = self.label(node);
+        let sites: Vec<(u32, u32)> = relation.site.into_iter().collect();
         self.push(
             Candidate {
                 id: String::new(),
@@ -451,6 +457,7 @@ impl<'g> Builder<'g> {
                 slice,
                 on_spine: false,
                 named: false,
+                sites,
                 statement: None,
             },
             &identity,
@@ -480,6 +487,7 @@ impl<'g> Builder<'g> {
                 slice: SliceTarget::None,
                 on_spine: false,
                 named: false,
+                sites: Vec::new(),
                 statement: Some(Statement { code, text }),
             },
             &identity,
@@ -526,11 +534,11 @@ impl<'g> Builder<'g> {
             .str(self.graph.node(anchor).name.to_native())
             .to_string();
         for (from, file, line, candidates) in &entries {
-            let identity = format!("frontier|{name}|{}|{line}", self.graph.file_path(*file));
+            // One entry per calling symbol; its unresolved sites are gathered on it.
+            let identity = format!("frontier|{name}|{}", self.label(*from));
             let reasons = vec![format!(
-                "unresolved `{name}` at {}:{} could reach {} ({} candidates)",
-                self.graph.file_path(*file),
-                line + 1,
+                "unresolved `{name}` in {} could reach {} ({} candidates)",
+                self.label(*from),
                 self.label(anchor),
                 candidates
             )];
@@ -547,6 +555,7 @@ impl<'g> Builder<'g> {
                     slice: SliceTarget::Site(*file, *line),
                     on_spine: false,
                     named: false,
+                    sites: vec![(*file, *line)],
                     statement: None,
                 },
                 &identity,
@@ -589,9 +598,10 @@ impl<'g> Builder<'g> {
                 Note::None,
             );
         }
-        if unique {
+        if let (true, Some((implementor, _))) = (unique, found.first()) {
             // A unique implementation is required evidence (R-Q-5).
-            if let Some(last) = self.candidates.last_mut() {
+            let id = evidence_id("implementation", &self.label(*implementor));
+            if let Some(last) = self.seen.get(&id).map(|&i| &mut self.candidates[i]) {
                 last.required = true;
                 match last.relation_reasons.as_mut() {
                     Some(lazy) => lazy.unique = true,
@@ -657,7 +667,7 @@ fn wants(intent: &Intent, relation: Relation) -> bool {
 fn symbol(b: &mut Builder, intent: &Intent) {
     for anchor in &intent.anchors {
         let node = anchor.node;
-        b.declaration(node, &anchor.term, anchor.tier.as_str());
+        b.declaration(node, anchor.describe());
         let kind = b.graph.kind(node);
         if matches!(kind, SymbolKind::File | SymbolKind::Module)
             || wants(intent, Relation::Contains)
@@ -822,7 +832,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
             Some(path) => path,
             None => {
                 for anchor in &intent.anchors {
-                    b.declaration(anchor.node, &anchor.term, anchor.tier.as_str());
+                    b.declaration(anchor.node, anchor.describe());
                 }
                 let text = format!(
                     "no call path from {} to {} within {SPINE_MAX} calls in the resolved graph",
@@ -843,8 +853,8 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     for (step, (node, via)) in spine_path.iter().enumerate() {
         let label = b.label(*node);
         let mut reasons = vec![format!("spine step {}", step + 1)];
-        if let Some(term) = intent.anchors.iter().find(|a| a.node == *node) {
-            reasons.push(format!("named by `{}` ({})", term.term, term.tier.as_str()));
+        if let Some(anchor) = intent.anchors.iter().find(|a| a.node == *node) {
+            reasons.push(anchor.describe());
         }
         if let Some(relation) = via {
             reasons.push(format!(
@@ -868,6 +878,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
                 slice: SliceTarget::Declaration(*node),
                 on_spine: true,
                 named: false,
+                sites: Vec::new(),
                 statement: None,
             },
             &label,
@@ -898,6 +909,41 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
                         1,
                         false,
                         Note::AlternativePath(alternatives),
+                    );
+                }
+            }
+        }
+    }
+    // A question's next strong search hit starts an alternative chain (issue 9).
+    if let Some(alternative) = intent
+        .alternative
+        .as_ref()
+        .filter(|a| !spine.contains(&a.node))
+    {
+        for (node, via) in dominant_chain(b.graph, alternative.node) {
+            if spine.contains(&node) {
+                break;
+            }
+            match via {
+                Some(relation) => b.relation(
+                    "alternative",
+                    node,
+                    relation,
+                    1,
+                    false,
+                    Note::Text("alternative chain from the next search hit"),
+                ),
+                None => {
+                    let label = b.label(node);
+                    b.push(
+                        Candidate::declaration(
+                            String::new(),
+                            "alternative",
+                            1_000,
+                            node,
+                            format!("{}; start of an alternative chain", alternative.describe()),
+                        ),
+                        &label,
                     );
                 }
             }
@@ -967,6 +1013,7 @@ fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
                 slice: SliceTarget::Site(file, line),
                 on_spine: true,
                 named: false,
+                sites: Vec::new(),
                 statement: Some(Statement {
                     code: category,
                     text: format!("control leaves ordinary calls: {category} via `{name}`"),
@@ -994,7 +1041,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
         let module = module_of(graph, anchor.node);
         named_modules.insert(module);
         if graph.kind(anchor.node) != SymbolKind::Module {
-            b.declaration(anchor.node, &anchor.term, anchor.tier.as_str());
+            b.declaration(anchor.node, anchor.describe());
         }
     }
     let module_nodes: Vec<u32> = (0..graph.node_count() as u32)
@@ -1059,6 +1106,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                 slice: SliceTarget::None,
                 on_spine: false,
                 named,
+                sites: Vec::new(),
                 statement: Some(Statement {
                     code: "module",
                     text,
@@ -1126,6 +1174,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                 slice: SliceTarget::None,
                 on_spine: false,
                 named: false,
+                sites: Vec::new(),
                 statement: Some(Statement {
                     code: "module-relation",
                     text: format!("{a}/ {kind} {c}/ ×{count}"),
@@ -1139,7 +1188,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
 fn impact(b: &mut Builder, intent: &Intent) {
     for anchor in &intent.anchors {
         let node = anchor.node;
-        b.declaration(node, &anchor.term, anchor.tier.as_str());
+        b.declaration(node, anchor.describe());
         let kinds = [
             EdgeKind::Calls,
             EdgeKind::References,
@@ -1230,9 +1279,20 @@ fn impact(b: &mut Builder, intent: &Intent) {
 pub fn add_search_hits(retrieval: &mut Retrieval, graph: &Graph, hits: &[crate::search::Hit]) {
     let mut seen: std::collections::HashSet<String> =
         retrieval.candidates.iter().map(|c| c.id.clone()).collect();
+    // An anchor, a spine step or an alternative chain's step is already shown.
+    let shown: std::collections::HashSet<u32> = retrieval
+        .candidates
+        .iter()
+        .filter(|c| matches!(c.class, "declaration" | "spine" | "alternative"))
+        .filter_map(|c| c.node)
+        .collect();
     // Sections and commits are not graph evidence; the context compiler keeps symbols.
-    for (hit, node) in hits.iter().filter_map(|h| h.node.map(|n| (h, n))) {
-        let label = node_label(graph, node);
+    for (hit, node) in hits
+        .iter()
+        .filter_map(|h| h.node.map(|n| (h, n)))
+        .filter(|(_, n)| !shown.contains(n))
+    {
+        let label = graph.label(node);
         let id = evidence_id("search-hit", &label);
         if !seen.insert(id.clone()) {
             continue;

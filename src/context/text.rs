@@ -44,10 +44,23 @@ pub fn render(output: &ContextOutput) -> String {
         }
     );
     for anchor in &output.intent.anchors {
+        let how = match (anchor.tier, anchor.arms.is_empty()) {
+            (Some(tier), _) if anchor.anchor_reason == "ranked" => format!("{tier}, best-ranked"),
+            (Some(tier), _) => tier.to_string(),
+            (None, false) => format!("search: {}", anchor.arms.join("+")),
+            (None, true) => anchor.anchor_reason.to_string(),
+        };
         let _ = writeln!(
             out,
-            "anchor  {} → {} {} ({})",
-            anchor.term, anchor.kind, anchor.symbol, anchor.tier
+            "anchor  {} → {} {} ({how})",
+            anchor.term, anchor.kind, anchor.symbol
+        );
+    }
+    if let Some(alternative) = &output.intent.alternative {
+        let _ = writeln!(
+            out,
+            "alternative chain from {} {}",
+            alternative.kind, alternative.symbol
         );
     }
     if !output.intent.relations.is_empty() {
@@ -102,6 +115,24 @@ pub fn render(output: &ContextOutput) -> String {
                 relation.provenance,
                 relation.resolution,
                 relation.confidence
+            );
+        }
+        if let Some(count) = item.site_count {
+            let shown: Vec<String> = item
+                .sites
+                .iter()
+                .map(|s| format!("{}:{}", s.path, s.line))
+                .collect();
+            let more = count.saturating_sub(shown.len());
+            let _ = writeln!(
+                out,
+                "      {count} sites: {}{}",
+                shown.join(", "),
+                if more > 0 {
+                    format!(", … {more} more")
+                } else {
+                    String::new()
+                }
             );
         }
         if let Some(statement) = item.statement.as_ref().filter(|_| item.symbol.is_some()) {
@@ -160,6 +191,10 @@ pub fn render(output: &ContextOutput) -> String {
             .map(|p| format!(" ({p})"))
             .unwrap_or_default();
         let _ = writeln!(out, "! {}{path}: {}", d.code, d.message);
+        for choice in &d.candidates {
+            let argv: Vec<String> = choice.argv.iter().map(|a| shell_quote(a)).collect();
+            let _ = writeln!(out, "    {}: $ {}", choice.symbol, argv.join(" "));
+        }
     }
     let p = &r.projection;
     let _ = writeln!(

@@ -100,6 +100,18 @@ impl Graph {
         }) || self.node(id).flags & data::FLAG_TEST_SCOPE != 0
     }
 
+    /// Label of a node: `path::Qualified` for symbols, the path for files, `path/` for
+    /// modules.
+    pub fn label(&self, id: u32) -> String {
+        let node = self.node(id);
+        let qualified = self.str(node.qualified.to_native());
+        match self.kind(id) {
+            SymbolKind::Module => format!("{qualified}/"),
+            SymbolKind::File => qualified.to_string(),
+            _ => format!("{}::{qualified}", self.file_path(node.file.to_native())),
+        }
+    }
+
     pub fn file_path(&self, file: u32) -> &str {
         self.data()
             .files

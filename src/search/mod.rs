@@ -28,7 +28,6 @@ use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
-use crate::dump::node_label;
 use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::Graph;
 use crate::store::Store;
@@ -653,7 +652,7 @@ impl SearchIndex {
                 break;
             }
             let hit = if item < node_count {
-                if !seen.insert(node_label(graph, item)) {
+                if !seen.insert(graph.label(item)) {
                     continue;
                 }
                 symbol_hit(graph, item)

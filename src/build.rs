@@ -21,7 +21,18 @@ use crate::inventory::{
 };
 use crate::lang::Language;
 use crate::resolve::{self, SourceUnit};
-use crate::store::{GRAPH_FILE, MANIFEST_FILE, Store};
+use crate::store::{CachedFacts, GRAPH_FILE, MANIFEST_FILE, Store};
+
+/// What a build does when another process holds the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockWait {
+    /// Fail at once with `atlas-build-locked`.
+    Fail,
+    /// Block until the lock is free (`build --wait`).
+    Forever,
+    /// Wait at most this long (reads that refresh the graph first).
+    Within(std::time::Duration),
+}
 
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
@@ -29,7 +40,8 @@ pub struct BuildOptions {
     pub graph_dir: PathBuf,
     pub strict: bool,
     /// Wait for a concurrent build instead of failing with `atlas-build-locked`.
-    pub wait_for_lock: bool,
+    /// What to do when another build holds the lock.
+    pub lock_wait: LockWait,
     pub limits: InventoryLimits,
     pub progress: bool,
     /// SCIP indexes to ingest (`index.scip` at the code root is added automatically).
@@ -46,7 +58,7 @@ impl BuildOptions {
             code_root: code_root.into(),
             graph_dir: graph_dir.into(),
             strict: false,
-            wait_for_lock: false,
+            lock_wait: LockWait::Fail,
             limits: InventoryLimits::default(),
             progress: false,
             scip: Vec::new(),
@@ -75,9 +87,14 @@ pub struct TruncationReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct PartialFile {
     pub path: String,
+    /// `partial` (syntax errors) or `truncated` (an extraction limit was hit).
+    pub status: &'static str,
     pub errors: u32,
     /// 1-based lines of the first errors.
     pub lines: Vec<u32>,
+    /// The limit that truncated extraction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -93,6 +110,8 @@ pub struct BuildReport {
     pub parsed: usize,
     /// Files whose facts came from the cache.
     pub cached: usize,
+    /// Damaged fact-cache entries (checksum, key or consistency) that were re-extracted.
+    pub cache_repaired: usize,
     pub symbols: usize,
     pub edges: usize,
     pub frontier: usize,
@@ -117,6 +136,15 @@ pub struct Timings {
     pub publish: f64,
     pub search: f64,
     pub total: f64,
+}
+
+/// What loading the inventory did, counted across threads.
+#[derive(Default)]
+struct LoadCounters {
+    /// Files extracted (cache misses).
+    parsed: AtomicUsize,
+    /// Cache entries that could not be trusted and were re-extracted.
+    repaired: AtomicUsize,
 }
 
 /// A file after reading and extraction.
@@ -165,7 +193,11 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         return Err(AtlasError::CodeDirMissing(options.code_root.clone()));
     }
     let store = Store::new(&options.graph_dir);
-    let lock = store.lock(options.wait_for_lock)?;
+    let lock = match options.lock_wait {
+        LockWait::Fail => store.lock(false)?,
+        LockWait::Forever => store.lock(true)?,
+        LockWait::Within(patience) => store.lock_within(patience)?,
+    };
 
     let stage = Instant::now();
     let inventory = inventory::scan(&options.code_root, &options.limits)?;
@@ -173,12 +205,18 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
 
     let stage = Instant::now();
     let progress = progress_bar(options.progress, inventory.files.len());
-    let parsed_count = AtomicUsize::new(0);
+    let counters = LoadCounters::default();
     let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
         .files
         .par_iter()
         .map(|file| {
-            let result = load(&store, &options.code_root, file, &parsed_count);
+            let result = load(
+                &store,
+                &options.code_root,
+                file,
+                options.limits.max_file_bytes,
+                &counters,
+            );
             progress.inc(1);
             result
         })
@@ -200,10 +238,12 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         .iter()
         .filter_map(|f| {
             let facts = f.facts.as_ref()?;
-            (facts.parse_status == ParseStatus::Partial).then(|| PartialFile {
+            (facts.parse_status != ParseStatus::Complete).then(|| PartialFile {
                 path: f.path.clone(),
+                status: facts.parse_status.as_str(),
                 errors: facts.error_count,
                 lines: facts.error_lines.iter().map(|l| l + 1).collect(),
+                limit: facts.limit.clone(),
             })
         })
         .collect();
@@ -244,12 +284,15 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let fingerprint = hex(&fingerprint_bytes);
     let skipped_report: Vec<SkippedFile> = skipped.iter().map(skipped_file).collect();
     let truncated = inventory.truncated.as_ref().map(truncation_report);
-    let parsed = parsed_count.load(Ordering::Relaxed);
+    let parsed = counters.parsed.load(Ordering::Relaxed);
+    let cache_repaired = counters.repaired.load(Ordering::Relaxed);
 
     // Same inputs as the committed generation: nothing to publish — if that generation
     // still opens. A generation that fails validation (corrupt, or written by an older
     // incompatible build) is rebuilt and replaced.
-    let committed_valid = store.current()?.as_deref() == Some(fingerprint.as_str())
+    // An unreadable CURRENT (garbage written into it) is not the build's business: it
+    // publishes a fresh generation over it.
+    let committed_valid = store.current().ok().flatten().as_deref() == Some(fingerprint.as_str())
         && crate::graph::Graph::open(&store.graph_path(&fingerprint)).is_ok();
     if !committed_valid && store.generation_dir(&fingerprint).exists() {
         let dir = store.generation_dir(&fingerprint);
@@ -278,6 +321,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             lines: files.iter().map(|f| u64::from(f.lines)).sum(),
             parsed,
             cached: files.len() - parsed,
+            cache_repaired,
             symbols: count("symbols"),
             edges: count("edges"),
             frontier: count("frontier"),
@@ -363,13 +407,18 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         })?;
     write_synced(&staging.join(MANIFEST_FILE), manifest_text.as_bytes())?;
     inject("before-publish")?;
-    store.publish(&lock, &staging, &fingerprint)?;
-    store.write_root(&options.code_root)?;
-    store.collect_garbage(&lock)?;
+    // The generation and its search index are published together: readers of the
+    // committed generation never find it without its index (issue 10, D).
+    store.install(&lock, staging, &fingerprint)?;
     timings.publish = ms(stage);
     let stage = Instant::now();
     build_search(options, &store, &lock, &fingerprint)?;
     timings.search = ms(stage);
+    let stage = Instant::now();
+    store.commit(&lock, &fingerprint)?;
+    store.write_root(&options.code_root)?;
+    store.collect_garbage(&lock)?;
+    timings.publish += ms(stage);
     timings.total = ms(started);
 
     Ok(BuildReport {
@@ -380,6 +429,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         lines: files.iter().map(|f| u64::from(f.lines)).sum(),
         parsed,
         cached: files.len() - parsed,
+        cache_repaired,
         symbols,
         edges: resolved.edges.len(),
         frontier: resolved.frontier.len(),
@@ -417,7 +467,9 @@ fn ingest_scip(
         .map(|f| f.path.as_str())
         .collect();
     crate::scip_ingest::ingest(paths, &|path| compiled.contains(path), &|path| {
-        std::fs::read_to_string(root.join(path)).ok()
+        crate::source::read(root, path, u64::from(u32::MAX))
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
     })
 }
 
@@ -494,13 +546,16 @@ fn load(
     store: &Store,
     root: &Path,
     file: &inventory::InventoryFile,
-    parsed: &AtomicUsize,
+    limit: u64,
+    counters: &LoadCounters,
 ) -> std::result::Result<Loaded, Skipped> {
     let skip = |reason| Skipped {
         path: file.path.clone(),
         reason,
     };
-    let bytes = std::fs::read(root.join(&file.path))
+    // Read as an inventory file: never a FIFO, never through a symlink out of the root,
+    // never beyond the inventory's size limit (the file may have changed since the walk).
+    let bytes = crate::source::read(root, &file.path, limit)
         .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
     if looks_binary(&bytes) {
         return Err(skip(SkipReason::Binary));
@@ -522,13 +577,16 @@ fn load(
         loaded.language = Some(language);
         let key = fact_key(&hash, language);
         let facts = match store.load_facts(&key) {
-            Some(facts) => facts,
-            None => {
+            CachedFacts::Hit(facts) => facts,
+            damaged_or_missing => {
+                if matches!(damaged_or_missing, CachedFacts::Damaged(_)) {
+                    counters.repaired.fetch_add(1, Ordering::Relaxed);
+                }
                 let facts = extract::extract(language, text)
                     .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
                 // A cache write failure costs a re-parse next time, never the build.
                 let _ = store.store_facts(&key, &facts);
-                parsed.fetch_add(1, Ordering::Relaxed);
+                counters.parsed.fetch_add(1, Ordering::Relaxed);
                 facts
             }
         };
@@ -594,14 +652,14 @@ mod tests {
             size: 10,
             role: FileRole::Code(Language::Python),
         };
-        let parsed = AtomicUsize::new(0);
-        let skipped = match load(&store, temp.path(), &file, &parsed) {
+        let counters = LoadCounters::default();
+        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters) {
             Err(skipped) => skipped,
             Ok(_) => panic!("a missing file cannot load"),
         };
         assert_eq!(skipped.path, "gone.py");
         assert_eq!(skipped.reason.code(), "unreadable");
-        assert_eq!(parsed.load(Ordering::Relaxed), 0);
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -614,17 +672,19 @@ mod tests {
             size: 22,
             role: FileRole::Code(Language::Python),
         };
-        let parsed = AtomicUsize::new(0);
-        assert!(load(&store, temp.path(), &file, &parsed).is_ok());
-        assert_eq!(parsed.load(Ordering::Relaxed), 1);
-        // Overwrite every cache entry with garbage: the next load re-parses.
+        let counters = LoadCounters::default();
+        assert!(load(&store, temp.path(), &file, u64::MAX, &counters).is_ok());
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 1);
+        // Overwrite every cache entry with garbage: the next load re-parses and counts a
+        // repair.
         for entry in walk(&temp.path().join("graph/cache")) {
             std::fs::write(entry, b"garbage").unwrap();
         }
-        let loaded = load(&store, temp.path(), &file, &parsed)
+        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters)
             .map_err(|s| s.path)
             .unwrap();
-        assert_eq!(parsed.load(Ordering::Relaxed), 2);
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 2);
+        assert_eq!(counters.repaired.load(Ordering::Relaxed), 1);
         assert_eq!(loaded.facts.unwrap().defs[0].name, "f");
     }
 
@@ -656,11 +716,20 @@ pub fn evaluate_edges(options: &BuildOptions) -> Result<EdgeReport> {
     }
     let store = Store::new(&options.graph_dir);
     let inventory = inventory::scan(&options.code_root, &options.limits)?;
-    let parsed = AtomicUsize::new(0);
+    let counters = LoadCounters::default();
     let files: Vec<Loaded> = inventory
         .files
         .par_iter()
-        .filter_map(|file| load(&store, &options.code_root, file, &parsed).ok())
+        .filter_map(|file| {
+            load(
+                &store,
+                &options.code_root,
+                file,
+                options.limits.max_file_bytes,
+                &counters,
+            )
+            .ok()
+        })
         .collect();
     let scip = ingest_scip(&options.scip, &files, &options.code_root)?;
     let units = source_units(&files);

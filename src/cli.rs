@@ -156,8 +156,9 @@ pub struct ContextArgs {
 pub struct SearchArgs {
     /// Free text, identifiers or both.
     pub text: String,
-    #[arg(long, default_value_t = 10)]
-    pub top_k: usize,
+    /// Hits to return (1..=1000).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub top_k: u16,
     /// Response profile (default full; ATLAS_CONTEXT_OPTIMIZATION=1 makes compact the default).
     #[arg(long, value_enum)]
     pub profile: Option<crate::search::ResponseProfile>,
@@ -207,12 +208,17 @@ pub enum GraphCommand {
 
 /// Runs the CLI with `args` (argv[0] included) and returns the process exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return if err.use_stderr() { 2 } else { 0 };
+        Err(err) if !err.use_stderr() => {
+            // --help and --version.
+            return match print_stdout(&err.render().to_string()) {
+                Ok(()) => 0,
+                Err(e) => e.exit_code(),
+            };
         }
+        Err(err) => return report_usage_error(&err, &args),
     };
     let format = match &cli.command {
         Command::Build(args) => args.format,
@@ -239,6 +245,47 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             err.exit_code()
         }
     }
+}
+
+/// A flag or value clap rejected: the same typed error as any other bad input —
+/// `error[atlas-invalid-input]` on stderr and, under `--format json`, the JSON error body
+/// on stdout.
+fn report_usage_error(err: &clap::Error, args: &[OsString]) -> i32 {
+    let rendered = err.render().to_string();
+    let message = rendered
+        .trim_start_matches("error: ")
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let error = AtlasError::InvalidInput {
+        what: "command line",
+        reason: message,
+    };
+    let json = args
+        .windows(2)
+        .any(|w| w[0] == "--format" && w[1] == "json")
+        || args.iter().any(|a| a == "--format=json");
+    eprintln!(
+        "error[{}]: {}",
+        error.code(),
+        rendered.trim_start_matches("error: ").trim_end()
+    );
+    if json {
+        let _ = print_json(&error_body(&error));
+    }
+    error.exit_code()
+}
+
+fn error_body(err: &AtlasError) -> serde_json::Value {
+    serde_json::json!({
+        "error": {
+            "code": err.code(),
+            "message": err.to_string(),
+            "exit_code": err.exit_code(),
+            "details": err.details(),
+        }
+    })
 }
 
 /// Commands that answer a query and are observed (R-OBS-3).
@@ -304,7 +351,11 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
             let location = location(cli)?;
             let mut options = BuildOptions::new(&location.code_root, &location.graph_dir);
             options.strict = args.strict;
-            options.wait_for_lock = args.wait;
+            options.lock_wait = if args.wait {
+                build::LockWait::Forever
+            } else {
+                build::LockWait::Fail
+            };
             options.progress = !args.no_progress;
             options.search = !args.no_search;
             options.scip = args.scip.iter().map(|p| absolute(p)).collect();
@@ -318,16 +369,16 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
             };
             let report = build::build(&options)?;
             match args.format {
-                Format::Json => print_json(&report),
-                Format::Text => print_stdout(&render_build(&report)),
+                Format::Json => print_json(&report)?,
+                Format::Text => print_stdout(&render_build(&report))?,
             }
         }
         Command::Status { format } => {
             let location = location(cli)?;
             let report = status::status(&location)?;
             match format {
-                Format::Json => print_json(&report),
-                Format::Text => print_stdout(&render_status(&report)),
+                Format::Json => print_json(&report)?,
+                Format::Text => print_stdout(&render_status(&report))?,
             }
         }
         Command::Context(args) => {
@@ -355,7 +406,7 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
                 Format::Json => result.json.clone() + "\n",
                 Format::Text => context::text::render(&result.output),
             };
-            print_stdout(&text);
+            print_stdout(&text)?;
             let profile = result.output.profile.clone();
             let items = result.output.evidence.len();
             observe(
@@ -373,9 +424,7 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
             let location = location(cli)?;
             let store = Store::new(&location.graph_dir);
             let (_, graph) = store.open_current()?;
-            let root = store
-                .read_root()
-                .unwrap_or_else(|| location.code_root.clone());
+            let root = location.read_root(&store);
             let output = crate::expand::expand(&graph, &root, refs)?;
             let text = match format {
                 Format::Json => pretty_json(&output)?,
@@ -407,7 +456,7 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
                     text
                 }
             };
-            print_stdout(&text);
+            print_stdout(&text)?;
             let items = output.items.len();
             observe(cli, "expand", *format, None, "ok", &text, items, start);
         }
@@ -420,24 +469,28 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
                 frozen: args.frozen,
                 no_build: false,
             };
-            let (fingerprint, graph, root, _) = context::open_fresh(&location, freshness)?;
+            let context::Session {
+                fingerprint,
+                graph,
+                root,
+                stale,
+                ..
+            } = context::open_session(&location, freshness, true)?;
+            if let Some(reason) = &stale {
+                eprintln!("warning[atlas-search-stale-graph]: {reason}");
+            }
             let store = Store::new(&location.graph_dir);
             let embedder = crate::search::embed::Embedder::load()?;
-            let index = crate::search::SearchIndex::for_query(
+            let output = crate::search::SearchIndex::query(
                 &store,
                 &fingerprint,
                 &graph,
                 &root,
                 &embedder,
                 args.frozen,
-            )?
-            .ok_or_else(|| {
-                AtlasError::SearchUnavailable(
-                    "the search index of this generation is not built; run without --frozen once"
-                        .into(),
-                )
-            })?;
-            let output = index.search(&graph, &embedder, &args.text, args.top_k.max(1))?;
+                &args.text,
+                usize::from(args.top_k),
+            )?;
             let profile = crate::search::ResponseProfile::resolve(args.profile);
             let (text, items) = match args.format {
                 Format::Json => {
@@ -469,7 +522,7 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
                     (text, output.hits.len())
                 }
             };
-            print_stdout(&text);
+            print_stdout(&text)?;
             observe(
                 cli,
                 "search",
@@ -490,8 +543,8 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
             options.scip = scip.iter().map(|p| absolute(p)).collect();
             let report = build::evaluate_edges(&options)?;
             match format {
-                Format::Json => print_json(&report),
-                Format::Text => print_stdout(&render_edge_evaluation(&report)),
+                Format::Json => print_json(&report)?,
+                Format::Text => print_stdout(&render_edge_evaluation(&report))?,
             }
         }
         Command::Eval(EvalArgs {
@@ -508,7 +561,7 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
             if let Some(out) = out {
                 std::fs::write(out, &text).map_err(|e| AtlasError::io(out, e))?;
             }
-            print_stdout(&(text + "\n"));
+            print_stdout(&(text + "\n"))?;
             for case in report.cases.iter().filter(|c| !c.passed) {
                 eprintln!("FAIL {}: {}", case.name, case.failures.join("; "));
             }
@@ -535,53 +588,57 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
         Command::Graph(GraphCommand::Dump) => {
             let location = location(cli)?;
             let (_, graph) = Store::new(&location.graph_dir).open_current()?;
-            print_stdout(&crate::dump::dump(&graph));
+            print_stdout(&crate::dump::dump(&graph))?;
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut command = Cli::command();
             let mut out = Vec::new();
             clap_complete::generate(*shell, &mut command, "atlas", &mut out);
-            print_stdout(&String::from_utf8_lossy(&out));
+            print_stdout(&String::from_utf8_lossy(&out))?;
         }
     }
     Ok(())
 }
 
-fn print_stdout(text: &str) {
+/// Writes machine output. A failed write is an I/O error (`> /dev/full`, a closed
+/// stdout); a reader that went away (`| head`) is `BrokenPipe`, reported quietly.
+fn print_stdout(text: &str) -> Result<(), AtlasError> {
     let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`atlas … | head`) is not an error worth a panic.
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                AtlasError::BrokenPipe
+            } else {
+                AtlasError::io("<stdout>", e)
+            }
+        })
 }
 
 fn pretty_json<T: serde::Serialize>(value: &T) -> Result<String, AtlasError> {
     serde_json::to_string_pretty(value)
         .map(|text| text + "\n")
-        .map_err(|e| AtlasError::InvalidInput {
+        .map_err(|e| AtlasError::Internal {
             what: "JSON output",
             reason: e.to_string(),
         })
 }
 
-fn print_json<T: serde::Serialize>(value: &T) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => print_stdout(&(text + "\n")),
-        Err(e) => eprintln!("error: could not render JSON: {e}"),
-    }
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), AtlasError> {
+    print_stdout(&pretty_json(value)?)
 }
 
 fn report_error(err: &AtlasError, format: Format) {
+    if matches!(err, AtlasError::BrokenPipe) {
+        // Whoever read stdout stopped reading: nothing to tell them.
+        return;
+    }
     eprintln!("error[{}]: {err}", err.code());
     if format == Format::Json {
-        print_json(&serde_json::json!({
-            "error": {
-                "code": err.code(),
-                "message": err.to_string(),
-                "exit_code": err.exit_code(),
-                "details": err.details(),
-            }
-        }));
+        // Best effort: stdout may be the very thing that failed.
+        let _ = print_json(&error_body(err));
     }
 }
 

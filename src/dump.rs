@@ -16,21 +16,18 @@ pub fn dump(graph: &Graph) -> String {
     let _ = writeln!(
         out,
         "# atlas graph dump (format {})",
-        crate::graph::format::FORMAT_VERSION
+        graph.format_version()
     );
     let _ = writeln!(out, "fingerprint {}", graph.fingerprint());
     for file in data.files.iter() {
         let language = Language::from_code(file.language).map_or("-", Language::as_str);
         let class = FileClass::from_code(file.class).map_or("?", FileClass::as_str);
-        let status = if file.parse_status == 0 {
-            "complete"
-        } else {
-            "partial"
-        };
+        let status = crate::facts::ParseStatus::from_code(file.parse_status)
+            .map_or("partial", crate::facts::ParseStatus::as_str);
         let _ = writeln!(
             out,
             "file {} {language} {class} {status} lines={}",
-            graph.str(file.path.to_native()),
+            escaped(graph.str(file.path.to_native())),
             file.lines.to_native()
         );
     }
@@ -50,7 +47,7 @@ pub fn dump(graph: &Graph) -> String {
             out,
             "symbol {} {} L{}-{} {vis}{test}",
             kind.as_str(),
-            graph.label(id),
+            escaped(&graph.label(id)),
             node.span.start_line.to_native() + 1,
             node.span.end_line.to_native() + 1,
         );
@@ -70,15 +67,15 @@ pub fn dump(graph: &Graph) -> String {
             } else {
                 format!(
                     " @{}:{}",
-                    graph.file_path(edge.site_file.to_native()),
+                    escaped(graph.file_path(edge.site_file.to_native())),
                     edge.site.start_line.to_native() + 1
                 )
             };
             let _ = writeln!(
                 out,
                 "edge {kind}{extends} {} -> {}{site} [{provenance} {resolution} {}]",
-                graph.label(id),
-                graph.label(edge.node.to_native()),
+                escaped(&graph.label(id)),
+                escaped(&graph.label(edge.node.to_native())),
                 edge.confidence
             );
         }
@@ -88,10 +85,10 @@ pub fn dump(graph: &Graph) -> String {
         let _ = writeln!(
             out,
             "frontier {} {role} @{}:{} from {} candidates={}",
-            graph.str(entry.name.to_native()),
-            graph.file_path(entry.file.to_native()),
+            escaped(graph.str(entry.name.to_native())),
+            escaped(graph.file_path(entry.file.to_native())),
             entry.site.start_line.to_native() + 1,
-            graph.label(entry.from.to_native()),
+            escaped(&graph.label(entry.from.to_native())),
             entry.candidates.to_native()
         );
     }
@@ -100,8 +97,8 @@ pub fn dump(graph: &Graph) -> String {
         let _ = writeln!(
             out,
             "module-edge {kind} {} -> {} x{}",
-            graph.label(edge.from.to_native()),
-            graph.label(edge.to.to_native()),
+            escaped(&graph.label(edge.from.to_native())),
+            escaped(&graph.label(edge.to.to_native())),
             edge.count.to_native()
         );
     }
@@ -121,4 +118,36 @@ fn role_name(code: u8) -> &'static str {
     .into_iter()
     .find(|r| *r as u8 == code)
     .map_or("?", RefRole::as_str)
+}
+
+/// One line per record: control characters in names and paths (a file named `a\nb.py`)
+/// are escaped, so that a record never spans lines.
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() || c == '\\') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escaped;
+
+    #[test]
+    fn control_characters_never_break_a_record() {
+        assert_eq!(escaped("a\nb.py"), "a\\nb.py");
+        assert_eq!(escaped("plain/path.rs"), "plain/path.rs");
+        assert_eq!(escaped("x\u{7}"), "x\\u{7}");
+    }
 }

@@ -76,8 +76,19 @@ pub enum AtlasError {
     ScipCorrupt { path: PathBuf, reason: String },
     #[error("search is unavailable: {0}")]
     SearchUnavailable(String),
+    #[error(
+        "search index {path} is damaged: {reason}; `atlas build` (or any read without --frozen) rebuilds it"
+    )]
+    SearchCorrupt { path: PathBuf, reason: String },
+    #[error("internal error in {what}: {reason}")]
+    Internal { what: &'static str, reason: String },
+    /// The reader of stdout went away (`atlas … | head`): reported quietly.
+    #[error("stdout was closed by its reader")]
+    BrokenPipe,
     #[error("ref {reference} is stale: the file changed since it was issued; search again")]
     ExpandStale { reference: String },
+    #[error("ref `{reference}` names no file of the committed generation")]
+    RefUnknown { reference: String },
 }
 
 impl AtlasError {
@@ -107,7 +118,11 @@ impl AtlasError {
             AtlasError::EvalFailed { .. } => "atlas-eval-failed",
             AtlasError::ScipCorrupt { .. } => "atlas-scip-corrupt",
             AtlasError::SearchUnavailable(_) => "atlas-search-unavailable",
+            AtlasError::SearchCorrupt { .. } => "atlas-search-corrupt",
+            AtlasError::Internal { .. } => "atlas-internal",
+            AtlasError::BrokenPipe => "atlas-broken-pipe",
             AtlasError::ExpandStale { .. } => "atlas-expand-stale",
+            AtlasError::RefUnknown { .. } => "atlas-ref-unknown",
         }
     }
 
@@ -115,6 +130,7 @@ impl AtlasError {
     pub fn exit_code(&self) -> i32 {
         match self {
             AtlasError::Io { .. }
+            | AtlasError::Internal { .. }
             | AtlasError::QueryInvalid { .. }
             | AtlasError::CacheCorrupt { .. }
             | AtlasError::InjectedFailure(_) => 1,
@@ -129,9 +145,11 @@ impl AtlasError {
             | AtlasError::ContextRequiredSourceCap { .. } => 8,
             AtlasError::ContextGraphMismatch { .. } | AtlasError::ContextCursor { .. } => 9,
             AtlasError::EvalFailed { .. } => 10,
-            AtlasError::ScipCorrupt { .. } => 4,
+            AtlasError::ScipCorrupt { .. } | AtlasError::SearchCorrupt { .. } => 4,
             AtlasError::SearchUnavailable(_) => 3,
-            AtlasError::ExpandStale { .. } => 9,
+            AtlasError::ExpandStale { .. } | AtlasError::RefUnknown { .. } => 9,
+            // As a process killed by SIGPIPE reports itself to a shell.
+            AtlasError::BrokenPipe => 141,
         }
     }
 

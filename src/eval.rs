@@ -187,6 +187,7 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
         graph_dir,
         rule: crate::store::GraphDirRule::CodeRoot,
         code_root: repo.clone(),
+        code_given: true,
     };
     let mut request = ContextRequest::new(case.query.clone(), profile_of(&case.profile)?);
     request.max_bytes = case.max_bytes.map(|b| b as usize);

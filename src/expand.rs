@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::error::{AtlasError, Result};
 use crate::facts::SymbolKind;
 use crate::graph::{Graph, hex};
+use crate::source::Refusal;
 
 /// At most this many refs per call.
 pub const MAX_REFS: usize = 5;
@@ -121,8 +122,26 @@ pub fn expand(graph: &Graph, root: &std::path::Path, refs: &[String]) -> Result<
     let mut items = Vec::new();
     for text in refs {
         let r = Ref::parse(text)?;
-        let path = root.join(&r.path);
-        let bytes = std::fs::read(&path).map_err(|e| AtlasError::io(&path, e))?;
+        // A ref names a file of the committed generation's inventory, resolved through
+        // its file table, never a path of the machine (issue 10, A). One uniform error
+        // for anything else, so that it tells nothing about files outside.
+        let unknown = || AtlasError::RefUnknown {
+            reference: text.clone(),
+        };
+        let file = graph.file_index(&r.path).ok_or_else(unknown)?;
+        let size = graph.data().files[file as usize].size.to_native();
+        let bytes = match crate::source::read(root, graph.file_path(file), size) {
+            Ok(bytes) => bytes,
+            // Grown or gone since the build: the ref is stale, not unknown.
+            Err(refusal)
+                if matches!(refusal, Refusal::TooLarge { .. }) || refusal.is_not_found() =>
+            {
+                return Err(AtlasError::ExpandStale {
+                    reference: r.render(),
+                });
+            }
+            Err(_) => return Err(unknown()),
+        };
         // Verified on the very bytes returned below.
         let hash = blake3::hash(&bytes);
         if hex(&hash.as_bytes()[..4]) != r.hash8 {

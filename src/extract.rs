@@ -17,7 +17,12 @@ use crate::lang::Language;
 
 /// Bumped whenever extraction output changes for the same input; part of the cache key
 /// and of the fingerprint.
-pub const EXTRACTOR_VERSION: u32 = 2;
+pub const EXTRACTOR_VERSION: u32 = 3;
+
+/// Syntax nested deeper than this is not extracted: hostile or generated files
+/// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
+/// `truncated`, and the reason says so (issue 10, E). Real code nests a few dozen deep.
+pub const MAX_NESTING: u32 = 512;
 
 const MAX_ERROR_LINES: usize = 8;
 /// Receiver and qualifier texts are clipped: they are evidence, not payload.
@@ -51,6 +56,7 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
     let Some(tree) = tree else {
         return Ok(FileFacts {
             parse_status: ParseStatus::Partial,
+            limit: None,
             error_count: 1,
             error_lines: vec![0],
             line_count,
@@ -64,8 +70,10 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
     let root = tree.root_node();
     let (error_count, error_lines) = count_errors(root);
 
+    let depth = max_depth(root);
     let mut collector = Collector::new(language, source);
     let mut cursor = QueryCursor::new();
+    cursor.set_max_start_depth(Some(MAX_NESTING));
     let mut matches = cursor.matches(query, root, source.as_bytes());
     let names = query.capture_names();
     while let Some(m) = matches.next() {
@@ -76,6 +84,7 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
             .collect();
         collector.add_match(&captures);
     }
+    drop(matches);
     let mut facts = collector.finish();
     facts.line_count = line_count;
     facts.error_count = error_count;
@@ -85,7 +94,39 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
     } else {
         ParseStatus::Complete
     };
+    // A limit that cut extraction short is reported, never silent.
+    if depth > MAX_NESTING {
+        facts.parse_status = ParseStatus::Truncated;
+        facts.limit = Some(format!(
+            "syntax nested {depth} deep; nothing deeper than {MAX_NESTING} is extracted"
+        ));
+    } else if cursor.did_exceed_match_limit() {
+        facts.parse_status = ParseStatus::Truncated;
+        facts.limit = Some("tree-sitter's query match limit was exceeded".into());
+    }
     Ok(facts)
+}
+
+/// The deepest node's depth, by an iterative walk (linear, no recursion).
+fn max_depth(root: Node) -> u32 {
+    let mut cursor = root.walk();
+    let (mut depth, mut deepest) = (0u32, 0u32);
+    loop {
+        deepest = deepest.max(depth);
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return deepest;
+            }
+            depth -= 1;
+        }
+    }
 }
 
 fn count_errors(root: Node) -> (u32, Vec<u32>) {
@@ -548,6 +589,7 @@ impl<'s, 't> Collector<'s, 't> {
 
         FileFacts {
             parse_status: ParseStatus::Complete,
+            limit: None,
             error_count: 0,
             error_lines: Vec::new(),
             line_count: 0,

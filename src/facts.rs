@@ -278,14 +278,27 @@ pub struct TypeBinding {
 #[repr(u8)]
 pub enum ParseStatus {
     Complete = 0,
+    /// Syntax errors: what the parser recovered was extracted.
     Partial = 1,
+    /// An extraction limit was hit (`FileFacts::limit` says which): facts are cut short.
+    Truncated = 2,
 }
 
 impl ParseStatus {
+    pub fn from_code(code: u8) -> Option<ParseStatus> {
+        match code {
+            0 => Some(ParseStatus::Complete),
+            1 => Some(ParseStatus::Partial),
+            2 => Some(ParseStatus::Truncated),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ParseStatus::Complete => "complete",
             ParseStatus::Partial => "partial",
+            ParseStatus::Truncated => "truncated",
         }
     }
 }
@@ -294,6 +307,8 @@ impl ParseStatus {
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct FileFacts {
     pub parse_status: ParseStatus,
+    /// The extraction limit that truncated these facts, when one did.
+    pub limit: Option<String>,
     pub error_count: u32,
     /// 0-based lines of the first few syntax errors (diagnostics).
     pub error_lines: Vec<u32>,
@@ -304,6 +319,47 @@ pub struct FileFacts {
     pub refs: Vec<Reference>,
     pub imports: Vec<Import>,
     pub bindings: Vec<TypeBinding>,
+}
+
+impl FileFacts {
+    /// Whether the facts hold together: every index names an earlier definition (so that
+    /// walking parents terminates), every span is ordered. Extraction always produces
+    /// such facts; a cache entry that does not is damaged.
+    pub fn validate(&self) -> Result<(), String> {
+        let ordered =
+            |span: &Span| span.start_byte <= span.end_byte && span.start_line <= span.end_line;
+        for (index, def) in self.defs.iter().enumerate() {
+            if def.parent.is_some_and(|p| p as usize >= index) {
+                return Err(format!(
+                    "definition {index} has a parent that does not precede it"
+                ));
+            }
+            if ![def.span, def.name_span, def.signature].iter().all(ordered)
+                || def.doc.as_ref().is_some_and(|d| !ordered(d))
+            {
+                return Err(format!("definition {index} has a reversed span"));
+            }
+        }
+        let in_range = |index: Option<u32>| index.is_none_or(|i| (i as usize) < self.defs.len());
+        if let Some(at) = self
+            .refs
+            .iter()
+            .position(|r| !in_range(r.from) || !ordered(&r.site))
+        {
+            return Err(format!("reference {at} is out of range"));
+        }
+        if let Some(at) = self
+            .bindings
+            .iter()
+            .position(|b| !in_range(b.scope) || !ordered(&b.site))
+        {
+            return Err(format!("binding {at} is out of range"));
+        }
+        if self.imports.iter().any(|i| !ordered(&i.site)) {
+            return Err("an import has a reversed span".into());
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

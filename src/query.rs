@@ -364,6 +364,9 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
 
     matcher.intent.single_name = names.len() == 1;
     let single = matcher.intent.single_name;
+    // Names written as code first: in a question they carry the intent, and plain words
+    // then stay free text (a sentence's `Argument` or `String` is English first).
+    let mut plain_words = Vec::new();
     for word in names {
         match word {
             Word::Path(text) => {
@@ -375,25 +378,42 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
                     matcher.push(text, MatchTier::ExactPath, nodes);
                 }
             }
-            Word::Code(text) => match ladder(graph, text) {
-                Some((tier, nodes)) => matcher.push(text, tier, nodes),
-                None => matcher.intent.free_terms.push(text.clone()),
-            },
+            // A lone name goes down every tier; in a question, a name spelled only in
+            // part (`NotImplemented` ~ `test_not_implemented`) is noise, not intent.
+            Word::Code(text) => {
+                match ladder(graph, text).filter(|(tier, _)| single || tier.is_strong()) {
+                    Some((tier, nodes)) => matcher.push(text, tier, nodes),
+                    None => matcher.intent.free_terms.push(text.clone()),
+                }
+            }
             Word::Plain(text) if single => match ladder(graph, text) {
                 Some((tier, nodes)) => matcher.push(text, tier, nodes),
                 None => matcher.intent.free_terms.push(text.clone()),
             },
-            Word::Plain(text) => matcher.plain_in_question(text),
+            Word::Plain(text) => plain_words.push(text),
             Word::Relation(_) | Word::Free(_) => {}
+        }
+    }
+    let named = !matcher.intent.anchors.is_empty() || !matcher.intent.ambiguities.is_empty();
+    for text in plain_words {
+        if named {
+            matcher.intent.free_terms.push(text.clone());
+        } else {
+            matcher.plain_in_question(text);
         }
     }
     intent
 }
 
-/// Every tier, strongest first: strong tiers, then segmented, then substring.
+/// Every tier, strongest first: strong tiers, then segmented, then substring. A dotted
+/// or `::`-qualified name matches qualified names or a module's file, never by words.
 fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
     if let Some(found) = strong_match(graph, token) {
         return Some(found);
+    }
+    if token.contains('.') || token.contains("::") {
+        let files = module_files(graph, &normalize_qualified(token));
+        return (!files.is_empty()).then_some((MatchTier::QualifiedSuffix, files));
     }
     let nodes = segmented(graph, token);
     if !nodes.is_empty() {
@@ -517,6 +537,24 @@ pub fn unique_name(graph: &Graph, node: u32) -> String {
             .to_string(),
         _ => full_id(graph, node),
     }
+}
+
+/// File nodes whose dotted module path ends with `dotted` at a dot (`codegen.ast` →
+/// `sympy/codegen/ast.py`).
+fn module_files(graph: &Graph, dotted: &str) -> Vec<u32> {
+    graph
+        .data()
+        .files
+        .iter()
+        .filter(|f| f.language != u8::MAX)
+        .filter(|f| {
+            let module = crate::graph::names::module_path_of(graph.str(f.path.to_native()));
+            module == dotted
+                || (module.ends_with(dotted)
+                    && module.as_bytes()[module.len() - dotted.len() - 1] == b'.')
+        })
+        .map(|f| f.node.to_native())
+        .collect()
 }
 
 fn path_nodes(graph: &Graph, path: &str) -> Vec<u32> {

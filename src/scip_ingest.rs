@@ -269,7 +269,7 @@ pub fn ingest(
     let mut seen_paths: HashMap<String, ()> = HashMap::new();
     for path in paths {
         facts.stats.indexes += 1;
-        let file = std::fs::File::open(path).at(path)?;
+        let file = open_index(path)?;
         let mut reader = BufReader::new(file);
         let mut stream = CodedInputStream::from_buf_read(&mut reader);
         let corrupt = |e: protobuf::Error| AtlasError::ScipCorrupt {
@@ -452,13 +452,24 @@ fn ingest_document(
     facts.documents.push(out);
 }
 
+/// A SCIP index file: a regular file (a FIFO or a device would block or never end).
+fn open_index(path: &Path) -> Result<std::fs::File> {
+    crate::source::open_regular(path).map_err(|refusal| match refusal {
+        crate::source::Refusal::Io(e) => AtlasError::io(path, e),
+        other => AtlasError::ScipCorrupt {
+            path: path.to_path_buf(),
+            reason: other.to_string(),
+        },
+    })
+}
+
 /// blake3 of each SCIP input, for the fingerprint (R-GEN-3).
 pub fn input_hashes(paths: &[PathBuf]) -> Result<Vec<[u8; 32]>> {
     paths
         .iter()
         .map(|p| {
             let mut hasher = blake3::Hasher::new();
-            let mut file = std::fs::File::open(p).at(p)?;
+            let mut file = open_index(p)?;
             std::io::copy(&mut file, &mut hasher).at(p)?;
             Ok(*hasher.finalize().as_bytes())
         })

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::facts::SymbolKind;
+use crate::facts::{ParseStatus, SymbolKind};
 use crate::graph::Graph;
 use crate::inventory::{self, FileClass, InventoryLimits};
 use crate::lang::Language;
@@ -51,6 +51,8 @@ pub struct FrontierStatus {
 #[derive(Debug, Serialize)]
 pub struct PartialStatus {
     pub path: String,
+    /// `partial` (syntax errors) or `truncated` (an extraction limit was hit).
+    pub status: &'static str,
     pub errors: u32,
 }
 
@@ -82,9 +84,7 @@ pub fn status(location: &Location) -> Result<StatusReport> {
     let manifest = store
         .read_manifest(&fingerprint)
         .unwrap_or(serde_json::Value::Null);
-    let code_root = store
-        .read_root()
-        .unwrap_or_else(|| location.code_root.clone());
+    let code_root = location.read_root(&store);
     let data = graph.data();
 
     let mut files_by_language = BTreeMap::new();
@@ -102,6 +102,8 @@ pub fn status(location: &Location) -> Result<StatusReport> {
         if file.parse_status != 0 {
             partial_files.push(PartialStatus {
                 path: graph.str(file.path.to_native()).to_string(),
+                status: ParseStatus::from_code(file.parse_status)
+                    .map_or("partial", ParseStatus::as_str),
                 errors: file.error_count.to_native(),
             });
         }
@@ -214,7 +216,8 @@ pub fn staleness(
         match committed.get(file.path.as_str()) {
             Some(hash) => {
                 let current =
-                    std::fs::read(code_root.join(&file.path)).map(|b| *blake3::hash(&b).as_bytes());
+                    crate::source::read(code_root, &file.path, file.size.max(1).saturating_mul(2))
+                        .map(|b| *blake3::hash(&b).as_bytes());
                 if current.ok().as_ref() != Some(*hash) {
                     changed.push(file.path.clone());
                 }

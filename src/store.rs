@@ -27,6 +27,9 @@ pub const GRAPH_FILE: &str = "graph.atlas";
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// Generations kept by garbage collection, the committed one included (R-GEN-2: ≥ 2).
 pub const KEEP_GENERATIONS: usize = 2;
+/// How long a read that must write (refresh the graph, build or repair a search index)
+/// waits for another process's build before it answers without writing.
+pub const READ_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Which R-GEN-1 rule chose the graph directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +60,28 @@ pub struct Location {
     pub graph_dir: PathBuf,
     pub rule: GraphDirRule,
     pub code_root: PathBuf,
+    /// The code root was given (`--code`), not inferred.
+    pub code_given: bool,
+}
+
+impl Location {
+    /// The code root that reads compare the graph against (issue 10, E): `--code`, else
+    /// the directory the graph was found in, so that a moved or copied repository reads
+    /// itself. Only a graph named from elsewhere (`--graph`, the environment) without
+    /// `--code` falls back to the root its last build recorded, when that still exists.
+    pub fn read_root(&self, store: &Store) -> PathBuf {
+        let named_elsewhere = matches!(
+            self.rule,
+            GraphDirRule::Flag | GraphDirRule::EnvGraphDir | GraphDirRule::EnvIndexDir
+        );
+        if self.code_given || !named_elsewhere {
+            return self.code_root.clone();
+        }
+        store
+            .read_root()
+            .filter(|root| root.is_dir())
+            .unwrap_or_else(|| self.code_root.clone())
+    }
 }
 
 /// Resolves the graph directory and code root (R-GEN-1).
@@ -116,7 +141,7 @@ pub fn locate(
         (dir, GraphDirRule::EnvIndexDir)
     } else if let Some(root) = ascending {
         (root.join(DEFAULT_GRAPH_DIR), GraphDirRule::Ascending)
-    } else if let Some(root) = editor_root().filter(|_| code.is_none()) {
+    } else if let Some(root) = editor_root().filter(|r| code.is_none() && r.is_dir()) {
         (root.join(DEFAULT_GRAPH_DIR), GraphDirRule::EditorRoot)
     } else {
         (code_root.join(DEFAULT_GRAPH_DIR), GraphDirRule::CodeRoot)
@@ -125,6 +150,7 @@ pub fn locate(
         graph_dir,
         rule,
         code_root,
+        code_given: code.is_some(),
     }
 }
 
@@ -184,7 +210,18 @@ impl Store {
         let fp = self
             .current()?
             .ok_or_else(|| AtlasError::GraphMissing(self.dir.clone()))?;
-        let graph = Graph::open(&self.graph_path(&fp))?;
+        let path = self.graph_path(&fp);
+        let graph = Graph::open(&path).map_err(|e| match e {
+            // CURRENT names a generation that is not there: the store is damaged, and a
+            // build (or a read that may write) rebuilds it.
+            AtlasError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                AtlasError::GraphCorrupt {
+                    path: path.clone(),
+                    reason: "the generation CURRENT names is missing".into(),
+                }
+            }
+            other => other,
+        })?;
         if graph.fingerprint() != fp {
             return Err(AtlasError::GraphCorrupt {
                 path: self.graph_path(&fp),
@@ -206,6 +243,23 @@ impl Store {
         })
     }
 
+    /// Takes the build lock, waiting at most `patience` for another holder to release it
+    /// (polled, so that a reader's wait is bounded).
+    pub fn lock_within(&self, patience: std::time::Duration) -> Result<BuildLock> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.lock(false) {
+                Err(AtlasError::BuildLocked(path)) => {
+                    if started.elapsed() >= patience {
+                        return Err(AtlasError::BuildLocked(path));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Takes the build lock; `wait` blocks until it is free instead of failing.
     pub fn lock(&self, wait: bool) -> Result<BuildLock> {
         fs::create_dir_all(&self.dir).at(&self.dir)?;
@@ -225,34 +279,64 @@ impl Store {
                 Err(fs::TryLockError::Error(e)) => return Err(AtlasError::io(path, e)),
             }
         }
-        Ok(BuildLock { _file: file })
+        let lock = BuildLock { _file: file };
+        self.clean_leftovers(&lock);
+        Ok(lock)
     }
 
-    /// A fresh staging directory; leftovers of killed builds are removed first.
-    /// Requires the build lock.
-    pub fn staging(&self, _lock: &BuildLock) -> Result<PathBuf> {
-        let root = self.dir.join(".staging");
-        if root.exists() {
-            fs::remove_dir_all(&root).at(&root)?;
+    /// Removes what killed or failed builds left behind — staging and temporary index
+    /// directories, half-written pointer files — first thing under the lock, before
+    /// anything new is written (a full disk is freed before it is filled again).
+    fn clean_leftovers(&self, _lock: &BuildLock) {
+        let _ = fs::remove_dir_all(self.dir.join(".staging"));
+        for name in ["CURRENT.tmp", "ROOT.tmp"] {
+            let _ = fs::remove_file(self.dir.join(name));
         }
-        let dir = root.join(std::process::id().to_string());
-        fs::create_dir_all(&dir).at(&dir)?;
-        Ok(dir)
+        if let Ok(entries) = fs::read_dir(self.search_root()) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().contains(".tmp") {
+                    let _ = fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+    }
+
+    /// Where generations' search indexes live: `search/<fingerprint>/`.
+    pub fn search_root(&self) -> PathBuf {
+        self.dir.join("search")
+    }
+
+    /// A fresh staging directory, removed again unless it is installed.
+    pub fn staging(&self, _lock: &BuildLock) -> Result<Scratch> {
+        Scratch::create(
+            self.dir
+                .join(".staging")
+                .join(std::process::id().to_string()),
+        )
     }
 
     /// Publishes a complete staging directory as generation `fingerprint` and commits it.
-    pub fn publish(&self, _lock: &BuildLock, staging: &Path, fingerprint: &str) -> Result<()> {
+    pub fn publish(&self, lock: &BuildLock, staging: Scratch, fingerprint: &str) -> Result<()> {
+        self.install(lock, staging, fingerprint)?;
+        self.commit(lock, fingerprint)
+    }
+
+    /// Moves a complete, fsynced staging directory into `generations/` (not yet committed:
+    /// readers still read `CURRENT`'s generation).
+    pub fn install(&self, _lock: &BuildLock, staging: Scratch, fingerprint: &str) -> Result<()> {
         let generations = self.generations();
         fs::create_dir_all(&generations).at(&generations)?;
         let target = self.generation_dir(fingerprint);
         if target.exists() {
-            // Same inputs were published before; the old copy is byte-identical.
-            fs::remove_dir_all(staging).at(staging)?;
-        } else {
-            sync_dir(staging)?;
-            fs::rename(staging, &target).at(&target)?;
-            sync_dir(&generations)?;
+            // Same inputs were published before; the old copy is byte-identical (the
+            // staging directory is removed when `staging` drops).
+            return Ok(());
         }
+        staging.persist_as(&target)
+    }
+
+    /// Points `CURRENT` at an installed generation, atomically (R-GEN-2).
+    pub fn commit(&self, _lock: &BuildLock, fingerprint: &str) -> Result<()> {
         let tmp = self.dir.join("CURRENT.tmp");
         {
             let mut file = File::create(&tmp).at(&tmp)?;
@@ -283,7 +367,7 @@ impl Store {
     /// `KEEP_GENERATIONS` in all. Returns how many were removed.
     pub fn collect_garbage(&self, _lock: &BuildLock) -> Result<usize> {
         let generations = self.generations();
-        let current = self.current()?;
+        let current = self.current().ok().flatten();
         let mut others = Vec::new();
         let entries = match fs::read_dir(&generations) {
             Ok(entries) => entries,
@@ -320,12 +404,19 @@ impl Store {
             .join(format!("{}.facts", &hex[2..]))
     }
 
-    /// Cached facts for `key`; an unreadable or corrupt entry is a miss (it is rebuilt).
-    pub fn load_facts(&self, key: &blake3::Hash) -> Option<FileFacts> {
-        let bytes = fs::read(self.cache_path(key)).ok()?;
-        let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
-        aligned.extend_from_slice(&bytes);
-        rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(&aligned).ok()
+    /// Cached facts for `key` (R-EXT-3). An entry is trusted only when its header names
+    /// this key, its payload matches its checksum and the facts hold together; anything
+    /// else is `Damaged` — re-extracted and counted by the build (`cache_repaired`).
+    pub fn load_facts(&self, key: &blake3::Hash) -> CachedFacts {
+        let bytes = match fs::read(self.cache_path(key)) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CachedFacts::Miss,
+            Err(e) => return CachedFacts::Damaged(e.to_string()),
+        };
+        match decode_facts(&bytes, key) {
+            Ok(facts) => CachedFacts::Hit(facts),
+            Err(reason) => CachedFacts::Damaged(reason),
+        }
     }
 
     pub fn store_facts(&self, key: &blake3::Hash, facts: &FileFacts) -> Result<()> {
@@ -334,15 +425,130 @@ impl Store {
             return Ok(());
         };
         fs::create_dir_all(parent).at(parent)?;
-        let bytes =
+        let payload =
             rkyv::to_bytes::<rkyv::rancor::Error>(facts).map_err(|e| AtlasError::CacheCorrupt {
                 path: path.clone(),
                 reason: e.to_string(),
             })?;
+        let mut bytes = Vec::with_capacity(FACTS_HEADER + payload.len());
+        bytes.extend_from_slice(FACTS_MAGIC);
+        bytes.extend_from_slice(&FACTS_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(key.as_bytes());
+        bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
+        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        bytes.resize(FACTS_HEADER, 0);
+        bytes.extend_from_slice(&payload);
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         fs::write(&tmp, &bytes).at(&tmp)?;
         fs::rename(&tmp, &path).at(&path)
     }
+}
+
+/// What the fact cache holds for a key.
+pub enum CachedFacts {
+    Hit(FileFacts),
+    Miss,
+    /// An entry exists but cannot be trusted (the reason says why).
+    Damaged(String),
+}
+
+/// A cache entry: `magic(8) version(4) reserved(4) key(32) blake3(payload)(32)
+/// payload-length(8)`, zero-padded to 96 bytes, then the rkyv payload (graph-schema/).
+const FACTS_MAGIC: &[u8; 8] = b"ATLFACT\0";
+const FACTS_VERSION: u32 = 1;
+const FACTS_HEADER: usize = 96;
+
+fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFacts, String> {
+    if bytes.len() < FACTS_HEADER || &bytes[..8] != FACTS_MAGIC {
+        return Err("not a fact cache entry".into());
+    }
+    if bytes[8..12] != FACTS_VERSION.to_le_bytes() {
+        return Err("another fact cache version".into());
+    }
+    if &bytes[16..48] != key.as_bytes() {
+        return Err("entry of another file (its key differs)".into());
+    }
+    let payload = &bytes[FACTS_HEADER..];
+    let mut length = [0u8; 8];
+    length.copy_from_slice(&bytes[80..88]);
+    if u64::from_le_bytes(length) != payload.len() as u64 {
+        return Err("truncated entry".into());
+    }
+    if blake3::hash(payload).as_bytes() != &bytes[48..80] {
+        return Err("payload checksum mismatch".into());
+    }
+    let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(payload.len());
+    aligned.extend_from_slice(payload);
+    let facts = rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(&aligned)
+        .map_err(|e| format!("archive: {e}"))?;
+    facts.validate()?;
+    Ok(facts)
+}
+
+/// A directory that is removed when dropped unless persisted: staging and temporary
+/// index directories never outlive a failed or interrupted step.
+pub struct Scratch {
+    path: PathBuf,
+    persisted: bool,
+}
+
+impl Scratch {
+    /// Creates `path` afresh (removing a leftover of the same name).
+    pub fn create(path: PathBuf) -> Result<Scratch> {
+        if path.exists() {
+            fs::remove_dir_all(&path).at(&path)?;
+        }
+        // Guarded from here on: a partial creation is removed too.
+        let scratch = Scratch {
+            path,
+            persisted: false,
+        };
+        fs::create_dir_all(&scratch.path).at(&scratch.path)?;
+        Ok(scratch)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Fsyncs every file and the directory itself, then renames it to `target`.
+    pub fn persist_as(mut self, target: &Path) -> Result<()> {
+        sync_tree(&self.path)?;
+        fs::rename(&self.path, target).at(target)?;
+        self.persisted = true;
+        match target.parent() {
+            Some(parent) => sync_dir(parent),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.persisted {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Fsyncs every regular file under `dir`, then the directories themselves.
+pub fn sync_tree(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let path = entry.path();
+        let kind = entry.file_type().at(&path)?;
+        if kind.is_dir() {
+            sync_tree(&path)?;
+        } else if kind.is_file() {
+            File::open(&path).and_then(|f| f.sync_all()).at(&path)?;
+        }
+    }
+    sync_dir(dir)
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {

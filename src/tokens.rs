@@ -11,6 +11,9 @@ use sha2::{Digest, Sha256};
 
 /// sha256 of tiktoken's `o200k_base.tiktoken` (the file tiktoken-rs embeds; the same
 /// value tiktoken publishes as the file's expected hash).
+/// The largest `tokenizer.json` read (real ones are a few MiB).
+const MAX_TOKENIZER_BYTES: u64 = 64 << 20;
+
 const O200K_SHA256: &str = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d";
 
 enum Backend {
@@ -76,7 +79,8 @@ impl TokenCounter {
 
     /// A HuggingFace `tokenizer.json`; characters (saying why) when it cannot be loaded.
     pub fn hugging_face(path: &Path) -> TokenCounter {
-        let bytes = match std::fs::read(path) {
+        // A regular file of sane size: never a FIFO (which blocks) or /dev/zero (endless).
+        let bytes = match crate::source::read_regular(path, MAX_TOKENIZER_BYTES) {
             Ok(bytes) => bytes,
             Err(e) => {
                 return TokenCounter::chars(format!(

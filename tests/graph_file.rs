@@ -148,12 +148,17 @@ fn a_concurrent_build_is_refused_while_the_lock_is_held() {
 }
 
 #[test]
-fn golden_format_v1_graph_still_opens() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1");
-    let graph =
-        atlas::graph::Graph::open(&dir.join("python.graph.atlas")).expect("v1 golden opens");
-    let expected = std::fs::read_to_string(dir.join("python.dump.txt")).unwrap();
-    assert_eq!(atlas::dump::dump(&graph), expected);
+fn golden_graphs_of_every_format_still_open() {
+    // Every released format version keeps its golden file; this build reads them all.
+    for version in 1..=atlas::graph::format::FORMAT_VERSION {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/golden/v{version}"));
+        let graph = atlas::graph::Graph::open(&dir.join("python.graph.atlas"))
+            .unwrap_or_else(|e| panic!("v{version} golden opens: {e}"));
+        assert_eq!(graph.format_version(), version);
+        let expected = std::fs::read_to_string(dir.join("python.dump.txt")).unwrap();
+        assert_eq!(atlas::dump::dump(&graph), expected, "v{version}");
+    }
 }
 
 #[test]

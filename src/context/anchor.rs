@@ -14,8 +14,11 @@ use crate::profile::ProfileName;
 use crate::query::{Ambiguity, Anchor, AnchorReason, Intent, unique_name};
 use crate::search::Hit;
 
-/// Candidates listed per ambiguity (errors and diagnostics); the total is always given.
+/// Candidates listed in an ambiguity error (the total is always given).
 const LISTED: usize = 20;
+/// Other candidates listed in a question's ambiguity diagnostic: it shares the answer's
+/// byte ceiling.
+const LISTED_IN_QUESTION: usize = 5;
 /// Search hits considered as anchors of a question, best first.
 const ANCHOR_POOL: usize = 5;
 /// A second hit starts an alternative chain when its fused score is at least this share
@@ -28,10 +31,11 @@ fn choices(
     ambiguity: &Ambiguity,
     nodes: &[u32],
     request: &ContextRequest,
+    limit: usize,
 ) -> Vec<Choice> {
     nodes
         .iter()
-        .take(LISTED)
+        .take(limit)
         .map(|&node| Choice {
             symbol: graph.label(node),
             argv: request.argv_for_query(&replace_term(
@@ -78,7 +82,7 @@ pub fn ambiguity_error(
     ambiguity: &Ambiguity,
     request: &ContextRequest,
 ) -> AtlasError {
-    let choices = choices(graph, ambiguity, &ambiguity.nodes, request);
+    let choices = choices(graph, ambiguity, &ambiguity.nodes, request, LISTED);
     AtlasError::ContextAmbiguous {
         term: ambiguity.term.clone(),
         tier: ambiguity.tier.as_str(),
@@ -127,24 +131,28 @@ pub fn rank_ambiguities(
         });
         let best = ambiguity.nodes[0];
         let others = &ambiguity.nodes[1..];
-        diagnostics.push(Diagnostic {
-            code: "atlas-context-ambiguous",
-            message: format!(
-                "`{}` names {} symbols ({}); anchored on {} (best by search score, non-test, centrality); {} other(s) listed with the argv that names each",
-                ambiguity.term,
-                ambiguity.nodes.len(),
-                ambiguity.tier.as_str(),
-                graph.label(best),
-                others.len()
-            ),
-            path: None,
-            candidates: choices(graph, &ambiguity, others, request),
-        });
         intent.anchors.push(Anchor {
             term: ambiguity.term.clone(),
             node: best,
             tier: Some(ambiguity.tier),
             reason: AnchorReason::Ranked,
+        });
+        if others.is_empty() {
+            continue;
+        }
+        diagnostics.push(Diagnostic {
+            code: "atlas-context-ambiguous",
+            message: format!(
+                "`{}` names {} symbols ({}); anchored on {} (best by search score, non-test, centrality); the next {} of {} other(s) are listed with the argv that names each",
+                ambiguity.term,
+                ambiguity.nodes.len(),
+                ambiguity.tier.as_str(),
+                graph.label(best),
+                others.len().min(LISTED_IN_QUESTION),
+                others.len()
+            ),
+            path: None,
+            candidates: choices(graph, &ambiguity, others, request, LISTED_IN_QUESTION),
         });
     }
     diagnostics

@@ -376,13 +376,33 @@ fn ms(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// Opens the committed graph, refreshing it first unless frozen (R-GEN-8).
-pub fn open_fresh(
+use crate::store::READ_LOCK_PATIENCE;
+
+/// The committed generation a read works on, and how it was reached.
+pub struct Session {
+    pub fingerprint: String,
+    pub graph: Graph,
+    /// The code root the graph is compared with (`Location::read_root`).
+    pub root: PathBuf,
+    /// The graph was rebuilt (incrementally) before this read.
+    pub refreshed: bool,
+    /// Why the graph could not be refreshed although sources changed (another build held
+    /// the lock past the bound): the read answers from the committed generation.
+    pub stale: Option<String>,
+}
+
+/// Opens the committed graph, refreshing it first unless frozen (R-GEN-8). Another
+/// process's build never fails a read: it waits for it (bounded), then answers from the
+/// committed generation with a staleness note when the lock is still held.
+pub fn open_session(
     location: &Location,
     freshness: Freshness,
-) -> Result<(String, Graph, PathBuf, bool)> {
+    with_search: bool,
+) -> Result<Session> {
     let store = Store::new(&location.graph_dir);
+    let root = location.read_root(&store);
     let mut refreshed = false;
+    let mut stale = None;
     if !freshness.frozen {
         let needs_build = match store.open_current() {
             Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
@@ -396,27 +416,33 @@ pub fn open_fresh(
                 true
             }
             Err(e) => return Err(e),
-            Ok((_, graph)) => {
-                let root = store
-                    .read_root()
-                    .unwrap_or_else(|| location.code_root.clone());
-                crate::status::staleness(&graph, &root, &Default::default())?.stale
-            }
+            Ok((_, graph)) => crate::status::staleness(&graph, &root, &Default::default())?.stale,
         };
         if needs_build {
-            let root = store
-                .read_root()
-                .filter(|r| r.is_dir())
-                .unwrap_or_else(|| location.code_root.clone());
-            build::build(&BuildOptions::new(root, &location.graph_dir))?;
-            refreshed = true;
+            let mut options = BuildOptions::new(&root, &location.graph_dir);
+            options.lock_wait = build::LockWait::Within(READ_LOCK_PATIENCE);
+            // A read that searches publishes the refreshed generation with its index.
+            options.search = with_search;
+            match build::build(&options) {
+                Ok(_) => refreshed = true,
+                Err(AtlasError::BuildLocked(_)) if store.current().ok().flatten().is_some() => {
+                    stale = Some(format!(
+                        "sources changed, but another build held the lock for more than {} s; this answer reads the committed generation",
+                        READ_LOCK_PATIENCE.as_secs()
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
     let (fingerprint, graph) = store.open_current()?;
-    let root = store
-        .read_root()
-        .unwrap_or_else(|| location.code_root.clone());
-    Ok((fingerprint, graph, root, refreshed))
+    Ok(Session {
+        fingerprint,
+        graph,
+        root,
+        refreshed,
+        stale,
+    })
 }
 
 /// A committed generation opened for one query, with how it was opened.
@@ -427,6 +453,8 @@ pub struct OpenGraph<'a> {
     pub code_root: &'a Path,
     /// The graph was rebuilt before this query.
     pub refreshed: bool,
+    /// Why sources that changed could not be refreshed (`Session::stale`).
+    pub stale: Option<&'a str>,
     pub freshness_ms: f64,
     pub started: Instant,
 }
@@ -438,35 +466,41 @@ pub type SearchFn<'a> = dyn Fn(&str) -> std::result::Result<Vec<crate::search::H
 pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResult> {
     let started = Instant::now();
     let freshness = request.freshness;
-    if query::may_search(&request.query) {
+    let may_search = query::may_search(&request.query);
+    if may_search {
         // A question searches: the model loads while the graph opens.
         crate::search::embed::warm_up();
     }
-    let (fingerprint, graph, root, refreshed) = open_fresh(location, freshness)?;
+    let Session {
+        fingerprint,
+        graph,
+        root,
+        refreshed,
+        stale,
+    } = open_session(location, freshness, may_search)?;
     let freshness_ms = ms(started);
     let store = Store::new(&location.graph_dir);
     let search = |text: &str| -> std::result::Result<Vec<crate::search::Hit>, String> {
         let embedder = crate::search::embed::Embedder::load().map_err(|e| e.to_string())?;
-        let index = crate::search::SearchIndex::for_query(
+        crate::search::SearchIndex::query(
             &store,
             &fingerprint,
             &graph,
             &root,
             &embedder,
             freshness.frozen,
+            text,
+            crate::search::POOL,
         )
-        .map_err(|e| e.to_string())?
-        .ok_or("the search index of this generation is not built and --frozen never builds")?;
-        index
-            .search(&graph, &embedder, text, crate::search::POOL)
-            .map(|out| out.hits)
-            .map_err(|e| e.to_string())
+        .map(|out| out.hits)
+        .map_err(|e| e.to_string())
     };
     let open = OpenGraph {
         graph: &graph,
         fingerprint: &fingerprint,
         code_root: &root,
         refreshed,
+        stale: stale.as_deref(),
         freshness_ms,
         started,
     };
@@ -555,6 +589,7 @@ pub fn compile_context(
         fingerprint,
         code_root,
         refreshed,
+        stale,
         freshness_ms,
         started,
     } = *open;
@@ -585,6 +620,14 @@ pub fn compile_context(
         class_rank: &class_rank,
         after: request.after.as_deref(),
     };
+    if let Some(reason) = stale {
+        diagnostics.push(Diagnostic {
+            code: "atlas-context-stale-graph",
+            message: reason.to_string(),
+            path: None,
+            candidates: Vec::new(),
+        });
+    }
     if refreshed {
         diagnostics.push(Diagnostic {
             code: "atlas-context-refreshed",

@@ -229,8 +229,8 @@ impl Sources<'_> {
         self.files.entry(file).or_insert_with(|| {
             let record = &graph.data().files[file as usize];
             let class = FileClass::from_code(record.class);
-            let path = root.join(graph.str(record.path.to_native()));
-            match std::fs::read(&path) {
+            let path = graph.str(record.path.to_native());
+            match crate::source::read(root, path, record.size.to_native()) {
                 Ok(bytes) if blake3::hash(&bytes).as_bytes() == &record.hash => {
                     let text = String::from_utf8(bytes).ok();
                     let last_line = text

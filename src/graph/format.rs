@@ -26,8 +26,9 @@ use super::data::{ArchivedGraphData, GraphData};
 use crate::error::{AtlasError, IoContext, Result};
 
 pub const MAGIC: &[u8; 8] = b"ATLASGR\0";
-/// Format version written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version written by this build. v2: parse status 2 (`truncated`); readers
+/// validate referential integrity at open. v1 files have the same layout and are read.
+pub const FORMAT_VERSION: u32 = 2;
 /// Oldest format version this build reads.
 pub const OLDEST_READABLE: u32 = 1;
 pub const HEADER_LEN: usize = 64;
@@ -81,6 +82,11 @@ impl GraphFile {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The format version this file was written in (validated at open).
+    pub fn version(&self) -> u32 {
+        u32::from_le_bytes([self.mmap[8], self.mmap[9], self.mmap[10], self.mmap[11]])
     }
 
     pub fn len(&self) -> usize {
@@ -149,6 +155,117 @@ pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphDat
     if !(payload.as_ptr() as usize).is_multiple_of(16) {
         return Err(corrupt("payload is not 16-byte aligned".into()));
     }
-    rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(payload)
-        .map_err(|e| corrupt(format!("archive validation failed: {e}")))
+    let data = rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(payload)
+        .map_err(|e| corrupt(format!("archive validation failed: {e}")))?;
+    check_references(data).map_err(corrupt)?;
+    Ok(data)
+}
+
+/// Referential integrity (graph-schema/README.md, invariants): bytecheck proves the archive
+/// is well-formed; this proves every id in it indexes its table, so that no read of a
+/// validated graph can go out of bounds — even when a payload was altered and its checksum
+/// recomputed. Linear in the size of the graph.
+pub fn check_references(data: &ArchivedGraphData) -> std::result::Result<(), String> {
+    use super::data::NONE;
+    let strings = data.string_offsets.len().saturating_sub(1) as u32;
+    let nodes = data.nodes.len() as u32;
+    let files = data.files.len() as u32;
+    let string = |id: u32| id < strings;
+    let node = |id: u32| id < nodes;
+    let file_or_none = |id: u32| id == NONE || id < files;
+    let node_or_none = |id: u32| id == NONE || node(id);
+    // Lines and bytes stay far from u32::MAX, so that `line + 1` never overflows.
+    const BOUND: u32 = 1 << 31;
+    let span_ok = |s: &super::data::ArchivedSpanRecord| {
+        s.start_byte.to_native() <= s.end_byte.to_native()
+            && s.start_line.to_native() <= s.end_line.to_native()
+            && s.end_byte.to_native() < BOUND
+            && s.end_line.to_native() < BOUND
+    };
+    let mut previous = 0u32;
+    for offset in data.string_offsets.iter() {
+        let offset = offset.to_native();
+        if offset < previous || offset as usize > data.string_bytes.len() {
+            return Err("string offsets out of order or out of range".into());
+        }
+        previous = offset;
+    }
+    for (index, f) in data.files.iter().enumerate() {
+        if !string(f.path.to_native())
+            || !node(f.node.to_native())
+            || !node(f.module.to_native())
+            || f.lines.to_native() >= BOUND
+        {
+            return Err(format!("file {index} names an id out of range"));
+        }
+    }
+    for (index, n) in data.nodes.iter().enumerate() {
+        let ids_ok = string(n.name.to_native())
+            && string(n.qualified.to_native())
+            && file_or_none(n.file.to_native())
+            && node_or_none(n.parent.to_native())
+            && (n.scip_symbol.to_native() == NONE || string(n.scip_symbol.to_native()));
+        if !ids_ok || !span_ok(&n.span) || !span_ok(&n.signature) || !span_ok(&n.doc) {
+            return Err(format!(
+                "node {index} names an id out of range or a reversed span"
+            ));
+        }
+    }
+    for (name, offsets, edges) in [
+        ("out", &data.out_offsets, &data.out_edges),
+        ("in", &data.in_offsets, &data.in_edges),
+    ] {
+        if offsets.len() != nodes as usize + 1
+            || offsets.first().map(|o| o.to_native()) != Some(0)
+            || offsets.last().map(|o| o.to_native() as usize) != Some(edges.len())
+            || offsets
+                .windows(2)
+                .any(|w| w[0].to_native() > w[1].to_native())
+        {
+            return Err(format!("{name}-edge offsets do not partition the edges"));
+        }
+        if let Some(at) = edges.iter().position(|e| {
+            !node(e.node.to_native()) || !file_or_none(e.site_file.to_native()) || !span_ok(&e.site)
+        }) {
+            return Err(format!("{name}-edge {at} names an id out of range"));
+        }
+    }
+    for (index, f) in data.frontier.iter().enumerate() {
+        if !string(f.name.to_native())
+            || !node(f.from.to_native())
+            || !file_or_none(f.file.to_native())
+            || !span_ok(&f.site)
+        {
+            return Err(format!("frontier entry {index} names an id out of range"));
+        }
+    }
+    let frontier = data.frontier.len() as u32;
+    if data
+        .frontier_by_name
+        .iter()
+        .any(|i| i.to_native() >= frontier)
+    {
+        return Err("frontier index out of range".into());
+    }
+    if data
+        .module_edges
+        .iter()
+        .any(|e| !node(e.from.to_native()) || !node(e.to.to_native()))
+    {
+        return Err("module edge names a node out of range".into());
+    }
+    for (name, table) in [
+        ("exact", &data.names_exact),
+        ("folded", &data.names_folded),
+        ("suffix", &data.names_suffix),
+        ("segments", &data.names_segments),
+    ] {
+        if table
+            .iter()
+            .any(|e| !string(e.key.to_native()) || !node(e.node.to_native()))
+        {
+            return Err(format!("name table {name} names an id out of range"));
+        }
+    }
+    Ok(())
 }

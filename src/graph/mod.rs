@@ -49,6 +49,11 @@ impl Graph {
         self.file.len()
     }
 
+    /// The format version of the file this graph was read from.
+    pub fn format_version(&self) -> u32 {
+        self.file.version()
+    }
+
     pub fn fingerprint(&self) -> String {
         hex(&self.data().fingerprint)
     }
@@ -98,6 +103,16 @@ impl Graph {
             crate::inventory::FileClass::from_code(f.class)
                 == Some(crate::inventory::FileClass::Test)
         }) || self.node(id).flags & data::FLAG_TEST_SCOPE != 0
+    }
+
+    /// The file whose repository path is `path` (files are sorted by path).
+    pub fn file_index(&self, path: &str) -> Option<u32> {
+        let files = &self.data().files;
+        let at = files.partition_point(|f| self.str(f.path.to_native()) < path);
+        (files
+            .get(at)
+            .is_some_and(|f| self.str(f.path.to_native()) == path))
+        .then_some(at as u32)
     }
 
     /// Label of a node: `path::Qualified` for symbols, the path for files, `path/` for

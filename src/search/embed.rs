@@ -82,9 +82,13 @@ impl Embedder {
     }
 
     pub fn from_dir(dir: &Path) -> Result<Embedder> {
+        // Regular files of bounded size (a configured directory may hold anything).
         let read = |name: &str| {
             let path = dir.join(name);
-            std::fs::read(&path).map_err(|e| AtlasError::io(path, e))
+            crate::source::read_regular(&path, 4 << 30).map_err(|refusal| match refusal {
+                crate::source::Refusal::Io(e) => AtlasError::io(path, e),
+                other => invalid(format!("{}: {other}", path.display())),
+            })
         };
         let (tokenizer, model, config) = (
             read("tokenizer.json")?,

@@ -32,7 +32,7 @@ use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::Graph;
 use crate::store::Store;
 use embed::Embedder;
-use index::{Fields, FileLookup, IndexMeta, file_lookup, search_error};
+use index::{Fields, FileLookup, IndexMeta, file_lookup, tantivy_error};
 use sources::Section;
 
 pub const RRF_K: f64 = 60.0;
@@ -64,6 +64,8 @@ pub struct SearchIndex {
     /// `(path, ordinal)` → section index.
     section_index: HashMap<(String, u32), u32>,
     pub meta: IndexMeta,
+    /// Why the vector arm cannot run on this index (its vectors are missing or damaged).
+    vectors_unavailable: Option<String>,
 }
 
 /// The commit behind a history hit.
@@ -119,6 +121,10 @@ pub struct ArmCounts {
     pub graph: usize,
     /// Commits that filled empty slots.
     pub history: usize,
+    /// Requested arms that could not run on this index, with the reason (damaged or
+    /// missing data, a failure inside the arm). The other arms answered.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unavailable: std::collections::BTreeMap<&'static str, String>,
 }
 
 /// Arm names in fusion order; `Hit::ranks` is indexed the same way.
@@ -179,23 +185,26 @@ impl Arms {
 
 impl SearchIndex {
     fn dir(store: &Store, fingerprint: &str) -> PathBuf {
-        store.dir().join("search").join(fingerprint)
+        store.search_root().join(fingerprint)
     }
 
-    /// Opens the generation's index if it exists.
+    /// Opens the generation's index if it was built: `Ok(None)` when it was not,
+    /// `atlas-search-corrupt` when it is damaged (damaged vectors only disable the vector
+    /// arm, reported in every answer).
     pub fn open(
         store: &Store,
         fingerprint: &str,
         embedder: &Embedder,
     ) -> Result<Option<SearchIndex>> {
         let dir = SearchIndex::dir(store, fingerprint);
-        if !is_current(&dir) {
+        if !dir.join("COMPLETE").is_file() {
             return Ok(None);
         }
         SearchIndex::load(&dir, embedder).map(Some)
     }
 
-    /// Opens the index, building it first when missing (takes the build lock).
+    /// Opens the index, building or repairing it first when it is missing or damaged
+    /// (under the build lock, waiting a bounded time for another holder).
     pub fn open_or_build(
         store: &Store,
         fingerprint: &str,
@@ -203,17 +212,30 @@ impl SearchIndex {
         root: &Path,
         embedder: &Embedder,
     ) -> Result<SearchIndex> {
-        if let Some(index) = SearchIndex::open(store, fingerprint, embedder)? {
-            return Ok(index);
+        match SearchIndex::open(store, fingerprint, embedder) {
+            Ok(Some(index)) if index.vectors_unavailable.is_none() => return Ok(index),
+            Ok(_) | Err(AtlasError::SearchCorrupt { .. }) => {}
+            Err(e) => return Err(e),
         }
-        let lock = store.lock(true)?;
+        SearchIndex::repair(store, fingerprint, graph, root, embedder)
+    }
+
+    /// Verifies the index in full and rebuilds whatever does not verify, then opens it.
+    fn repair(
+        store: &Store,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+    ) -> Result<SearchIndex> {
+        let lock = store.lock_within(crate::store::READ_LOCK_PATIENCE)?;
         SearchIndex::ensure_built(store, &lock, fingerprint, graph, root, embedder)?;
         drop(lock);
         SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
     }
 
     /// The index a query reads: a `frozen` read never builds it (`None` when it is
-    /// missing); otherwise it is built on first use.
+    /// missing); otherwise it is built or repaired on first use.
     pub fn for_query(
         store: &Store,
         fingerprint: &str,
@@ -229,6 +251,40 @@ impl SearchIndex {
         }
     }
 
+    /// One query end to end: open (or build) the index, search, and — when not frozen
+    /// and an arm failed on damaged data the cheap checks did not see — verify, rebuild
+    /// and search again once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn query(
+        store: &Store,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+        frozen: bool,
+        text: &str,
+        top_k: usize,
+    ) -> Result<SearchOutput> {
+        let index = SearchIndex::for_query(store, fingerprint, graph, root, embedder, frozen)?
+            .ok_or_else(|| {
+                AtlasError::SearchUnavailable(
+                    "the search index of this generation is not built; run without --frozen once"
+                        .into(),
+                )
+            })?;
+        let output = index.search(graph, embedder, text, top_k);
+        let damaged = match &output {
+            Ok(out) => !out.arms.unavailable.is_empty(),
+            Err(e) => matches!(e, AtlasError::SearchCorrupt { .. }),
+        };
+        if frozen || !damaged {
+            return output;
+        }
+        drop(index);
+        SearchIndex::repair(store, fingerprint, graph, root, embedder)?
+            .search(graph, embedder, text, top_k)
+    }
+
     /// Builds the generation's index unless it exists, from the newest other index
     /// whose generation still exists when there is one. The caller holds the build lock.
     pub fn ensure_built(
@@ -241,14 +297,20 @@ impl SearchIndex {
     ) -> Result<Option<IndexMeta>> {
         let dir = SearchIndex::dir(store, fingerprint);
         let vectors = format!("vectors-{}.bin", embedder.identity);
-        if is_current(&dir) && dir.join(&vectors).is_file() {
+        // An existing index is trusted only when every byte verifies (a build repairs
+        // what damage left behind, issue 10 C).
+        if let Some(meta) = read_meta(&dir)
+            && dir.join("COMPLETE").is_file()
+            && meta.artifacts.contains_key(&vectors)
+            && index::verify(&dir, &meta).is_ok()
+        {
             return Ok(None);
         }
-        let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
-        if tmp.exists() {
-            fs::remove_dir_all(&tmp).at(&tmp)?;
-        }
-        fs::create_dir_all(&tmp).at(&tmp)?;
+        // Removed again if anything below fails (a full disk, a kill leaves it to the
+        // next lock holder).
+        let tmp = crate::store::Scratch::create(
+            dir.with_extension(format!("tmp{}", std::process::id())),
+        )?;
         let base = newest_base(store, fingerprint, &vectors);
         let base_graph = base
             .as_ref()
@@ -262,63 +324,69 @@ impl SearchIndex {
             }),
             _ => None,
         };
-        let meta = index::build(&tmp, fingerprint, graph, root, embedder, base)?;
-        fs::write(tmp.join("COMPLETE"), fingerprint).at(&tmp)?;
+        let meta = index::build(tmp.path(), fingerprint, graph, root, embedder, base)?;
+        fs::write(tmp.join("COMPLETE"), fingerprint).at(tmp.path())?;
         if dir.exists() {
             fs::remove_dir_all(&dir).at(&dir)?;
         }
-        fs::rename(&tmp, &dir).at(&dir)?;
+        // Fsynced before the rename, like a generation.
+        tmp.persist_as(&dir)?;
         collect_old(store, fingerprint);
         Ok(Some(meta))
     }
 
     fn load(dir: &Path, embedder: &Embedder) -> Result<SearchIndex> {
-        let corrupt = |path: &Path, reason: String| AtlasError::GraphCorrupt {
-            path: path.to_path_buf(),
+        let corrupt = |reason: String| AtlasError::SearchCorrupt {
+            path: dir.to_path_buf(),
             reason,
         };
-        let meta_path = dir.join("index.json");
-        let meta: IndexMeta = serde_json::from_slice(&fs::read(&meta_path).at(&meta_path)?)
-            .map_err(|e| corrupt(&meta_path, format!("search index metadata: {e}")))?;
-        if meta.version != index::INDEX_VERSION {
-            return Err(corrupt(
-                &meta_path,
-                format!(
-                    "search index version {} (this build reads {}); rebuild with `atlas build`",
-                    meta.version,
-                    index::INDEX_VERSION
-                ),
-            ));
-        }
+        let meta = read_meta(dir).ok_or_else(|| {
+            corrupt(format!(
+                "index.json is missing, unreadable or not version {}",
+                index::INDEX_VERSION
+            ))
+        })?;
+        let vectors_name = format!("vectors-{}.bin", embedder.identity);
+        // Cheap checks of everything but the vectors, which only disable their arm.
+        let lexical = IndexMeta {
+            artifacts: meta
+                .artifacts
+                .iter()
+                .filter(|(name, _)| !name.starts_with("vectors-"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ..meta.clone()
+        };
+        index::check_lengths(dir, &lexical).map_err(corrupt)?;
         let sections_path = dir.join("sections.json");
-        let sections: Vec<Section> =
-            serde_json::from_slice(&fs::read(&sections_path).at(&sections_path)?)
-                .map_err(|e| corrupt(&sections_path, format!("sections table: {e}")))?;
+        let sections: Vec<Section> = fs::read(&sections_path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| corrupt("sections.json is unreadable".into()))?;
         let section_index = sections
             .iter()
             .enumerate()
             .map(|(i, s)| ((s.path.clone(), s.ordinal), i as u32))
             .collect();
-        let index = Index::open_in_dir(dir.join("tantivy")).map_err(search_error)?;
-        index::register_tokenizer(&index);
-        let (_, fields) = index::schema();
-        let reader = index.reader().map_err(search_error)?;
-        let vectors_path = dir.join(format!("vectors-{}.bin", embedder.identity));
-        let (vectors, rows) = match fs::File::open(&vectors_path) {
-            Ok(file) => {
-                // SAFETY: vector files are written once into a temporary directory and
-                // renamed into place; they are never modified afterwards.
-                let mmap = unsafe { Mmap::map(&file) }.at(&vectors_path)?;
-                let rows = index::parse_vector_header(&mmap, embedder.dim).ok_or_else(|| {
-                    corrupt(
-                        &vectors_path,
-                        "vector file header does not match the model".into(),
-                    )
-                })?;
-                (Some(mmap), rows)
-            }
-            Err(_) => (None, Vec::new()),
-        };
+        let tantivy_dir = dir.join("tantivy");
+        let opened = crate::isolate::isolate(|| -> Result<(IndexReader, Fields)> {
+            let directory = index::ReadOnlyDirectory::open(&tantivy_dir)?;
+            let index = Index::open(directory).map_err(|e| tantivy_error(&tantivy_dir, e))?;
+            index::register_tokenizer(&index);
+            let (_, fields) = index::schema();
+            let reader = index
+                .reader_builder()
+                .reload_policy(tantivy::ReloadPolicy::Manual)
+                .try_into()
+                .map_err(|e| tantivy_error(&tantivy_dir, e))?;
+            Ok((reader, fields))
+        });
+        let (reader, fields) = opened.map_err(|panic| corrupt(format!("tantivy: {panic}")))??;
+        let (vectors, rows, vectors_unavailable) =
+            match open_vectors(dir, &meta, &vectors_name, embedder.dim) {
+                Ok((mmap, rows)) => (Some(mmap), rows, None),
+                Err(reason) => (None, Vec::new(), Some(reason)),
+            };
         Ok(SearchIndex {
             reader,
             fields,
@@ -328,6 +396,7 @@ impl SearchIndex {
             sections,
             section_index,
             meta,
+            vectors_unavailable,
         })
     }
 
@@ -397,11 +466,15 @@ impl SearchIndex {
             (Occur::Must, of_kind),
         ]);
         let searcher = self.reader.searcher();
+        let damaged = |e: tantivy::TantivyError| AtlasError::SearchCorrupt {
+            path: PathBuf::from("tantivy"),
+            reason: e.to_string(),
+        };
         let top = searcher
             .search(&query, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(search_error)?;
+            .map_err(damaged)?;
         top.into_iter()
-            .map(|(_, address)| searcher.doc(address).map_err(search_error))
+            .map(|(_, address)| searcher.doc(address).map_err(damaged))
             .collect()
     }
 
@@ -476,12 +549,22 @@ impl SearchIndex {
             .collect())
     }
 
-    /// The cosine of every item with the query, `(cosine, item)` in row order.
-    fn cosines(&self, embedder: &Embedder, query: &str) -> Result<Vec<(f32, u32)>> {
+    /// The cosine of every item with the query, `(cosine, item)` in row order; an error
+    /// when the vectors are unavailable or a row is damaged (not a unit vector).
+    fn cosines(
+        &self,
+        embedder: &Embedder,
+        query: &str,
+    ) -> std::result::Result<Vec<(f32, u32)>, String> {
         let Some(mmap) = &self.vectors else {
-            return Ok(Vec::new());
+            return Err(self
+                .vectors_unavailable
+                .clone()
+                .unwrap_or_else(|| "no vectors".into()));
         };
-        let q = embedder.embed(&[query.to_string()])?;
+        let q = embedder
+            .embed(&[query.to_string()])
+            .map_err(|e| e.to_string())?;
         let offset = index::vector_data_offset(self.rows.len());
         let width = self.dim * 4;
         let mut scored: Vec<(f32, u32)> = Vec::with_capacity(self.rows.len());
@@ -494,7 +577,12 @@ impl SearchIndex {
             for (value, chunk) in row_values.iter_mut().zip(bytes.chunks_exact(4)) {
                 *value = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             }
-            scored.push((dot(&row_values, &q), item));
+            let cosine = dot(&row_values, &q);
+            // Unit vectors: a cosine outside [-1, 1] (or NaN) is a damaged row.
+            if cosine.is_nan() || cosine.abs() > 1.001 {
+                return Err(format!("vector row {row} is damaged (cosine {cosine})"));
+            }
+            scored.push((cosine, item));
         }
         Ok(scored)
     }
@@ -515,37 +603,78 @@ impl SearchIndex {
         // The vector arm (which may first load the model) runs beside the others.
         // Sections are ranked in lists of their own so that prose never takes a code
         // candidate's place in an arm's pool; fusion then weighs them together.
-        let (vectors, lexical) = std::thread::scope(|scope| {
+        // Each arm is isolated: damaged data or a panic inside one (tantivy reading a
+        // bad segment) makes that arm unavailable, reported, and the others answer.
+        let mut unavailable: std::collections::BTreeMap<&'static str, String> =
+            std::collections::BTreeMap::new();
+        let (vectors, lexical, graph_arm) = std::thread::scope(|scope| {
             let vectors = scope.spawn(|| {
-                if arms.vector {
-                    self.cosines(embedder, query)
-                } else {
-                    Ok(Vec::new())
-                }
+                arms.vector.then(|| {
+                    crate::isolate::isolate(|| self.cosines(embedder, query))
+                        .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
+                })
             });
-            let lexical = (|| -> Result<_> {
-                let (bm25, sections) = if arms.bm25 {
-                    (
+            let lexical = arms.bm25.then(|| {
+                crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>)> {
+                    Ok((
                         self.bm25(graph, &files, query, index::KIND_SYMBOL)?,
                         self.bm25(graph, &files, query, index::KIND_SECTION)?,
-                    )
-                } else {
-                    (Vec::new(), Vec::new())
-                };
-                let graph_arm = if arms.graph {
-                    signals::rank(graph, query, POOL)
-                } else {
-                    Vec::new()
-                };
-                Ok((bm25, sections, graph_arm))
-            })();
+                    ))
+                })
+                .unwrap_or_else(|panic| {
+                    Err(AtlasError::SearchCorrupt {
+                        path: PathBuf::from("tantivy"),
+                        reason: format!("panicked: {panic}"),
+                    })
+                })
+            });
+            let graph_arm = arms.graph.then(|| {
+                crate::isolate::isolate(|| signals::rank(graph, query, POOL))
+                    .map_err(|panic| format!("panicked: {panic}"))
+            });
             let vectors = vectors
                 .join()
-                .unwrap_or_else(|_| Err(search_error("the vector arm panicked")));
-            (vectors, lexical)
+                .unwrap_or_else(|_| Some(Err("the vector arm's thread failed".into())));
+            (vectors, lexical, graph_arm)
         });
-        let (bm25, bm25_sections, graph_arm) = lexical?;
-        let mut cosines = vectors?;
+        let (bm25, bm25_sections) = match lexical {
+            None => (Vec::new(), Vec::new()),
+            Some(Ok(lists)) => lists,
+            Some(Err(e)) => {
+                unavailable.insert("bm25", e.to_string());
+                (Vec::new(), Vec::new())
+            }
+        };
+        let graph_arm = match graph_arm {
+            None => Vec::new(),
+            Some(Ok(list)) => list,
+            Some(Err(reason)) => {
+                unavailable.insert("graph", reason);
+                Vec::new()
+            }
+        };
+        let mut cosines = match vectors {
+            None => Vec::new(),
+            Some(Ok(list)) => list,
+            Some(Err(reason)) => {
+                unavailable.insert("vector", reason);
+                Vec::new()
+            }
+        };
+        let requested = [arms.bm25, arms.vector, arms.graph]
+            .iter()
+            .filter(|on| **on)
+            .count();
+        if requested > 0 && unavailable.len() == requested {
+            return Err(AtlasError::SearchCorrupt {
+                path: PathBuf::from("search"),
+                reason: unavailable
+                    .iter()
+                    .map(|(arm, reason)| format!("{arm}: {reason}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            });
+        }
         // A long text (an issue, a bug report) embeds to a blur close to everything: its
         // nearest neighbours are noise (measured: docs/QUALITY.md), but its similarity
         // still tells the lexical candidates apart. So on prose the vector arm ranks
@@ -679,8 +808,23 @@ impl SearchIndex {
         }
         // History only takes slots the pool left empty (R-S-5).
         let mut history = 0;
-        if arms.bm25 && hits.len() < top_k {
-            for commit in self.commits(query, top_k - hits.len())? {
+        let commits = if arms.bm25 && hits.len() < top_k && !unavailable.contains_key("bm25") {
+            crate::isolate::isolate(|| self.commits(query, top_k - hits.len()))
+                .unwrap_or_else(|panic| {
+                    Err(AtlasError::SearchCorrupt {
+                        path: PathBuf::from("tantivy"),
+                        reason: format!("panicked: {panic}"),
+                    })
+                })
+                .unwrap_or_else(|e| {
+                    unavailable.insert("history", e.to_string());
+                    Vec::new()
+                })
+        } else {
+            Vec::new()
+        };
+        {
+            for commit in commits {
                 let Some(path) = commit.files.first() else {
                     continue;
                 };
@@ -718,6 +862,7 @@ impl SearchIndex {
                 vector: vector.len() + vector_sections.len(),
                 graph: graph_arm.len(),
                 history,
+                unavailable,
             },
             reranked: rerank,
         })
@@ -754,13 +899,42 @@ fn nearest(mut scored: Vec<(f32, u32)>) -> Vec<u32> {
         .collect()
 }
 
-/// A complete index in this build's layout (older layouts are rebuilt, not read).
-fn is_current(dir: &Path) -> bool {
-    dir.join("COMPLETE").is_file()
-        && fs::read(dir.join("index.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
-            .is_some_and(|m| m.version == index::INDEX_VERSION)
+/// The index metadata of `dir`, when it is readable and of this build's version (older
+/// layouts are rebuilt, not read).
+fn read_meta(dir: &Path) -> Option<IndexMeta> {
+    fs::read(dir.join("index.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
+        .filter(|m| m.version == index::INDEX_VERSION)
+}
+
+/// The generation's vectors for this model, mmapped, after the cheap checks: listed in
+/// `index.json` with this length, and a header that fits the model. Why not, otherwise.
+fn open_vectors(
+    dir: &Path,
+    meta: &IndexMeta,
+    name: &str,
+    dim: usize,
+) -> std::result::Result<(Mmap, Vec<u32>), String> {
+    let recorded = meta
+        .artifacts
+        .get(name)
+        .ok_or_else(|| format!("no vectors for this model ({name})"))?;
+    let path = dir.join(name);
+    let file = fs::File::open(&path).map_err(|e| format!("{name}: {e}"))?;
+    let length = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
+    if length != recorded.bytes {
+        return Err(format!(
+            "{name} is {length} bytes, the index recorded {}",
+            recorded.bytes
+        ));
+    }
+    // SAFETY: vector files are written once into a temporary directory and renamed into
+    // place; they are never modified afterwards (a file damaged under us reads as wrong
+    // values, which the scan detects, never as out-of-bounds memory: lengths are checked).
+    let mmap = unsafe { Mmap::map(&file) }.map_err(|e| format!("{name}: {e}"))?;
+    let rows = index::parse_vector_header(&mmap, dim).map_err(|e| format!("{name}: {e}"))?;
+    Ok((mmap, rows))
 }
 
 fn symbol_hit(graph: &Graph, node: u32) -> Hit {

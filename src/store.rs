@@ -28,8 +28,17 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 /// Generations kept by garbage collection, the committed one included (R-GEN-2: ≥ 2).
 pub const KEEP_GENERATIONS: usize = 2;
 /// How long a read that must write (refresh the graph, build or repair a search index)
-/// waits for another process's build before it answers without writing.
-pub const READ_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+/// waits for another process's build before it answers without writing:
+/// `ATLAS_LOCK_WAIT_MS`, default 10 s.
+pub fn read_lock_patience() -> std::time::Duration {
+    std::env::var("ATLAS_LOCK_WAIT_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_millis,
+        )
+}
 
 /// Which R-GEN-1 rule chose the graph directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,7 +301,11 @@ impl Store {
         for name in ["CURRENT.tmp", "ROOT.tmp"] {
             let _ = fs::remove_file(self.dir.join(name));
         }
-        if let Ok(entries) = fs::read_dir(self.search_root()) {
+        let search = self.search_root();
+        if search.exists() && !search.is_dir() {
+            let _ = fs::remove_file(&search);
+        }
+        if let Ok(entries) = fs::read_dir(search) {
             for entry in entries.flatten() {
                 if entry.file_name().to_string_lossy().contains(".tmp") {
                     let _ = fs::remove_dir_all(entry.path());
@@ -440,8 +453,14 @@ impl Store {
         bytes.resize(FACTS_HEADER, 0);
         bytes.extend_from_slice(&payload);
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        fs::write(&tmp, &bytes).at(&tmp)?;
-        fs::rename(&tmp, &path).at(&path)
+        let written = fs::write(&tmp, &bytes)
+            .at(&tmp)
+            .and_then(|()| fs::rename(&tmp, &path).at(&path));
+        if written.is_err() {
+            // A full disk must not fill up with half-written entries.
+            let _ = fs::remove_file(&tmp);
+        }
+        written
     }
 }
 

@@ -376,8 +376,6 @@ fn ms(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
 
-use crate::store::READ_LOCK_PATIENCE;
-
 /// The committed generation a read works on, and how it was reached.
 pub struct Session {
     pub fingerprint: String,
@@ -420,15 +418,16 @@ pub fn open_session(
         };
         if needs_build {
             let mut options = BuildOptions::new(&root, &location.graph_dir);
-            options.lock_wait = build::LockWait::Within(READ_LOCK_PATIENCE);
+            let patience = crate::store::read_lock_patience();
+            options.lock_wait = build::LockWait::Within(patience);
             // A read that searches publishes the refreshed generation with its index.
             options.search = with_search;
             match build::build(&options) {
                 Ok(_) => refreshed = true,
                 Err(AtlasError::BuildLocked(_)) if store.current().ok().flatten().is_some() => {
                     stale = Some(format!(
-                        "sources changed, but another build held the lock for more than {} s; this answer reads the committed generation",
-                        READ_LOCK_PATIENCE.as_secs()
+                        "sources changed, but another build held the lock for more than {} ms; this answer reads the committed generation",
+                        patience.as_millis()
                     ));
                 }
                 Err(e) => return Err(e),
@@ -460,7 +459,7 @@ pub struct OpenGraph<'a> {
 }
 
 /// Free-text search over the open graph: returns hits, or why search is unavailable.
-pub type SearchFn<'a> = dyn Fn(&str) -> std::result::Result<Vec<crate::search::Hit>, String> + 'a;
+pub type SearchFn<'a> = dyn Fn(&str) -> Result<Vec<crate::search::Hit>> + 'a;
 
 /// Runs one context query end to end.
 pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResult> {
@@ -480,8 +479,8 @@ pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResul
     } = open_session(location, freshness, may_search)?;
     let freshness_ms = ms(started);
     let store = Store::new(&location.graph_dir);
-    let search = |text: &str| -> std::result::Result<Vec<crate::search::Hit>, String> {
-        let embedder = crate::search::embed::Embedder::load().map_err(|e| e.to_string())?;
+    let search = |text: &str| -> Result<Vec<crate::search::Hit>> {
+        let embedder = crate::search::embed::Embedder::load()?;
         crate::search::SearchIndex::query(
             &store,
             &fingerprint,
@@ -493,7 +492,6 @@ pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResul
             crate::search::POOL,
         )
         .map(|out| out.hits)
-        .map_err(|e| e.to_string())
     };
     let open = OpenGraph {
         graph: &graph,
@@ -545,24 +543,29 @@ fn understand(
     let wants_search = !intent.free_terms.is_empty()
         || !intent.ambiguities.is_empty()
         || (intent.anchors.is_empty() && intent.question);
+    let mut search_error = None;
     if wants_search && !intent.search_text.trim().is_empty() {
         // Free words go to hybrid search as one candidate source (R-Q-1).
-        match search.map_or(
-            Err("no search index in this context".to_string()),
-            |search| search(&intent.search_text),
-        ) {
+        let found = match search {
+            Some(search) => search(&intent.search_text),
+            None => Err(AtlasError::SearchUnavailable(
+                "no search index in this context".into(),
+            )),
+        };
+        match found {
             Ok(found) => hits = found,
-            Err(reason) => {
+            Err(error) => {
                 for term in &intent.free_terms {
                     diagnostics.push(Diagnostic {
                         code: "atlas-context-unused-term",
                         message: format!(
-                            "`{term}` names no symbol or path, and hybrid search is unavailable: {reason}"
+                            "`{term}` names no symbol or path, and hybrid search is unavailable: {error}"
                         ),
                         path: None,
                         candidates: Vec::new(),
                     });
                 }
+                search_error = Some(error);
             }
         }
     }
@@ -571,6 +574,11 @@ fn understand(
         anchor::anchor_on_search(graph, &mut intent, &hits, request.profile);
     }
     if intent.anchors.is_empty() && request.profile != ProfileName::Architecture {
+        // A question only search could answer fails with why search could not, never as
+        // a "no match" that hides a damaged or missing index.
+        if let Some(error) = search_error {
+            return Err(error);
+        }
         return Err(AtlasError::ContextNoMatch {
             query: request.query.clone(),
         });

@@ -66,6 +66,9 @@ pub struct SearchIndex {
     pub meta: IndexMeta,
     /// Why the vector arm cannot run on this index (its vectors are missing or damaged).
     vectors_unavailable: Option<String>,
+    /// The vectors' checksum, verified once per open index (recorded here, so that a
+    /// long-lived process pays it once per generation).
+    vectors_verified: std::sync::OnceLock<std::result::Result<(), String>>,
 }
 
 /// The commit behind a history hit.
@@ -228,7 +231,7 @@ impl SearchIndex {
         root: &Path,
         embedder: &Embedder,
     ) -> Result<SearchIndex> {
-        let lock = store.lock_within(crate::store::READ_LOCK_PATIENCE)?;
+        let lock = store.lock_within(crate::store::read_lock_patience())?;
         SearchIndex::ensure_built(store, &lock, fingerprint, graph, root, embedder)?;
         drop(lock);
         SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
@@ -326,8 +329,11 @@ impl SearchIndex {
         };
         let meta = index::build(tmp.path(), fingerprint, graph, root, embedder, base)?;
         fs::write(tmp.join("COMPLETE"), fingerprint).at(tmp.path())?;
-        if dir.exists() {
+        // Whatever is in the way (a damaged index, a file) goes.
+        if dir.is_dir() {
             fs::remove_dir_all(&dir).at(&dir)?;
+        } else if dir.exists() {
+            fs::remove_file(&dir).at(&dir)?;
         }
         // Fsynced before the rename, like a generation.
         tmp.persist_as(&dir)?;
@@ -357,7 +363,9 @@ impl SearchIndex {
                 .collect(),
             ..meta.clone()
         };
-        index::check_lengths(dir, &lexical).map_err(corrupt)?;
+        // The lexical artifacts are verified in full at every open (a few MB: the graph's
+        // treatment); the vectors are, in the vector arm, while the model loads.
+        index::verify_where(dir, &lexical, |_| true).map_err(corrupt)?;
         let sections_path = dir.join("sections.json");
         let sections: Vec<Section> = fs::read(&sections_path)
             .ok()
@@ -397,6 +405,7 @@ impl SearchIndex {
             section_index,
             meta,
             vectors_unavailable,
+            vectors_verified: std::sync::OnceLock::new(),
         })
     }
 
@@ -562,6 +571,14 @@ impl SearchIndex {
                 .clone()
                 .unwrap_or_else(|| "no vectors".into()));
         };
+        // Verified before the query is embedded: the hash overlaps the model's loading.
+        self.vectors_verified
+            .get_or_init(|| {
+                index::vector_checksum_ok(mmap)
+                    .then_some(())
+                    .ok_or_else(|| "the vectors do not match their checksum".to_string())
+            })
+            .clone()?;
         let q = embedder
             .embed(&[query.to_string()])
             .map_err(|e| e.to_string())?;

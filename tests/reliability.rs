@@ -1,0 +1,638 @@
+//! Reliability and security regressions (issue 10): one test per failure of the fault and
+//! bad-input catalogue (bench/bad_inputs.py runs the long version), named after what it
+//! protects. Small generated inputs, no timing assertions.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Run, Sandbox};
+use serde_json::Value;
+
+fn built(fixture: &str) -> Sandbox {
+    let s = Sandbox::with_fixture(fixture);
+    s.build_json();
+    s
+}
+
+fn hash8(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex()[..8].to_string()
+}
+
+fn expand(s: &Sandbox, reference: &str) -> Run {
+    s.atlas(&["expand", reference, "--format", "json"])
+}
+
+// ── A. expand reads files of the inventory only ───────────────────────────────────────
+
+#[test]
+fn expand_never_reads_a_file_outside_the_repository() {
+    let s = built("python");
+    let outside = s.path().join("secret.txt");
+    std::fs::write(&outside, "top secret\n").unwrap();
+    let h = hash8(b"top secret\n");
+    let absolute = format!("{}#L1-L1@{h}", outside.display());
+    for reference in [
+        absolute.as_str(),
+        &format!("../secret.txt#L1-L1@{h}"),
+        &format!("shop/../../secret.txt#L1-L1@{h}"),
+        &format!("/etc/passwd#L1-L1@{h}"),
+    ] {
+        let run = expand(&s, reference).failure(9, "atlas-ref-unknown");
+        assert!(!run.stdout.contains("top secret"), "{}", run.describe());
+    }
+}
+
+#[test]
+fn expand_answers_the_same_for_an_existing_and_a_missing_outside_file() {
+    let s = built("python");
+    std::fs::write(s.path().join("exists.txt"), "x\n").unwrap();
+    let strip = |run: &Run, name: &str| run.stderr.replace(name, "NAME");
+    let exists = expand(&s, "../exists.txt#L1-L1@00000000").failure(9, "atlas-ref-unknown");
+    let missing = expand(&s, "../missing.txt#L1-L1@00000000").failure(9, "atlas-ref-unknown");
+    assert_eq!(strip(&exists, "exists"), strip(&missing, "missing"));
+}
+
+#[cfg(unix)]
+#[test]
+fn expand_refuses_symlinks_out_of_the_root_fifos_and_devices() {
+    let s = built("python");
+    let outside = s.path().join("outside.py");
+    std::fs::write(&outside, "secret = 1\n").unwrap();
+    std::os::unix::fs::symlink(&outside, s.repo().join("link.py")).unwrap();
+    std::os::unix::fs::symlink("/", s.repo().join("rootdir")).unwrap();
+    let h = hash8(b"secret = 1\n");
+    expand(&s, &format!("link.py#L1-L1@{h}")).failure(9, "atlas-ref-unknown");
+    expand(&s, "rootdir/etc/passwd#L1-L1@00000000").failure(9, "atlas-ref-unknown");
+    expand(&s, "/dev/zero#L1-L1@00000000").failure(9, "atlas-ref-unknown");
+    let fifo = s.repo().join("fifo.py");
+    if std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|st| st.success())
+    {
+        expand(&s, "fifo.py#L1-L1@00000000").failure(9, "atlas-ref-unknown");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_inventoried_file_replaced_by_a_symlink_out_is_not_followed() {
+    let s = built("python");
+    let outside = s.path().join("outside.py");
+    std::fs::write(&outside, "secret = 1\n").unwrap();
+    let util = s.repo().join("shop/util.py");
+    std::fs::remove_file(&util).unwrap();
+    std::os::unix::fs::symlink(&outside, &util).unwrap();
+    let h = hash8(b"secret = 1\n");
+    let run = expand(&s, &format!("shop/util.py#L1-L1@{h}")).failure(9, "atlas-ref-unknown");
+    assert!(!run.stdout.contains("secret"));
+    // Context slices refuse it too: the file's evidence is a stale skeleton.
+    let out = s
+        .atlas(&[
+            "context",
+            "apply_discount",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(out["evidence"][0]["projection"], "stale-skeleton");
+}
+
+#[test]
+fn expand_refuses_graph_files_and_files_outside_the_inventory() {
+    let s = built("python");
+    let current = std::fs::read(s.graph().join("CURRENT")).unwrap();
+    expand(
+        &s,
+        &format!(".agent-spec/graph/CURRENT#L1-L1@{}", hash8(&current)),
+    )
+    .failure(9, "atlas-ref-unknown");
+    // Written after the build: not part of the committed generation.
+    s.write("later.py", "x = 1\n");
+    expand(&s, &format!("later.py#L1-L1@{}", hash8(b"x = 1\n"))).failure(9, "atlas-ref-unknown");
+}
+
+// ── B. damaged caches and graphs ──────────────────────────────────────────────────────
+
+fn cache_entries(s: &Sandbox) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "facts") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&s.graph().join("cache"), &mut out);
+    out.sort();
+    out
+}
+
+fn dump(s: &Sandbox) -> String {
+    s.atlas(&["graph", "dump"]).success().stdout
+}
+
+#[test]
+fn bit_flipped_fact_cache_entries_are_repaired_and_counted() {
+    let s = built("python");
+    let clean = dump(&s);
+    for (n, entry) in cache_entries(&s).iter().enumerate() {
+        let mut bytes = std::fs::read(entry).unwrap();
+        let at = (bytes.len() / 2 + n * 7) % bytes.len();
+        bytes[at] ^= 0x5a;
+        std::fs::write(entry, bytes).unwrap();
+    }
+    // Something changed on disk so that the build does not stop at "unchanged".
+    s.write("extra.py", "def extra():\n    return 0\n");
+    let report = s.build_json();
+    assert!(report["cache_repaired"].as_u64().unwrap() > 0, "{report}");
+    std::fs::remove_file(s.repo().join("extra.py")).unwrap();
+    s.build_json();
+    assert_eq!(dump(&s), clean);
+}
+
+#[test]
+fn swapped_fact_cache_entries_never_produce_a_wrong_graph() {
+    let s = built("python");
+    let clean = dump(&s);
+    let entries = cache_entries(&s);
+    assert!(entries.len() >= 2);
+    let (a, b) = (
+        std::fs::read(&entries[0]).unwrap(),
+        std::fs::read(&entries[1]).unwrap(),
+    );
+    std::fs::write(&entries[0], &b).unwrap();
+    std::fs::write(&entries[1], &a).unwrap();
+    std::fs::remove_dir_all(s.graph().join("generations")).unwrap();
+    std::fs::remove_file(s.graph().join("CURRENT")).unwrap();
+    let report = s.build_json();
+    assert_eq!(report["cache_repaired"], 2, "{report}");
+    assert_eq!(dump(&s), clean);
+}
+
+#[test]
+fn a_missing_generation_file_is_corrupt_not_an_io_error_and_a_build_recovers() {
+    let s = built("python");
+    std::fs::remove_file(s.graph_file()).unwrap();
+    s.atlas(&["status"]).failure(4, "atlas-graph-corrupt");
+    s.atlas(&["graph", "dump"])
+        .failure(4, "atlas-graph-corrupt");
+    s.build_json();
+    s.atlas(&["status"]).success();
+}
+
+#[test]
+fn garbage_in_current_is_overwritten_by_the_next_build() {
+    let s = built("python");
+    let committed = s.current();
+    std::fs::write(s.graph().join("CURRENT"), "garbage\n").unwrap();
+    s.atlas(&["status"]).failure(4, "atlas-graph-corrupt");
+    s.build_json();
+    assert_eq!(s.current(), committed);
+}
+
+// ── C. search indexes heal, and say what is wrong ────────────────────────────────────
+
+fn search_dir(s: &Sandbox) -> PathBuf {
+    s.graph().join("search").join(s.current())
+}
+
+fn search_frozen(s: &Sandbox) -> Run {
+    s.atlas(&["search", "discount", "--frozen", "--format", "json"])
+}
+
+fn files_under(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_damaged_tantivy_index_is_search_corrupt_under_frozen_and_rebuilt_by_a_build() {
+    for damage in ["truncate-term", "delete-meta"] {
+        let s = built("python");
+        let tantivy = search_dir(&s).join("tantivy");
+        match damage {
+            "truncate-term" => {
+                let term = files_under(&tantivy, ".term").remove(0);
+                let bytes = std::fs::read(&term).unwrap();
+                std::fs::write(&term, &bytes[..bytes.len() / 2]).unwrap();
+            }
+            _ => std::fs::remove_file(tantivy.join("meta.json")).unwrap(),
+        }
+        let run = search_frozen(&s).failure(4, "atlas-search-corrupt");
+        assert_eq!(run.json()["error"]["code"], "atlas-search-corrupt");
+        let report = s.build_json();
+        assert_eq!(report["unchanged"], true, "{damage}");
+        let out = search_frozen(&s).success().json();
+        assert!(out["arms"].get("unavailable").is_none(), "{damage}: {out}");
+    }
+}
+
+#[test]
+fn damaged_or_missing_vectors_disable_only_the_vector_arm_and_say_so() {
+    for damage in ["nan", "flip", "delete", "truncate"] {
+        let s = built("python");
+        let vectors = files_under(&search_dir(&s), ".bin").remove(0);
+        let mut bytes = std::fs::read(&vectors).unwrap();
+        match damage {
+            "nan" => {
+                let at = bytes.len() - 64;
+                for i in 0..4 {
+                    bytes[at + 4 * i..at + 4 * i + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+                }
+                std::fs::write(&vectors, bytes).unwrap();
+            }
+            "flip" => {
+                let at = bytes.len() - 256;
+                for byte in &mut bytes[at..] {
+                    *byte ^= 0xff;
+                }
+                std::fs::write(&vectors, bytes).unwrap();
+            }
+            "delete" => std::fs::remove_file(&vectors).unwrap(),
+            _ => std::fs::write(&vectors, &bytes[..bytes.len() / 2]).unwrap(),
+        }
+        let out = search_frozen(&s).success().json();
+        let reason = out["arms"]["unavailable"]["vector"].as_str();
+        assert!(reason.is_some(), "{damage}: {out}");
+        assert!(
+            !out["hits"].as_array().unwrap().is_empty(),
+            "{damage}: the lexical arms still answer"
+        );
+        // A read that may write repairs it.
+        let out = s
+            .atlas(&["search", "discount", "--format", "json"])
+            .success()
+            .json();
+        assert!(out["arms"].get("unavailable").is_none(), "{damage}: {out}");
+    }
+}
+
+#[test]
+fn a_frozen_search_writes_nothing_into_the_graph_directory() {
+    let s = built("python");
+    let before = listing(&s.graph());
+    search_frozen(&s).success();
+    s.atlas(&[
+        "context",
+        "discount rate",
+        "--profile",
+        "symbol",
+        "--frozen",
+    ])
+    .success();
+    assert_eq!(listing(&s.graph()), before, "no lock file, nothing written");
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = files_under(dir, "")
+        .into_iter()
+        .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_question_over_a_damaged_index_reports_the_damage_not_a_no_match() {
+    let s = built("python");
+    std::fs::write(search_dir(&s).join("index.json"), "{garbage").unwrap();
+    s.atlas(&[
+        "context",
+        "how is a discount applied",
+        "--profile",
+        "flow",
+        "--frozen",
+    ])
+    .failure(4, "atlas-search-corrupt");
+}
+
+// ── D. readers during builds ──────────────────────────────────────────────────────────
+
+#[test]
+fn every_committed_generation_has_its_search_index() {
+    let s = built("python");
+    for n in 0..4 {
+        s.write(
+            "shop/extra.py",
+            format!("def extra_{n}():\n    return {n}\n"),
+        );
+        s.build_json();
+        assert!(search_dir(&s).join("COMPLETE").is_file(), "generation {n}");
+        search_frozen(&s).success();
+    }
+}
+
+#[test]
+fn a_read_never_fails_because_another_process_holds_the_build_lock() {
+    let s = built("python");
+    s.write(
+        "shop/util.py",
+        "def apply_discount(amount, rate):\n    return amount\n",
+    );
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(s.graph().join("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let out = s
+        .atlas_env(
+            &[
+                "context",
+                "apply_discount",
+                "--profile",
+                "symbol",
+                "--format",
+                "json",
+            ],
+            &[("ATLAS_LOCK_WAIT_MS", "100")],
+        )
+        .success()
+        .json();
+    assert!(
+        out["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "atlas-context-stale-graph"),
+        "{out}"
+    );
+    drop(lock);
+    let out = s
+        .atlas(&[
+            "context",
+            "apply_discount",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(out["receipt"]["refreshed"], true);
+}
+
+// ── E. other failures ─────────────────────────────────────────────────────────────────
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_stdout_write_is_an_io_error() {
+    let s = built("python");
+    let repo = s.repo();
+    for args in [
+        vec!["graph", "dump"],
+        vec!["status"],
+        vec![
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    ] {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_atlas"))
+            .arg("--code")
+            .arg(&repo)
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("error[atlas-io]"));
+    }
+}
+
+#[test]
+fn a_reader_that_goes_away_is_not_an_error_message() {
+    let s = built("python");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_atlas"))
+        .arg("--code")
+        .arg(s.repo())
+        .args(["graph", "dump"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Either the dump fit in the pipe before it closed (0) or the write broke (141).
+    assert!(matches!(output.status.code(), Some(0 | 141)), "{output:?}");
+    if output.status.code() == Some(141) {
+        assert!(stderr.is_empty(), "{stderr}");
+    }
+}
+
+fn moved(s: &Sandbox, to: &str) -> PathBuf {
+    let target = s.path().join(to);
+    std::fs::rename(s.repo(), &target).unwrap();
+    target
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Run {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_atlas"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("ATLAS_GRAPH_DIR")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WORKSPACE_FOLDER_PATHS")
+        .output()
+        .unwrap();
+    Run {
+        argv: args.iter().map(|a| a.to_string()).collect(),
+        cwd: dir.to_path_buf(),
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_moved_repository_reads_itself() {
+    let s = built("python");
+    let target = moved(&s, "repo2");
+    let status = run_in(&target, &["status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(
+        status["code_root"].as_str().unwrap(),
+        target.to_str().unwrap()
+    );
+    assert_eq!(status["staleness"]["stale"], false, "{status}");
+    let with_code = run_in(&target, &["--code", ".", "status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(with_code["staleness"]["stale"], false);
+    let out = run_in(
+        &target,
+        &[
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    assert_eq!(out["receipt"]["read_back_required"], false, "{out}");
+}
+
+#[test]
+fn a_copied_repository_reports_its_own_directory() {
+    let s = built("python");
+    let copy = s.path().join("copy");
+    common::copy_dir(&s.repo(), &copy);
+    let status = run_in(&copy, &["status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(
+        status["code_root"].as_str().unwrap(),
+        copy.to_str().unwrap()
+    );
+    assert_eq!(status["staleness"]["stale"], false);
+}
+
+#[test]
+fn an_injected_failure_leaves_no_staging_behind() {
+    let s = Sandbox::with_fixture("python");
+    s.atlas_env(&["build"], &[("ATLAS_INJECT_FAILURE", "before-publish")])
+        .failure(1, "atlas-build-injected-failure");
+    let staging = s.graph().join(".staging");
+    assert!(
+        !staging.exists() || std::fs::read_dir(&staging).unwrap().next().is_none(),
+        "staging left behind"
+    );
+}
+
+#[test]
+fn pathologically_nested_source_is_truncated_and_says_why() {
+    let s = Sandbox::new();
+    let depth = 3000;
+    s.write(
+        "deep.py",
+        format!(
+            "def f(x):\n    return x\n\ny = {}1{}\n",
+            "f(".repeat(depth),
+            ")".repeat(depth)
+        ),
+    );
+    let report = s.build_json();
+    let partial = &report["partial"][0];
+    assert_eq!(partial["path"], "deep.py");
+    assert_eq!(partial["status"], "truncated");
+    assert!(partial["limit"].as_str().unwrap().contains("nested"));
+    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    assert_eq!(status["partial_files"][0]["status"], "truncated");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_tokenizer_path_naming_a_device_or_fifo_falls_back_to_characters() {
+    let s = built("python");
+    let fifo = s.path().join("tokenizer.fifo");
+    let mut paths = vec!["/dev/zero".to_string()];
+    if std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|st| st.success())
+    {
+        paths.push(fifo.display().to_string());
+    }
+    for path in paths {
+        let out = s
+            .atlas_env(
+                &[
+                    "search",
+                    "discount",
+                    "--frozen",
+                    "--format",
+                    "json",
+                    "--max-tokens",
+                    "10",
+                ],
+                &[("ATLAS_TOKENIZER_PATH", &path)],
+            )
+            .success()
+            .json();
+        assert_eq!(out["budget"]["mode"], "chars", "{path}: {out}");
+    }
+}
+
+#[test]
+fn top_k_zero_is_a_bad_value() {
+    let s = built("python");
+    s.atlas(&["search", "discount", "--top-k", "0"])
+        .failure(2, "atlas-invalid-input");
+}
+
+#[test]
+fn clap_value_errors_are_typed_and_json_under_format_json() {
+    let s = built("python");
+    for args in [
+        vec!["context", "x", "--profile", "nope", "--format", "json"],
+        vec!["search", "x", "--top-k", "abc", "--format", "json"],
+        vec![
+            "context",
+            "x",
+            "--profile",
+            "flow",
+            "--max-bytes",
+            "5",
+            "--format=json",
+        ],
+    ] {
+        let run = s.atlas(&args).failure(2, "atlas-invalid-input");
+        let body: Value = run.json();
+        assert_eq!(body["error"]["code"], "atlas-invalid-input", "{args:?}");
+    }
+}
+
+#[test]
+fn a_nonexistent_editor_root_is_never_created() {
+    let s = Sandbox::new();
+    let ghost = s.path().join("does-not-exist");
+    let cwd = s.path().join("elsewhere");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_atlas"))
+        .args(["status"])
+        .current_dir(&cwd)
+        .env("CLAUDE_PROJECT_DIR", &ghost)
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0));
+    assert!(!ghost.exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn graph_dump_escapes_control_characters_in_file_names() {
+    let s = Sandbox::new();
+    s.write("a\nb.py", "def f():\n    return 1\n");
+    s.build_json();
+    let out = s.atlas(&["graph", "dump"]).success().stdout;
+    assert!(out.contains("file a\\nb.py python"), "{out}");
+    assert!(out.lines().all(|l| !l.starts_with("b.py")));
+}

@@ -36,6 +36,8 @@ use index::{Fields, FileLookup, IndexMeta, file_lookup, tantivy_error};
 use sources::Section;
 
 pub const RRF_K: f64 = 60.0;
+/// Index artifacts up to this size are checksummed at every open (metadata, tables).
+const SMALL_ARTIFACT: u64 = 256 << 10;
 /// Candidates each arm contributes to fusion.
 pub const POOL: usize = 50;
 /// Cosine below which a vector neighbour is noise, not a candidate: unrelated words
@@ -66,9 +68,6 @@ pub struct SearchIndex {
     pub meta: IndexMeta,
     /// Why the vector arm cannot run on this index (its vectors are missing or damaged).
     vectors_unavailable: Option<String>,
-    /// The vectors' checksum, verified once per open index (recorded here, so that a
-    /// long-lived process pays it once per generation).
-    vectors_verified: std::sync::OnceLock<std::result::Result<(), String>>,
 }
 
 /// The commit behind a history hit.
@@ -363,9 +362,17 @@ impl SearchIndex {
                 .collect(),
             ..meta.clone()
         };
-        // The lexical artifacts are verified in full at every open (a few MB: the graph's
-        // treatment); the vectors are, in the vector arm, while the model loads.
-        index::verify_where(dir, &lexical, |_| true).map_err(corrupt)?;
+        // Every artifact has its recorded length, and the small ones (tantivy's metadata,
+        // the sections table) their checksum. The build verified every byte when it wrote
+        // them, and `atlas build` verifies them all again before it trusts an index;
+        // damage a read does not see here makes one arm fail, typed and isolated, and a
+        // read without --frozen then rebuilds (issue 10, C).
+        let small = |name: &str| {
+            meta.artifacts
+                .get(name)
+                .is_some_and(|a| a.bytes <= SMALL_ARTIFACT)
+        };
+        index::verify_where(dir, &lexical, small).map_err(corrupt)?;
         let sections_path = dir.join("sections.json");
         let sections: Vec<Section> = fs::read(&sections_path)
             .ok()
@@ -405,7 +412,6 @@ impl SearchIndex {
             section_index,
             meta,
             vectors_unavailable,
-            vectors_verified: std::sync::OnceLock::new(),
         })
     }
 
@@ -571,14 +577,6 @@ impl SearchIndex {
                 .clone()
                 .unwrap_or_else(|| "no vectors".into()));
         };
-        // Verified before the query is embedded: the hash overlaps the model's loading.
-        self.vectors_verified
-            .get_or_init(|| {
-                index::vector_checksum_ok(mmap)
-                    .then_some(())
-                    .ok_or_else(|| "the vectors do not match their checksum".to_string())
-            })
-            .clone()?;
         let q = embedder
             .embed(&[query.to_string()])
             .map_err(|e| e.to_string())?;

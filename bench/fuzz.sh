@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Long fuzz campaigns (issue 10): runs each property of tests/fuzz.rs with many cases,
-# one target at a time, in release mode, and prints cases, time and the outcome.
+# Long fuzz campaigns (issue 10): runs each property of tests/fuzz.rs in release mode,
+# one target at a time, and prints cases, seconds and the outcome per target.
 #
-#   bench/fuzz.sh [CASES] [TARGET…]        # CASES defaults to 100000; all targets by default
-#   ATLAS_FUZZ_CASES=2000000 bench/fuzz.sh # the same, count from the environment
+#   bench/fuzz.sh --cases 100000 [TARGET…]   # a fixed number of cases per target
+#   bench/fuzz.sh --seconds 3600 [TARGET…]   # about that long per target (calibrated on
+#                                            # 200 cases, then run as one campaign)
+#   ATLAS_FUZZ_CASES=N bench/fuzz.sh         # the count from the environment
 #
-# A failing property prints proptest's minimal failing input. Results go in
-# docs/RELIABILITY.md with the command that produced them.
+# A failing property prints proptest's minimal failing input into
+# /tmp/atlas-fuzz-<target>.log. Results go in docs/RELIABILITY.md with this command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cases=${1:-${ATLAS_FUZZ_CASES:-100000}}
-shift || true
+cases=${ATLAS_FUZZ_CASES:-100000}
+seconds=""
+case "${1:-}" in
+  --cases) cases=$2; shift 2 ;;
+  --seconds) seconds=$2; shift 2 ;;
+esac
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(
@@ -23,12 +29,19 @@ if [ ${#targets[@]} -eq 0 ]; then
   )
 fi
 cargo test --release --test fuzz --no-run >/dev/null 2>&1
+run() { # target cases → exit status
+  ATLAS_FUZZ_CASES=$2 cargo test --release --test fuzz -- --exact "$1" --nocapture \
+    >"/tmp/atlas-fuzz-$1.log" 2>&1
+}
 for target in "${targets[@]}"; do
-  start=$(date +%s)
-  if ATLAS_FUZZ_CASES=$cases cargo test --release --test fuzz -- --exact "$target" --nocapture >"/tmp/atlas-fuzz-$target.log" 2>&1; then
-    outcome=pass
-  else
-    outcome="FAIL (see /tmp/atlas-fuzz-$target.log)"
+  n=$cases
+  if [ -n "$seconds" ]; then
+    start=$(date +%s.%N)
+    run "$target" 200 || true
+    per=$(echo "($(date +%s.%N) - $start) / 200" | bc -l)
+    n=$(echo "$seconds / $per" | bc)
   fi
-  echo "$target cases=$cases seconds=$(( $(date +%s) - start )) $outcome"
+  start=$(date +%s)
+  if run "$target" "$n"; then outcome=pass; else outcome="FAIL (see /tmp/atlas-fuzz-$target.log)"; fi
+  echo "$target cases=$n seconds=$(( $(date +%s) - start )) $outcome"
 done

@@ -183,6 +183,9 @@ pub struct EvalArgs {
     /// Also write the receipt to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Where the corpus's `[repos]` are checked out (`DIR/<key>`, at their `rev`).
+    #[arg(long, value_name = "DIR")]
+    pub repos: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -550,9 +553,10 @@ fn execute(cli: &Cli, start: std::time::Instant) -> Result<(), AtlasError> {
         Command::Eval(EvalArgs {
             corpus: Some(corpus),
             out,
+            repos,
             ..
         }) => {
-            let report = crate::eval::run_corpus(corpus)?;
+            let report = crate::eval::run_corpus(corpus, repos.as_deref())?;
             let text =
                 serde_json::to_string_pretty(&report).map_err(|e| AtlasError::InvalidInput {
                     what: "eval receipt",

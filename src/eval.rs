@@ -22,8 +22,22 @@ pub struct Corpus {
     /// Fixture repositories, relative to the corpus file.
     #[serde(default = "default_fixtures")]
     pub fixtures: String,
+    /// Real repositories the cases may name (`repo = "<key>"`), checked out by the caller
+    /// under `--repos DIR/<key>` at `rev` (they are never part of this repository).
+    #[serde(default)]
+    pub repos: BTreeMap<String, RepoSpec>,
     #[serde(rename = "case")]
     pub cases: Vec<Case>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoSpec {
+    /// `owner/name` on GitHub.
+    pub repo: String,
+    /// The commit the cases were written against.
+    pub rev: String,
+    pub language: String,
 }
 
 fn default_fixtures() -> String {
@@ -41,8 +55,14 @@ pub struct Mutation {
 #[serde(deny_unknown_fields)]
 pub struct Case {
     pub name: String,
+    /// Defaults to the case's `signal`, else its profile.
+    #[serde(default)]
     pub class: String,
+    /// A fixture repository (`fixtures/<name>`) …
+    #[serde(default)]
     pub fixture: String,
+    /// … or a real repository of `[repos]`.
+    pub repo: Option<String>,
     pub query: String,
     pub profile: String,
     pub max_bytes: Option<u32>,
@@ -63,12 +83,32 @@ pub struct Case {
     #[serde(default)]
     pub mutate: Vec<Mutation>,
     pub continue_reason: Option<String>,
+    /// Symbols that must be on the spine (flow): spine recall.
+    #[serde(default)]
+    pub expect_spine: Vec<String>,
+    /// Symbols expected somewhere in the evidence: evidence symbol recall.
+    #[serde(default)]
+    pub expect_evidence: Vec<String>,
+    /// What the case exercises (flow benchmark): its class by default.
+    pub signal: Option<String>,
+    pub note: Option<String>,
+}
+
+impl Case {
+    fn class(&self) -> String {
+        if !self.class.is_empty() {
+            return self.class.clone();
+        }
+        self.signal.clone().unwrap_or_else(|| self.profile.clone())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct CaseMetrics {
     pub name: String,
     pub class: String,
+    /// The case's language (a repository case's, or `fixture`).
+    pub language: String,
     pub passed: bool,
     pub failures: Vec<String>,
     pub recall: f64,
@@ -82,6 +122,15 @@ pub struct CaseMetrics {
     pub read_backs: usize,
     pub follow_ups: usize,
     pub pages: usize,
+    /// 1 when every `expect_spine` symbol is on the spine (flow), else 0.
+    pub spine_recall: f64,
+    /// Share of `expect_spine` symbols on the spine.
+    pub spine_symbol_recall: f64,
+    /// Share of `expect_spine` and `expect_evidence` symbols found in the evidence.
+    pub symbol_evidence_recall: f64,
+    /// The spine as answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spine: Vec<String>,
 }
 
 /// One case's outputs: the JSON of each page (or the error body) and its metrics.
@@ -95,6 +144,9 @@ pub struct CaseRun {
 pub struct ClassSummary {
     pub cases: usize,
     pub passed: usize,
+    pub spine_recall: f64,
+    pub spine_symbol_recall: f64,
+    pub symbol_evidence_recall: f64,
     pub recall: f64,
     pub mrr: f64,
     pub path_precision: f64,
@@ -111,6 +163,7 @@ pub struct EvalReport {
     pub version: u32,
     pub cases: Vec<CaseMetrics>,
     pub classes: BTreeMap<String, ClassSummary>,
+    pub languages: BTreeMap<String, ClassSummary>,
     pub overall: ClassSummary,
     pub passed: bool,
 }
@@ -167,27 +220,103 @@ fn ratio(hits: usize, total: usize) -> f64 {
     }
 }
 
-/// Runs one case on a fresh copy of its fixture.
-pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
-    let scratch = scratch(&case.name);
-    let repo = scratch.0.join("repo");
-    copy_dir(&fixtures.join(&case.fixture), &repo)?;
-    let graph_dir = repo.join(crate::store::DEFAULT_GRAPH_DIR);
-    // Free words use hybrid search and the queries below are frozen: build its index too.
-    let mut options = BuildOptions::new(&repo, &graph_dir);
-    options.search = true;
-    build::build(&options)?;
-    for mutation in &case.mutate {
-        let path = repo.join(&mutation.path);
-        let mut text = std::fs::read_to_string(&path).at(&path)?;
-        text.push_str(&mutation.append);
-        std::fs::write(&path, text).at(&path)?;
+/// Where cases run: a fixture copied and built per case, or a real repository built once
+/// per run (its graph lives in a scratch directory, never in the checkout).
+pub struct Workspaces {
+    fixtures: PathBuf,
+    repos: Option<PathBuf>,
+    specs: BTreeMap<String, RepoSpec>,
+    built: std::cell::RefCell<BTreeMap<String, (Scratch, Location)>>,
+}
+
+impl Workspaces {
+    pub fn new(
+        fixtures: PathBuf,
+        repos: Option<PathBuf>,
+        specs: BTreeMap<String, RepoSpec>,
+    ) -> Self {
+        Workspaces {
+            fixtures,
+            repos,
+            specs,
+            built: Default::default(),
+        }
     }
-    let location = Location {
-        graph_dir,
-        rule: crate::store::GraphDirRule::CodeRoot,
-        code_root: repo.clone(),
-        code_given: true,
+
+    /// The language a case is scored under.
+    fn language(&self, case: &Case) -> String {
+        case.repo
+            .as_ref()
+            .and_then(|key| self.specs.get(key))
+            .map_or_else(|| "fixture".into(), |spec| spec.language.clone())
+    }
+
+    /// The built repository of a `repo` case.
+    fn repository(&self, key: &str) -> Result<Location> {
+        if let Some((_, location)) = self.built.borrow().get(key) {
+            return Ok(location.clone());
+        }
+        let invalid = |reason: String| AtlasError::InvalidInput {
+            what: "corpus repository",
+            reason,
+        };
+        let root = self
+            .repos
+            .as_ref()
+            .ok_or_else(|| invalid(format!("case needs `{key}`: pass --repos DIR")))?
+            .join(key);
+        if !self.specs.contains_key(key) {
+            return Err(invalid(format!("`{key}` is not in [repos]")));
+        }
+        if !root.is_dir() {
+            return Err(AtlasError::CodeDirMissing(root));
+        }
+        let scratch = scratch(key);
+        let graph_dir = scratch.0.join("graph");
+        let mut options = BuildOptions::new(&root, &graph_dir);
+        options.search = true;
+        build::build(&options)?;
+        let location = Location {
+            graph_dir,
+            rule: crate::store::GraphDirRule::Flag,
+            code_root: root,
+            code_given: true,
+        };
+        self.built
+            .borrow_mut()
+            .insert(key.to_string(), (scratch, location.clone()));
+        Ok(location)
+    }
+}
+
+/// Runs one case: on a fresh copy of its fixture, or on its built repository.
+pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
+    let fixture_scratch;
+    let location = match &case.repo {
+        Some(key) => workspaces.repository(key)?,
+        None => {
+            fixture_scratch = scratch(&case.name);
+            let repo = fixture_scratch.0.join("repo");
+            copy_dir(&workspaces.fixtures.join(&case.fixture), &repo)?;
+            let graph_dir = repo.join(crate::store::DEFAULT_GRAPH_DIR);
+            // Free words use hybrid search and the queries below are frozen: build its
+            // index too.
+            let mut options = BuildOptions::new(&repo, &graph_dir);
+            options.search = true;
+            build::build(&options)?;
+            for mutation in &case.mutate {
+                let path = repo.join(&mutation.path);
+                let mut text = std::fs::read_to_string(&path).at(&path)?;
+                text.push_str(&mutation.append);
+                std::fs::write(&path, text).at(&path)?;
+            }
+            Location {
+                graph_dir,
+                rule: crate::store::GraphDirRule::CodeRoot,
+                code_root: repo.clone(),
+                code_given: true,
+            }
+        }
     };
     let mut request = ContextRequest::new(case.query.clone(), profile_of(&case.profile)?);
     request.max_bytes = case.max_bytes.map(|b| b as usize);
@@ -220,7 +349,8 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
 
     let mut metrics = CaseMetrics {
         name: case.name.clone(),
-        class: case.class.clone(),
+        class: case.class(),
+        language: workspaces.language(case),
         latency_ms: (latency_ms * 1e3).round() / 1e3,
         pages: pages.len(),
         ..CaseMetrics::default()
@@ -271,6 +401,40 @@ pub fn run_case(fixtures: &Path, case: &Case) -> Result<CaseRun> {
     {
         failures.push("the continuation did not resume after a cursor".into());
     }
+    let spine: Vec<String> = outputs
+        .first()
+        .map(|o| o.spine.iter().map(|s| s.symbol.clone()).collect())
+        .unwrap_or_default();
+    let on_spine = case
+        .expect_spine
+        .iter()
+        .filter(|s| spine.contains(s))
+        .count();
+    metrics.spine_symbol_recall = ratio(on_spine, case.expect_spine.len());
+    metrics.spine_recall = if on_spine == case.expect_spine.len() {
+        1.0
+    } else {
+        0.0
+    };
+    let expected_evidence: Vec<&String> = case
+        .expect_spine
+        .iter()
+        .chain(&case.expect_evidence)
+        .collect();
+    let in_evidence = expected_evidence
+        .iter()
+        .filter(|s| symbols.contains(s))
+        .count();
+    metrics.symbol_evidence_recall = ratio(in_evidence, expected_evidence.len());
+    if error.is_none() {
+        for s in case.expect_spine.iter().filter(|s| !spine.contains(s)) {
+            failures.push(format!("not on the spine: {s}"));
+        }
+        for s in case.expect_evidence.iter().filter(|s| !symbols.contains(s)) {
+            failures.push(format!("missing evidence {s}"));
+        }
+    }
+    metrics.spine = spine;
     let found = |s: &String| symbols.contains(s);
     let hits = case.expect_symbols.iter().filter(|s| found(s)).count();
     metrics.recall = ratio(hits, case.expect_symbols.len());
@@ -354,6 +518,9 @@ fn summarize<'a>(cases: impl Iterator<Item = &'a CaseMetrics>) -> ClassSummary {
     ClassSummary {
         cases: cases.len(),
         passed: cases.iter().filter(|c| c.passed).count(),
+        spine_recall: mean(&|c| c.spine_recall),
+        spine_symbol_recall: mean(&|c| c.spine_symbol_recall),
+        symbol_evidence_recall: mean(&|c| c.symbol_evidence_recall),
         recall: mean(&|c| c.recall),
         mrr: mean(&|c| c.mrr),
         path_precision: mean(&|c| c.path_precision),
@@ -366,19 +533,22 @@ fn summarize<'a>(cases: impl Iterator<Item = &'a CaseMetrics>) -> ClassSummary {
 }
 
 /// Runs every case; a case that cannot run at all is a failed case, not an abort.
-pub fn run_corpus(path: &Path) -> Result<EvalReport> {
+/// Repository cases need `repos`: a directory holding each `[repos]` key checked out.
+pub fn run_corpus(path: &Path, repos: Option<&Path>) -> Result<EvalReport> {
     let corpus = load(path)?;
     let fixtures = path
         .parent()
         .unwrap_or(Path::new("."))
         .join(&corpus.fixtures);
+    let workspaces = Workspaces::new(fixtures, repos.map(Path::to_path_buf), corpus.repos.clone());
     let mut cases = Vec::new();
     for case in &corpus.cases {
-        let metrics = match run_case(&fixtures, case) {
+        let metrics = match run_case(&workspaces, case) {
             Ok(run) => run.metrics,
             Err(e) => CaseMetrics {
                 name: case.name.clone(),
-                class: case.class.clone(),
+                class: case.class(),
+                language: workspaces.language(case),
                 passed: false,
                 failures: vec![format!("case could not run: {} ({e})", e.code())],
                 ..CaseMetrics::default()
@@ -386,14 +556,20 @@ pub fn run_corpus(path: &Path) -> Result<EvalReport> {
         };
         cases.push(metrics);
     }
-    let mut classes = BTreeMap::new();
-    let names: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.class.as_str()).collect();
-    for name in names {
-        classes.insert(
-            name.to_string(),
-            summarize(cases.iter().filter(|c| c.class == name)),
-        );
-    }
+    let group = |key: &dyn Fn(&CaseMetrics) -> &str| {
+        let names: std::collections::BTreeSet<&str> = cases.iter().map(key).collect();
+        names
+            .into_iter()
+            .map(|name| {
+                (
+                    name.to_string(),
+                    summarize(cases.iter().filter(|c| key(c) == name)),
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    let classes = group(&|c| c.class.as_str());
+    let languages = group(&|c| c.language.as_str());
     let overall = summarize(cases.iter());
     Ok(EvalReport {
         corpus: path.display().to_string(),
@@ -401,6 +577,7 @@ pub fn run_corpus(path: &Path) -> Result<EvalReport> {
         passed: cases.iter().all(|c| c.passed),
         cases,
         classes,
+        languages,
         overall,
     })
 }

@@ -17,7 +17,7 @@ use crate::lang::Language;
 
 /// Bumped whenever extraction output changes for the same input; part of the cache key
 /// and of the fingerprint.
-pub const EXTRACTOR_VERSION: u32 = 3;
+pub const EXTRACTOR_VERSION: u32 = 4;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
@@ -107,6 +107,137 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
     Ok(facts)
 }
 
+/// Where a call sits in its function (`facts::site`): in an error handler, in the body of
+/// an early-return guard, and whether its value is carried on. Walks up to the enclosing
+/// function only.
+fn call_site_flags(language: Language, call: Node, source: &str) -> u8 {
+    use crate::facts::site;
+    let text = |n: Node| source.get(n.byte_range()).unwrap_or("");
+    let mut flags = 0;
+    // The value: through `await`, parentheses, `?`.
+    let mut value = call;
+    while let Some(parent) = value.parent() {
+        match parent.kind() {
+            "await"
+            | "await_expression"
+            | "parenthesized_expression"
+            | "try_expression"
+            | "non_null_expression"
+            | "as_expression" => value = parent,
+            _ => break,
+        }
+    }
+    if let Some(parent) = value.parent() {
+        let carried = match parent.kind() {
+            "return_statement"
+            | "return_expression"
+            | "assignment"
+            | "augmented_assignment"
+            | "assignment_expression"
+            | "assignment_statement"
+            | "variable_declarator"
+            | "let_declaration"
+            | "short_var_declaration"
+            | "var_spec"
+            | "local_variable_declaration"
+            | "expression_list"
+            | "argument_list"
+            | "arguments"
+            | "attribute"
+            | "member_expression"
+            | "field_expression"
+            | "selector_expression"
+            | "field_access"
+            | "method_invocation"
+            | "yield"
+            | "yield_expression"
+            | "arrow_function"
+            | "lambda" => true,
+            // A Rust block's tail expression is its value.
+            "block" => {
+                language == Language::Rust
+                    && parent.named_child((parent.named_child_count().saturating_sub(1)) as u32)
+                        == Some(value)
+            }
+            _ => false,
+        };
+        if carried {
+            flags |= site::RESULT;
+        }
+    }
+    // Where it sits: up to the enclosing function.
+    let mut child = call;
+    while let Some(parent) = child.parent() {
+        let kind = parent.kind();
+        if kind.contains("function")
+            || kind.contains("method")
+            || kind == "lambda"
+            || kind == "closure_expression"
+            || kind == "arrow_function"
+        {
+            break;
+        }
+        match kind {
+            "except_clause" | "finally_clause" | "catch_clause" | "finally_block" | "rescue" => {
+                flags |= site::HANDLER;
+            }
+            "match_arm"
+                if language == Language::Rust
+                    && parent
+                        .child_by_field_name("pattern")
+                        .is_some_and(|p| text(p).trim_start().starts_with("Err")) =>
+            {
+                flags |= site::HANDLER;
+            }
+            "if_statement" | "if_expression" | "if_let_expression" => {
+                let consequence = parent.child_by_field_name("consequence");
+                if consequence.is_some_and(|c| c.id() == child.id()) {
+                    let condition = parent
+                        .child_by_field_name("condition")
+                        .map(text)
+                        .unwrap_or("");
+                    if (language == Language::Go && condition.contains("err != nil"))
+                        || (language == Language::Rust
+                            && condition.trim_start().starts_with("let Err"))
+                    {
+                        flags |= site::HANDLER;
+                    } else if consequence.is_some_and(|c| ends_in_exit(c)) {
+                        flags |= site::GUARD;
+                    }
+                }
+            }
+            _ => {}
+        }
+        child = parent;
+    }
+    flags
+}
+
+/// Whether a block's last statement leaves it (`return`, `raise`, `throw`, `continue`,
+/// `break`): the block is an early exit.
+fn ends_in_exit(block: Node) -> bool {
+    let last = match block.named_child_count() {
+        0 => block,
+        n => block.named_child((n - 1) as u32).unwrap_or(block),
+    };
+    let kind = last.kind();
+    let exit = |k: &str| {
+        matches!(
+            k,
+            "return_statement"
+                | "raise_statement"
+                | "throw_statement"
+                | "continue_statement"
+                | "break_statement"
+                | "return_expression"
+                | "continue_expression"
+                | "break_expression"
+        )
+    };
+    exit(kind)
+        || (kind == "expression_statement" && last.named_child(0).is_some_and(|c| exit(c.kind())))
+}
+
 /// The deepest node's depth, by an iterative walk (linear, no recursion).
 fn max_depth(root: Node) -> u32 {
     let mut cursor = root.walk();
@@ -184,6 +315,7 @@ struct RawRef {
     receiver: Option<String>,
     qualifier: Option<String>,
     site: Span,
+    site_flags: u8,
 }
 
 struct RawBinding {
@@ -292,12 +424,18 @@ impl<'s, 't> Collector<'s, 't> {
                 if name.is_empty() {
                     return;
                 }
+                let site_flags = if role == RefRole::Call {
+                    call_site_flags(self.language, node, self.source)
+                } else {
+                    0
+                };
                 self.refs.push(RawRef {
                     role,
                     name: name.to_string(),
                     receiver: find("receiver").map(|n| self.clipped(n)),
                     qualifier: find("qualifier").map(|n| self.clipped(n)),
                     site: span_of(name_node),
+                    site_flags,
                 });
             }
         }
@@ -546,6 +684,7 @@ impl<'s, 't> Collector<'s, 't> {
                     receiver: None,
                     qualifier,
                     site: span_of(name_node),
+                    site_flags: 0,
                 });
             }
         }
@@ -572,6 +711,7 @@ impl<'s, 't> Collector<'s, 't> {
                 receiver: r.receiver,
                 qualifier: r.qualifier,
                 site: r.site,
+                site_flags: r.site_flags,
             })
             .collect();
 

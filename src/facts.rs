@@ -215,6 +215,20 @@ pub struct Reference {
     pub site: Span,
     /// Innermost enclosing definition (index into `FileFacts::defs`); `None` at file level.
     pub from: Option<u32>,
+    /// Where a call sits in its function (`site::*` bits); 0 for other roles.
+    pub site_flags: u8,
+}
+
+/// Bits of `Reference::site_flags` and of graph call edges (graph-schema/README.md): where
+/// a call sits, for `flow`'s choice of the main path (R-Q-5, issue 11).
+pub mod site {
+    /// In an exception or error handler (`except`, `catch`, `finally`, Go's
+    /// `if err != nil`, Rust's `Err(…)` arm).
+    pub const HANDLER: u8 = 1;
+    /// In the body of an early-return guard (`if …: return/raise`).
+    pub const GUARD: u8 = 2;
+    /// Its value is returned, assigned, passed on or called on: the flow carries it.
+    pub const RESULT: u8 = 4;
 }
 
 /// One imported binding (`from m import a as b` yields module `m`, name `a`, alias `b`).

@@ -82,6 +82,8 @@ pub struct ResolvedEdge {
     pub resolution: Resolution,
     pub confidence: u8,
     pub site: Option<Site>,
+    /// `facts::site` bits of the call at `site` (0 for other edges).
+    pub flags: u8,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,6 +369,7 @@ impl<'a> Resolver<'a> {
             resolution: Resolution::Scope,
             confidence: 100,
             site: None,
+            flags: 0,
         });
     }
 
@@ -529,6 +532,7 @@ impl<'a> Resolver<'a> {
                                 file,
                                 span: (*site).into(),
                             }),
+                            flags: 0,
                         });
                     }
                 }
@@ -913,6 +917,7 @@ impl<'a> Resolver<'a> {
                             file,
                             span: reference.site.into(),
                         }),
+                        flags: reference.site_flags,
                     });
                 }
                 Ok(_) => {}

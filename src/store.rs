@@ -298,6 +298,7 @@ impl Store {
     /// anything new is written (a full disk is freed before it is filled again).
     fn clean_leftovers(&self, _lock: &BuildLock) {
         let _ = fs::remove_dir_all(self.dir.join(".staging"));
+        let _ = fs::remove_dir_all(self.dir.join("cache").join(".tmp"));
         for name in ["CURRENT.tmp", "ROOT.tmp"] {
             let _ = fs::remove_file(self.dir.join(name));
         }
@@ -452,7 +453,16 @@ impl Store {
         bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         bytes.resize(FACTS_HEADER, 0);
         bytes.extend_from_slice(&payload);
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        // Written aside, then renamed into place: a kill leaves its half-written entry in
+        // `cache/.tmp/`, which the next lock holder removes whole.
+        let tmp_dir = self.dir.join("cache").join(".tmp");
+        fs::create_dir_all(&tmp_dir).at(&tmp_dir)?;
+        let tmp = tmp_dir.join(format!(
+            "{}.{}.{:?}",
+            key.to_hex(),
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let written = fs::write(&tmp, &bytes)
             .at(&tmp)
             .and_then(|()| fs::rename(&tmp, &path).at(&path));

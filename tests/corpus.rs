@@ -45,10 +45,11 @@ fn corpus_outputs_match_snapshots_and_the_schema() {
     let corpus_path = root().join("corpus/context.toml");
     let corpus = atlas::eval::load(&corpus_path).unwrap();
     assert!(corpus.cases.len() >= 12);
-    let fixtures = root().join("fixtures");
+    let workspaces =
+        atlas::eval::Workspaces::new(root().join("fixtures"), None, corpus.repos.clone());
     let validator = validator();
     for case in &corpus.cases {
-        let run = atlas::eval::run_case(&fixtures, case).unwrap();
+        let run = atlas::eval::run_case(&workspaces, case).unwrap();
         assert!(
             run.metrics.passed,
             "{}: {:?}",

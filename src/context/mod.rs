@@ -9,6 +9,7 @@
 pub mod anchor;
 pub mod project;
 pub mod retrieve;
+pub mod spine;
 pub mod text;
 
 use std::path::{Path, PathBuf};
@@ -289,6 +290,8 @@ pub struct SpineStep {
     pub symbol: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub via: Option<RelationOut>,
+    /// Why this hop was taken (`reach 214, main path, result carried on`).
+    pub why: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -678,6 +681,7 @@ pub fn compile_context(
                 id: e.id.clone(),
                 symbol: e.symbol.clone().unwrap_or_default(),
                 via: e.relation.clone(),
+                why: e.why.clone().unwrap_or_default(),
             })
             .collect();
         let mut all_diagnostics = diagnostics.clone();

@@ -48,6 +48,9 @@ pub struct RelationOut {
     pub confidence: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub site: Option<SiteOut>,
+    /// The call names a base method; `to` is the implementation the flow continues in.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dispatch: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -77,6 +80,9 @@ pub struct EvidenceItem {
     pub lines: Option<[u32; 2]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relation: Option<RelationOut>,
+    /// Why a spine or alternative hop was taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
     /// Every site when the entry stands for several relations of one symbol (a callee
     /// called from nine lines), at most `MAX_SITES`; `site_count` counts them all.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -275,6 +281,7 @@ fn relation_out(graph: &Graph, r: &RelationInfo) -> RelationOut {
             path: graph.file_path(file).to_string(),
             line: line + 1,
         }),
+        dispatch: r.dispatch,
     }
 }
 
@@ -328,6 +335,7 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
         path,
         lines,
         relation: c.relation.as_ref().map(|r| relation_out(graph, r)),
+        why: c.why.clone(),
         sites: if c.sites.len() > 1 {
             let mut sites: Vec<SiteOut> = c
                 .sites

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
+use super::spine::{Hop, SPINE_MAX, Spines};
 use crate::facts::SymbolKind;
 use crate::graph::Graph;
 use crate::graph::data::{ArchivedEdgeRecord, NONE};
@@ -33,6 +34,11 @@ pub struct RelationInfo {
     pub confidence: u8,
     /// (file, 0-based line).
     pub site: Option<(u32, u32)>,
+    /// `facts::site` bits of a call (handler, guard, result carried on).
+    pub flags: u8,
+    /// A hop through dynamic dispatch: the call names a base method, `to` is the
+    /// implementation the flow continues in.
+    pub dispatch: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -56,6 +62,8 @@ pub struct Candidate {
     /// Every site of this evidence — (file, 0-based line) — when one entry stands for
     /// several relations of the same symbol (a callee called from nine lines).
     pub sites: Vec<(u32, u32)>,
+    /// Why a spine or alternative hop was taken (`reach 214, main path`).
+    pub why: Option<String>,
 }
 
 /// What a relation candidate's reasons say, rendered on demand.
@@ -94,6 +102,7 @@ impl Candidate {
             on_spine: false,
             named: false,
             sites: Vec::new(),
+            why: None,
             statement: None,
         }
     }
@@ -150,7 +159,6 @@ pub struct Retrieval {
 
 const MAX_HOPS: u32 = 2;
 const IMPACT_HOPS: u32 = 4;
-const SPINE_MAX: usize = 10;
 const VISIT_CAP: usize = 20_000;
 
 /// Runtime-boundary call names by category (R-Q-5).
@@ -300,7 +308,7 @@ struct Builder<'g> {
     touched_files: BTreeSet<u32>,
 }
 
-fn relation_of(from: u32, edge: &ArchivedEdgeRecord, outgoing: bool) -> RelationInfo {
+pub(super) fn relation_of(from: u32, edge: &ArchivedEdgeRecord, outgoing: bool) -> RelationInfo {
     let other = edge.node.to_native();
     let (from, to) = if outgoing {
         (from, other)
@@ -317,6 +325,8 @@ fn relation_of(from: u32, edge: &ArchivedEdgeRecord, outgoing: bool) -> Relation
         resolution: Resolution::from_code(edge.resolution).unwrap_or(Resolution::UniqueName),
         confidence: edge.confidence,
         site: (site_file != NONE).then(|| (site_file, edge.site.start_line.to_native())),
+        flags: edge.flags,
+        dispatch: false,
     }
 }
 
@@ -411,6 +421,7 @@ impl<'g> Builder<'g> {
                 on_spine: false,
                 named: true,
                 sites: Vec::new(),
+                why: None,
                 statement: None,
             },
             &label,
@@ -458,10 +469,19 @@ impl<'g> Builder<'g> {
                 on_spine: false,
                 named: false,
                 sites,
+                why: None,
                 statement: None,
             },
             &identity,
         );
+    }
+
+    /// Records why a hop was taken on the entry of `(class, node)`.
+    fn set_why(&mut self, class: &'static str, node: u32, why: String) {
+        let id = evidence_id(class, &self.label(node));
+        if let Some(&index) = self.seen.get(&id) {
+            self.candidates[index].why = Some(why);
+        }
     }
 
     fn statement(
@@ -488,6 +508,7 @@ impl<'g> Builder<'g> {
                 on_spine: false,
                 named: false,
                 sites: Vec::new(),
+                why: None,
                 statement: Some(Statement { code, text }),
             },
             &identity,
@@ -509,7 +530,12 @@ impl<'g> Builder<'g> {
 
     /// Frontier entries named like `node` that could reach it.
     fn frontier_reaching(&self, node: u32) -> Vec<(u32, u32, u32, u32)> {
-        let name = self.graph.node(node).name.to_native();
+        self.frontier_reaching_named(self.graph.node(node).name.to_native())
+    }
+
+    /// Unresolved call or reference sites named `name` (a string id), with at least one
+    /// definition of that name: `(from, file, 0-based line, candidates)`.
+    fn frontier_reaching_named(&self, name: u32) -> Vec<(u32, u32, u32, u32)> {
         let frontier = &self.graph.data().frontier;
         self.graph
             .frontier_named(name)
@@ -556,6 +582,7 @@ impl<'g> Builder<'g> {
                     on_spine: false,
                     named: false,
                     sites: vec![(*file, *line)],
+                    why: None,
                     statement: None,
                 },
                 &identity,
@@ -736,127 +763,31 @@ fn failure_for_callers(b: &mut Builder, node: u32, unresolved: usize) {
     }
 }
 
-/// Breadth-first call path from `from` to `to`, optionally avoiding one edge.
-fn call_path(
-    graph: &Graph,
-    from: u32,
-    to: u32,
-    avoid: Option<(u32, u32)>,
-) -> Option<Vec<(u32, Option<RelationInfo>)>> {
-    let mut previous: HashMap<u32, (u32, RelationInfo)> = HashMap::new();
-    let mut queue = VecDeque::from([(from, 0usize)]);
-    let mut visited = BTreeSet::from([from]);
-    while let Some((node, depth)) = queue.pop_front() {
-        if node == to {
-            let mut path = vec![(to, previous.get(&to).map(|(_, r)| r.clone()))];
-            let mut current = to;
-            while let Some((prev, _)) = previous.get(&current) {
-                current = *prev;
-                path.push((current, previous.get(&current).map(|(_, r)| r.clone())));
-            }
-            path.reverse();
-            return Some(path);
-        }
-        if depth >= SPINE_MAX || visited.len() > VISIT_CAP {
-            continue;
-        }
-        // Stronger edges first, so ties between equal-length paths prefer confidence.
-        let mut edges: Vec<&ArchivedEdgeRecord> = graph
-            .out_edges(node)
-            .iter()
-            .filter(|e| e.kind == EdgeKind::Calls as u8)
-            .collect();
-        edges.sort_by_key(|e| (std::cmp::Reverse(e.confidence), e.node.to_native()));
-        for edge in edges {
-            let next = edge.node.to_native();
-            if avoid == Some((node, next)) {
-                continue;
-            }
-            if visited.insert(next) {
-                previous.insert(next, (node, relation_of(node, edge, true)));
-                queue.push_back((next, depth + 1));
-            }
-        }
-    }
-    None
-}
-
-/// The dominant outgoing chain: follow the strongest, most central callee.
-fn dominant_chain(graph: &Graph, from: u32) -> Vec<(u32, Option<RelationInfo>)> {
-    let mut chain = vec![(from, None)];
-    let mut visited = BTreeSet::from([from]);
-    let mut current = from;
-    while chain.len() < SPINE_MAX {
-        let best = graph
-            .out_edges(current)
-            .iter()
-            .filter(|e| e.kind == EdgeKind::Calls as u8 && !visited.contains(&e.node.to_native()))
-            .filter(|e| {
-                !matches!(
-                    graph.kind(e.node.to_native()),
-                    SymbolKind::Class | SymbolKind::Struct
-                )
-            })
-            .max_by_key(|e| {
-                let n = e.node.to_native();
-                let out_degree = graph
-                    .out_edges(n)
-                    .iter()
-                    .filter(|x| x.kind == EdgeKind::Calls as u8)
-                    .count();
-                // Prefer callees that lead somewhere, then confident edges, then hubs.
-                (
-                    out_degree > 0,
-                    e.confidence / 10,
-                    out_degree.min(50),
-                    graph.node(n).centrality.to_native(),
-                    std::cmp::Reverse(n),
-                )
-            });
-        let Some(edge) = best else { break };
-        let next = edge.node.to_native();
-        chain.push((next, Some(relation_of(current, edge, true))));
-        visited.insert(next);
-        current = next;
-    }
-    chain
-}
-
 fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     let anchors: Vec<u32> = intent.anchors.iter().map(|a| a.node).collect();
     let Some(&first) = anchors.first() else {
         return Vec::new();
     };
-    let spine_path = if let Some(&second) = anchors.get(1) {
-        match call_path(b.graph, first, second, None) {
+    let mut spines = Spines::new(b.graph, anchors.iter().copied().collect());
+    let hops = if let Some(&second) = anchors.get(1) {
+        match spines.call_path(first, second, None) {
             Some(path) => path,
             None => {
-                for anchor in &intent.anchors {
-                    b.declaration(anchor.node, anchor.describe());
-                }
-                let text = format!(
-                    "no call path from {} to {} within {SPINE_MAX} calls in the resolved graph",
-                    b.label(first),
-                    b.label(second)
-                );
-                b.statement("failure", "no-call-path", text, Some(first), true, 50_000);
-                b.walk_calls(first, true, 1, "callee");
-                b.walk_calls(second, false, 1, "caller");
-                frontier_of_spine(b, &[first, second]);
+                no_call_path(b, intent, first, second);
                 return Vec::new();
             }
         }
     } else {
-        dominant_chain(b.graph, first)
+        spines.main_path(first, &intent.anchors[0].describe())
     };
-    let spine: Vec<u32> = spine_path.iter().map(|(n, _)| *n).collect();
-    for (step, (node, via)) in spine_path.iter().enumerate() {
-        let label = b.label(*node);
+    let spine: Vec<u32> = hops.iter().map(|h| h.node).collect();
+    for (step, hop) in hops.iter().enumerate() {
+        let label = b.label(hop.node);
         let mut reasons = vec![format!("spine step {}", step + 1)];
-        if let Some(anchor) = intent.anchors.iter().find(|a| a.node == *node) {
+        if let Some(anchor) = intent.anchors.iter().find(|a| a.node == hop.node) {
             reasons.push(anchor.describe());
         }
-        if let Some(relation) = via {
+        if let Some(relation) = &hop.via {
             reasons.push(format!(
                 "called by {} ({}/{}, confidence {})",
                 b.label(relation.from),
@@ -873,46 +804,37 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
                 reasons,
                 relation_reasons: None,
                 required: true,
-                node: Some(*node),
-                relation: via.clone(),
-                slice: SliceTarget::Declaration(*node),
+                node: Some(hop.node),
+                relation: hop.via.clone(),
+                slice: SliceTarget::Declaration(hop.node),
                 on_spine: true,
                 named: false,
                 sites: Vec::new(),
+                why: Some(hop.why.clone()),
                 statement: None,
             },
             &label,
         );
     }
-    // Alternatives: the best path avoiding each spine edge in turn.
-    if anchors.len() >= 2 {
-        let mut alternatives = 0;
+    let mut alternatives: Vec<(String, Vec<Hop>)> = Vec::new();
+    if let Some(&second) = anchors.get(1) {
+        // The best path avoiding each spine edge in turn.
         for window in spine.windows(2) {
-            if alternatives >= 3 {
+            if alternatives.len() >= 3 {
                 break;
             }
-            let Some(path) = call_path(b.graph, first, anchors[1], Some((window[0], window[1])))
-            else {
-                continue;
-            };
-            let nodes: Vec<u32> = path.iter().map(|(n, _)| *n).collect();
-            if nodes == spine {
-                continue;
-            }
-            alternatives += 1;
-            for (node, via) in path.into_iter().filter(|(n, _)| !spine.contains(n)) {
-                if let Some(relation) = via {
-                    b.relation(
-                        "alternative",
-                        node,
-                        relation,
-                        1,
-                        false,
-                        Note::AlternativePath(alternatives),
-                    );
-                }
+            if let Some(path) = spines.call_path(first, second, Some((window[0], window[1])))
+                && path.iter().map(|h| h.node).collect::<Vec<_>>() != spine
+            {
+                let hops = path
+                    .into_iter()
+                    .filter(|h| !spine.contains(&h.node))
+                    .collect();
+                alternatives.push(("alternative path".into(), hops));
             }
         }
+    } else {
+        alternatives = spines.alternatives(&spine, 2);
     }
     // A question's next strong search hit starts an alternative chain (issue 9).
     if let Some(alternative) = intent
@@ -920,31 +842,41 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
         .as_ref()
         .filter(|a| !spine.contains(&a.node))
     {
-        for (node, via) in dominant_chain(b.graph, alternative.node) {
-            if spine.contains(&node) {
-                break;
-            }
-            match via {
-                Some(relation) => b.relation(
-                    "alternative",
-                    node,
-                    relation,
-                    1,
-                    false,
-                    Note::Text("alternative chain from the next search hit"),
-                ),
-                None => {
-                    let label = b.label(node);
-                    b.push(
-                        Candidate::declaration(
-                            String::new(),
-                            "alternative",
-                            1_000,
-                            node,
-                            format!("{}; start of an alternative chain", alternative.describe()),
-                        ),
-                        &label,
+        let mut chain = spines.main_path(
+            alternative.node,
+            &format!("{}; start of an alternative chain", alternative.describe()),
+        );
+        if let Some(at) = chain.iter().position(|h| spine.contains(&h.node)) {
+            chain.truncate(at);
+        }
+        alternatives.push(("alternative chain from the next search hit".into(), chain));
+    }
+    for (n, (label, hops)) in alternatives.into_iter().enumerate() {
+        for hop in hops {
+            let why = format!("{label} {}: {}", n + 1, hop.why);
+            match hop.via {
+                Some(relation) => {
+                    b.relation(
+                        "alternative",
+                        hop.node,
+                        relation,
+                        1,
+                        false,
+                        Note::AlternativePath(n + 1),
                     );
+                    b.set_why("alternative", hop.node, why);
+                }
+                None => {
+                    let label = b.label(hop.node);
+                    let mut candidate = Candidate::declaration(
+                        String::new(),
+                        "alternative",
+                        1_000,
+                        hop.node,
+                        why.clone(),
+                    );
+                    candidate.why = Some(why);
+                    b.push(candidate, &label);
                 }
             }
         }
@@ -960,6 +892,91 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     b.walk_calls(first, false, 1, "caller");
     frontier_of_spine(b, &spine);
     spine
+}
+
+/// Two anchors without a call path between them: a failure that names the hop that broke
+/// it — the unresolved call site named like the second anchor, reachable from the first,
+/// and why it is unresolved — with that site as frontier evidence (R-RES-2, issue 11).
+fn no_call_path(b: &mut Builder, intent: &Intent, first: u32, second: u32) {
+    for anchor in &intent.anchors {
+        b.declaration(anchor.node, anchor.describe());
+    }
+    let graph = b.graph;
+    // What the first anchor reaches, and the unresolved calls named like the second.
+    let mut reached = BTreeSet::from([first]);
+    let mut queue = VecDeque::from([(first, 0usize)]);
+    while let Some((node, depth)) = queue.pop_front() {
+        if depth >= SPINE_MAX || reached.len() > VISIT_CAP {
+            continue;
+        }
+        for e in graph.out_edges(node) {
+            if e.kind == EdgeKind::Calls as u8 && reached.insert(e.node.to_native()) {
+                queue.push_back((e.node.to_native(), depth + 1));
+            }
+        }
+    }
+    let name = graph.node(second).name.to_native();
+    let broken: Vec<(u32, u32, u32, u32)> = b
+        .frontier_reaching_named(name)
+        .into_iter()
+        .filter(|(from, _, _, _)| reached.contains(from))
+        .collect();
+    let target = b.label(second);
+    let text = match broken.first() {
+        Some(&(from, file, line, candidates)) => {
+            let why = if candidates == 0 {
+                "external or dynamic: no definition by that name resolves".to_string()
+            } else {
+                format!(
+                    "the receiver's type is unknown: {candidates} definition(s) share the name and none is provable"
+                )
+            };
+            format!(
+                "no call path from {} to {target} within {SPINE_MAX} calls: the hop that breaks it is the call to `{}` at {}:{} in {} — {why}",
+                b.label(first),
+                graph.str(name),
+                graph.file_path(file),
+                line + 1,
+                b.label(from)
+            )
+        }
+        None => format!(
+            "no call path from {} to {target} within {SPINE_MAX} calls: none of the {} symbols it reaches calls `{}`, resolved or not",
+            b.label(first),
+            reached.len() - 1,
+            graph.str(name)
+        ),
+    };
+    b.statement("failure", "no-call-path", text, Some(first), true, 50_000);
+    for (from, file, line, candidates) in broken.into_iter().take(4) {
+        let identity = format!("frontier|{}|{}", graph.str(name), b.label(from));
+        b.push(
+            Candidate {
+                id: String::new(),
+                class: "frontier",
+                score: 45_000,
+                reasons: vec![format!(
+                    "unresolved `{}` in {} could reach {target} ({candidates} candidates): the broken hop",
+                    graph.str(name),
+                    b.label(from)
+                )],
+                relation_reasons: None,
+                required: true,
+                node: Some(from),
+                relation: None,
+                slice: SliceTarget::Site(file, line),
+                on_spine: false,
+                named: false,
+                sites: vec![(file, line)],
+                why: None,
+                statement: None,
+            },
+            &identity,
+        );
+    }
+    b.walk_calls(first, true, 1, "callee");
+    b.walk_calls(second, false, 1, "caller");
+    frontier_of_spine(b, &[first, second]);
 }
 
 /// Runtime boundaries reached from the spine: resolved calls and unresolved call sites
@@ -1014,6 +1031,7 @@ fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
                 on_spine: true,
                 named: false,
                 sites: Vec::new(),
+                why: None,
                 statement: Some(Statement {
                     code: category,
                     text: format!("control leaves ordinary calls: {category} via `{name}`"),
@@ -1107,6 +1125,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                 on_spine: false,
                 named,
                 sites: Vec::new(),
+                why: None,
                 statement: Some(Statement {
                     code: "module",
                     text,
@@ -1175,6 +1194,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                 on_spine: false,
                 named: false,
                 sites: Vec::new(),
+                why: None,
                 statement: Some(Statement {
                     code: "module-relation",
                     text: format!("{a}/ {kind} {c}/ ×{count}"),

@@ -73,14 +73,20 @@ pub fn render(output: &ContextOutput) -> String {
             match &step.via {
                 Some(via) => {
                     let site = site_suffix(via);
+                    let dispatch = if via.dispatch { " dispatch" } else { "" };
                     let _ = writeln!(
                         out,
-                        "{indent}└─ {} [{} {}/{} {}{site}]",
-                        step.symbol, via.kind, via.provenance, via.resolution, via.confidence
+                        "{indent}└─ {} [{} {}/{} {}{site}{dispatch}] — {}",
+                        step.symbol,
+                        via.kind,
+                        via.provenance,
+                        via.resolution,
+                        via.confidence,
+                        step.why
                     );
                 }
                 None => {
-                    let _ = writeln!(out, "{indent}{}", step.symbol);
+                    let _ = writeln!(out, "{indent}{} — {}", step.symbol, step.why);
                 }
             }
         }
@@ -104,6 +110,9 @@ pub fn render(output: &ContextOutput) -> String {
             if item.required { " · required" } else { "" },
             item.projection
         );
+        if let Some(why) = item.why.as_ref().filter(|_| item.class == "alternative") {
+            let _ = writeln!(out, "      why: {why}");
+        }
         if let Some(relation) = &item.relation {
             let site = site_suffix(relation);
             let _ = writeln!(

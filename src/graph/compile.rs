@@ -185,6 +185,7 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
             provenance: e.provenance as u8,
             resolution: e.resolution as u8,
             confidence: e.confidence,
+            flags: e.flags,
             site_file,
             site,
         }

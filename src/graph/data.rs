@@ -59,6 +59,9 @@ pub struct EdgeRecord {
     pub provenance: u8,
     pub resolution: u8,
     pub confidence: u8,
+    /// Where a call sits (`facts::site` bits: handler, guard, result carried on); 0 for
+    /// other edges. Format 2.
+    pub flags: u8,
     pub site_file: u32,
     pub site: SpanRecord,
 }

@@ -54,6 +54,8 @@ struct PreciseReference {
     subkind: EdgeSubkind,
     /// Role of the tree-sitter reference at the same site, if any.
     role: Option<RefRole>,
+    /// Its `facts::site` bits.
+    flags: u8,
 }
 
 impl Resolver<'_> {
@@ -165,13 +167,18 @@ impl Resolver<'_> {
                 continue;
             };
             // Tree-sitter references of this file by site start, to type each occurrence.
-            let mut by_start: HashMap<u32, RefRole> = HashMap::default();
+            let mut by_start: HashMap<u32, (RefRole, u8)> = HashMap::default();
             for r in &facts.refs {
-                by_start.entry(r.site.start_byte).or_insert(r.role);
+                by_start
+                    .entry(r.site.start_byte)
+                    .or_insert((r.role, r.site_flags));
             }
             for occurrence in &document.references {
                 let target = symbol_node[occurrence.symbol as usize];
-                let role = by_start.get(&occurrence.span.start_byte).copied();
+                let (role, flags) = match by_start.get(&occurrence.span.start_byte) {
+                    Some(&(role, flags)) => (Some(role), flags),
+                    None => (None, 0),
+                };
                 let target_kind = target.map(|t| self.out.nodes[t as usize].kind);
                 let import = occurrence.roles & scip_ingest::ROLE_IMPORT != 0
                     || facts
@@ -206,6 +213,7 @@ impl Resolver<'_> {
                     kind,
                     subkind,
                     role,
+                    flags,
                 });
             }
         }
@@ -303,6 +311,11 @@ impl Resolver<'_> {
                     file: reference.file,
                     span: reference.site.into(),
                 }),
+                flags: if reference.kind == EdgeKind::Calls {
+                    reference.flags
+                } else {
+                    0
+                },
             });
         }
         let precise_pairs: HashSet<(u32, u32, EdgeKind)> =
@@ -353,6 +366,7 @@ impl Resolver<'_> {
                 resolution: Resolution::Precise,
                 confidence: 100,
                 site,
+                flags: 0,
             });
         }
         // A precise edge replaces the heuristic edges and frontier entries of its site.

@@ -1,0 +1,484 @@
+//! The spine of `flow` (R-Q-5, issue 11): the path an engineer would draw.
+//!
+//! With one anchor, each hop follows the callee the behaviour goes through: the normal
+//! path over error handlers, early-return guards and logging; the callee with the larger
+//! downstream reach inside the repository; a value the flow carries on (returned,
+//! assigned, called on); never a constructor, builder, getter or trivial wrapper when a
+//! real step exists. A call to a method of a base class, trait or interface continues in
+//! its implementations (`dispatch`). With two anchors, the spine is the shortest call path
+//! between them, through dispatch too. Every hop says why it was taken.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use super::retrieve::{RelationInfo, relation_of};
+use crate::facts::{SymbolKind, site};
+use crate::graph::Graph;
+use crate::graph::data::NONE;
+use crate::model::EdgeKind;
+
+/// Spine hops at most.
+pub const SPINE_MAX: usize = 10;
+/// Nodes a reach count visits at most (reach is reported as "N+" beyond it).
+const REACH_CAP: usize = 400;
+/// A path search visits at most this many nodes.
+const VISIT_CAP: usize = 20_000;
+/// Callee names that log, trace or print: not the behaviour.
+const LOGGING: &[&str] = &[
+    "log",
+    "debug",
+    "info",
+    "warn",
+    "warning",
+    "error",
+    "exception",
+    "critical",
+    "fatal",
+    "trace",
+    "print",
+    "println",
+    "eprintln",
+    "printf",
+    "eprintf",
+    "logf",
+    "debugf",
+    "infof",
+    "warnf",
+    "errorf",
+    "fatalf",
+    "console",
+];
+/// Callee names that build or fetch rather than act.
+const PLUMBING: &[&str] = &[
+    "__init__",
+    "new",
+    "default",
+    "init",
+    "constructor",
+    "builder",
+    "build",
+    "clone",
+    "to_string",
+    "to_owned",
+    "into",
+    "from",
+    "as_ref",
+    "as_str",
+    "len",
+    "is_empty",
+];
+
+/// One hop of a spine: the node, the call that reached it, and why it was taken.
+#[derive(Debug, Clone)]
+pub struct Hop {
+    pub node: u32,
+    pub via: Option<RelationInfo>,
+    pub why: String,
+}
+
+/// Reach counts and implementation lookups of one query, memoised.
+pub struct Spines<'g> {
+    graph: &'g Graph,
+    reach: HashMap<u32, usize>,
+    /// Nodes named by the query: preferred among implementations.
+    named: BTreeSet<u32>,
+}
+
+/// A callee considered for the next hop.
+struct Step {
+    node: u32,
+    via: RelationInfo,
+    score: i64,
+    why: String,
+}
+
+impl<'g> Spines<'g> {
+    pub fn new(graph: &'g Graph, named: BTreeSet<u32>) -> Self {
+        Spines {
+            graph,
+            reach: HashMap::new(),
+            named,
+        }
+    }
+
+    /// Distinct repository nodes reachable by calls from `node` (capped).
+    pub fn reach(&mut self, node: u32) -> usize {
+        if let Some(&r) = self.reach.get(&node) {
+            return r;
+        }
+        let graph = self.graph;
+        let mut seen = BTreeSet::from([node]);
+        let mut queue = VecDeque::from([node]);
+        while let Some(n) = queue.pop_front() {
+            for e in graph.out_edges(n) {
+                if e.kind != EdgeKind::Calls as u8 {
+                    continue;
+                }
+                let next = e.node.to_native();
+                if seen.len() > REACH_CAP {
+                    break;
+                }
+                if seen.insert(next) {
+                    queue.push_back(next);
+                }
+            }
+            if seen.len() > REACH_CAP {
+                break;
+            }
+        }
+        let reach = seen.len() - 1;
+        self.reach.insert(node, reach);
+        reach
+    }
+
+    /// Overrides of `method` in the implementors and subclasses of its type, when the
+    /// method belongs to a base class, trait or interface: where a call to it may go.
+    pub fn implementations(&self, method: u32) -> Vec<u32> {
+        let graph = self.graph;
+        if graph.kind(method) != SymbolKind::Method {
+            return Vec::new();
+        }
+        let parent = graph.node(method).parent.to_native();
+        if parent == NONE {
+            return Vec::new();
+        }
+        let name = graph.node(method).name.to_native();
+        // The type that declares the method: its impl block names a trait or a type.
+        let mut types = vec![parent];
+        if graph.kind(parent) == SymbolKind::Impl {
+            types.extend(
+                graph
+                    .out_edges(parent)
+                    .iter()
+                    .filter(|e| e.kind == EdgeKind::Implements as u8)
+                    .map(|e| e.node.to_native()),
+            );
+        }
+        let mut out = Vec::new();
+        for ty in types {
+            for implementor in graph
+                .in_edges(ty)
+                .iter()
+                .filter(|e| e.kind == EdgeKind::Implements as u8)
+                .map(|e| e.node.to_native())
+            {
+                for member in graph
+                    .out_edges(implementor)
+                    .iter()
+                    .filter(|e| e.kind == EdgeKind::Contains as u8)
+                    .map(|e| e.node.to_native())
+                {
+                    if member != method
+                        && graph.node(member).name.to_native() == name
+                        && graph.kind(member).is_callable()
+                        && !out.contains(&member)
+                    {
+                        out.push(member);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The implementation a dispatched call most likely takes: the one the query names,
+    /// else the only one, else the most called; the others are alternatives.
+    fn pick_implementation(&self, implementations: &[u32]) -> Option<(u32, String)> {
+        let graph = self.graph;
+        if let Some(&named) = implementations.iter().find(|n| self.named.contains(n)) {
+            return Some((named, "the implementation the query names".into()));
+        }
+        if let [only] = implementations {
+            return Some((*only, "its only implementation".into()));
+        }
+        let callers = |n: u32| {
+            graph
+                .in_edges(n)
+                .iter()
+                .filter(|e| e.kind == EdgeKind::Calls as u8)
+                .count()
+        };
+        let best = implementations
+            .iter()
+            .copied()
+            .filter(|&n| !graph.is_test(n))
+            .max_by_key(|&n| {
+                (
+                    callers(n),
+                    graph.node(n).centrality.to_native(),
+                    std::cmp::Reverse(n),
+                )
+            })?;
+        Some((
+            best,
+            format!(
+                "the most called of {} implementations",
+                implementations.len()
+            ),
+        ))
+    }
+
+    /// How much a call from the current node is worth following, and why.
+    fn score(&mut self, via: &RelationInfo, on_path: &[u32]) -> Option<(i64, String)> {
+        let graph = self.graph;
+        let callee = via.to;
+        if on_path.contains(&callee) {
+            return None;
+        }
+        let kind = graph.kind(callee);
+        let name = graph
+            .str(graph.node(callee).name.to_native())
+            .to_lowercase();
+        let reach = self.reach(callee);
+        let mut score = ((1.0 + reach as f64).ln() * 20.0) as i64 + i64::from(via.confidence / 10);
+        let mut why = vec![if reach > REACH_CAP {
+            format!("reach {REACH_CAP}+")
+        } else {
+            format!("reach {reach}")
+        }];
+        if via.flags & site::HANDLER != 0 {
+            score -= 60;
+            why.push("error handler".into());
+        } else if via.flags & site::GUARD != 0 {
+            score -= 35;
+            why.push("early-exit guard".into());
+        } else {
+            why.push("main path".into());
+        }
+        if via.flags & site::RESULT != 0 {
+            score += 15;
+            why.push("result carried on".into());
+        }
+        if LOGGING.contains(&name.as_str()) || name.starts_with("log_") || name.ends_with("_log") {
+            score -= 60;
+            why.push("logging".into());
+        }
+        if matches!(
+            kind,
+            SymbolKind::Class | SymbolKind::Struct | SymbolKind::Enum
+        ) || PLUMBING.contains(&name.as_str())
+        {
+            score -= 40;
+            why.push("constructor or builder".into());
+        } else if (name.starts_with("get_") || name.starts_with("is_") || name.starts_with("has_"))
+            && reach <= 1
+        {
+            score -= 25;
+            why.push("getter".into());
+        } else if reach <= 1 && span_lines(graph, callee) <= 3 {
+            score -= 10;
+            why.push("trivial".into());
+        }
+        if graph.is_test(callee) {
+            score -= 80;
+            why.push("test code".into());
+        }
+        if self.named.contains(&callee) {
+            score += 100;
+            why.push("named in the query".into());
+        }
+        Some((score, why.join(", ")))
+    }
+
+    /// The candidate next hops from `node`, best first; a call into a dispatched method
+    /// continues in its likely implementation (hop marked `dispatch`).
+    fn steps(&mut self, node: u32, on_path: &[u32]) -> Vec<Step> {
+        let graph = self.graph;
+        let mut best: HashMap<u32, Step> = HashMap::new();
+        for edge in graph.out_edges(node) {
+            if edge.kind != EdgeKind::Calls as u8 {
+                continue;
+            }
+            let via = relation_of(node, edge, true);
+            let Some((score, why)) = self.score(&via, on_path) else {
+                continue;
+            };
+            let mut step = Step {
+                node: via.to,
+                via,
+                score,
+                why,
+            };
+            let implementations = self.implementations(step.node);
+            if let Some((chosen, reason)) = self.pick_implementation(&implementations)
+                && !on_path.contains(&chosen)
+            {
+                let reach = self.reach(chosen);
+                step.why = format!(
+                    "dispatch: {} → {} ({reason}), reach {reach}",
+                    graph.label(step.node),
+                    graph.label(chosen)
+                );
+                step.score = step.score.max(((1.0 + reach as f64).ln() * 20.0) as i64);
+                step.via.to = chosen;
+                step.via.dispatch = true;
+                step.node = chosen;
+            }
+            // One candidate per callee: the call site that scores best.
+            match best.get(&step.node) {
+                Some(existing) if existing.score >= step.score => {}
+                _ => {
+                    best.insert(step.node, step);
+                }
+            }
+        }
+        let mut steps: Vec<Step> = best.into_values().collect();
+        steps.sort_by(|a, b| b.score.cmp(&a.score).then(a.node.cmp(&b.node)));
+        steps
+    }
+
+    /// The main path from `from`: greedily the best next hop, while one is worth it.
+    pub fn main_path(&mut self, from: u32, why: &str) -> Vec<Hop> {
+        self.chain(from, why, &[])
+    }
+
+    /// `main_path` avoiding `avoid` (the spine an alternative must leave).
+    fn chain(&mut self, from: u32, why: &str, avoid: &[u32]) -> Vec<Hop> {
+        let mut hops = vec![Hop {
+            node: from,
+            via: None,
+            why: why.to_string(),
+        }];
+        let mut on_path: Vec<u32> = avoid.to_vec();
+        on_path.push(from);
+        let mut current = from;
+        while hops.len() < SPINE_MAX {
+            let steps = self.steps(current, &on_path);
+            let Some(step) = steps.into_iter().next() else {
+                break;
+            };
+            // Nothing but plumbing, logging or error handling is left: the behaviour
+            // stops here.
+            if step.score < 10 {
+                break;
+            }
+            if super::retrieve::boundary_category(
+                self.graph.str(self.graph.node(step.node).name.to_native()),
+            )
+            .is_some()
+            {
+                break;
+            }
+            on_path.push(step.node);
+            current = step.node;
+            hops.push(Hop {
+                node: step.node,
+                via: Some(step.via),
+                why: step.why,
+            });
+        }
+        hops
+    }
+
+    /// The next best chains off `spine`: from each of its first hops, the best callee not
+    /// taken, followed for a few hops, labelled by how it leaves the main path.
+    pub fn alternatives(&mut self, spine: &[u32], limit: usize) -> Vec<(String, Vec<Hop>)> {
+        let mut out = Vec::new();
+        for &node in spine.iter().take(3) {
+            if out.len() >= limit {
+                break;
+            }
+            let steps = self.steps(node, spine);
+            let Some(step) = steps.into_iter().find(|s| s.score >= 0) else {
+                continue;
+            };
+            let label = if step.via.flags & site::HANDLER != 0 {
+                "error path"
+            } else if step.via.flags & site::GUARD != 0 {
+                "guard path"
+            } else if step.via.dispatch {
+                "dispatch"
+            } else {
+                "alternative path"
+            };
+            let mut chain = self.chain(step.node, &step.why, spine);
+            chain.truncate(4);
+            if let Some(first) = chain.first_mut() {
+                first.via = Some(step.via);
+            }
+            out.push((label.to_string(), chain));
+        }
+        out
+    }
+
+    /// The shortest call path from `from` to `to`, through dispatch too (a call to a base
+    /// method continues in each implementation), optionally avoiding one edge.
+    pub fn call_path(&mut self, from: u32, to: u32, avoid: Option<(u32, u32)>) -> Option<Vec<Hop>> {
+        let graph = self.graph;
+        let mut previous: HashMap<u32, (u32, RelationInfo)> = HashMap::new();
+        let mut queue = VecDeque::from([(from, 0usize)]);
+        let mut visited = BTreeSet::from([from]);
+        while let Some((node, depth)) = queue.pop_front() {
+            if node == to {
+                let mut path = vec![to];
+                let mut current = to;
+                while let Some((prev, _)) = previous.get(&current) {
+                    current = *prev;
+                    path.push(current);
+                }
+                path.reverse();
+                return Some(
+                    path.into_iter()
+                        .map(|n| {
+                            let via = previous.get(&n).map(|(_, r)| r.clone());
+                            let why = match &via {
+                                None => "anchor".to_string(),
+                                Some(r) if r.dispatch => format!(
+                                    "dispatch: {} is an implementation of the called method",
+                                    graph.label(n)
+                                ),
+                                Some(_) if n == to => "anchor".to_string(),
+                                Some(_) => "on the call path between the anchors".to_string(),
+                            };
+                            Hop { node: n, via, why }
+                        })
+                        .collect(),
+                );
+            }
+            if depth >= SPINE_MAX || visited.len() > VISIT_CAP {
+                continue;
+            }
+            // Stronger edges first, so ties between equal-length paths prefer confidence
+            // and the main path.
+            let mut edges: Vec<RelationInfo> = graph
+                .out_edges(node)
+                .iter()
+                .filter(|e| e.kind == EdgeKind::Calls as u8)
+                .map(|e| relation_of(node, e, true))
+                .collect();
+            edges.sort_by_key(|r| {
+                (
+                    r.flags & (site::HANDLER | site::GUARD) != 0,
+                    std::cmp::Reverse(r.confidence),
+                    r.to,
+                )
+            });
+            let mut next: Vec<RelationInfo> = Vec::new();
+            for relation in edges {
+                for implementation in self.implementations(relation.to) {
+                    let mut dispatched = relation.clone();
+                    dispatched.to = implementation;
+                    dispatched.dispatch = true;
+                    next.push(dispatched);
+                }
+                next.push(relation);
+            }
+            for relation in next {
+                let target = relation.to;
+                if avoid == Some((node, target)) {
+                    continue;
+                }
+                if visited.insert(target) {
+                    previous.insert(target, (node, relation));
+                    queue.push_back((target, depth + 1));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn span_lines(graph: &Graph, node: u32) -> u32 {
+    let span = &graph.node(node).span;
+    span.end_line.to_native() - span.start_line.to_native() + 1
+}

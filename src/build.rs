@@ -172,6 +172,31 @@ fn inject(point: &str) -> Result<()> {
     }
 }
 
+/// Which extractor, resolver, queries and format built a generation: a graph built by
+/// another atlas is stale even when no source changed (recorded as `builder` in the manifest).
+pub fn builder_id() -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&format::FORMAT_VERSION.to_le_bytes());
+    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    hasher.update(&resolve::RESOLVER_VERSION.to_le_bytes());
+    for language in Language::ALL {
+        hasher.update(language.query_hash().as_bytes());
+    }
+    hasher.finalize().to_hex()[..16].to_string()
+}
+
+/// Whether a generation's manifest says this atlas built it. Manifests written before
+/// `builder` existed name only their extractor.
+pub fn built_by_this(manifest: &serde_json::Value) -> bool {
+    match manifest.get("builder").and_then(|b| b.as_str()) {
+        Some(builder) => builder == builder_id(),
+        None => {
+            manifest.get("extractor_version").and_then(|v| v.as_u64())
+                == Some(u64::from(EXTRACTOR_VERSION))
+        }
+    }
+}
+
 /// Cache key of a file's facts (R-EXT-3).
 fn fact_key(hash: &[u8; 32], language: Language) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
@@ -288,12 +313,15 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let cache_repaired = counters.repaired.load(Ordering::Relaxed);
 
     // Same inputs as the committed generation: nothing to publish — if that generation
-    // still opens. A generation that fails validation (corrupt, or written by an older
+    // still opens with its manifest. A generation that fails validation (corrupt, or written by an older
     // incompatible build) is rebuilt and replaced.
     // An unreadable CURRENT (garbage written into it) is not the build's business: it
     // publishes a fresh generation over it.
     let committed_valid = store.current().ok().flatten().as_deref() == Some(fingerprint.as_str())
-        && crate::graph::Graph::open(&store.graph_path(&fingerprint)).is_ok();
+        && crate::graph::Graph::open(&store.graph_path(&fingerprint)).is_ok()
+        && store
+            .read_manifest(&fingerprint)
+            .is_ok_and(|manifest| built_by_this(&manifest));
     if !committed_valid && store.generation_dir(&fingerprint).exists() {
         let dir = store.generation_dir(&fingerprint);
         std::fs::remove_dir_all(&dir).at(&dir)?;
@@ -386,6 +414,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let manifest = serde_json::json!({
         "format_version": format::FORMAT_VERSION,
         "extractor_version": EXTRACTOR_VERSION,
+        "builder": builder_id(),
         "fingerprint": fingerprint,
         "files": files.len(),
         "symbols": symbols,

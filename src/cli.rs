@@ -790,7 +790,10 @@ fn render_status(s: &StatusReport) -> String {
         out.push_str(&format!("partial     {} ({} errors)\n", p.path, p.errors));
     }
     let st = &s.staleness;
-    if st.stale {
+    if st.builder_changed {
+        out.push_str("stale       built by another atlas version; the next read rebuilds it\n");
+    }
+    if st.changed + st.added + st.removed > 0 {
         out.push_str(&format!(
             "stale       {} changed, {} added, {} removed since this generation: {}\n",
             st.changed,
@@ -798,7 +801,7 @@ fn render_status(s: &StatusReport) -> String {
             st.removed,
             st.examples.join(", ")
         ));
-    } else {
+    } else if !st.stale {
         out.push_str("fresh       the working tree matches this generation\n");
     }
     let o = &s.observability;

@@ -43,9 +43,14 @@ pub fn dump(graph: &Graph) -> String {
         } else {
             ""
         };
+        let declares = if node.flags & crate::graph::data::FLAG_DECLARES_ONLY != 0 {
+            " declares-only"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "symbol {} {} L{}-{} {vis}{test}",
+            "symbol {} {} L{}-{} {vis}{test}{declares}",
             kind.as_str(),
             escaped(&graph.label(id)),
             node.span.start_line.to_native() + 1,
@@ -73,10 +78,11 @@ pub fn dump(graph: &Graph) -> String {
             };
             let _ = writeln!(
                 out,
-                "edge {kind}{extends} {} -> {}{site} [{provenance} {resolution} {}]",
+                "edge {kind}{extends} {} -> {}{site} [{provenance} {resolution} {}]{}",
                 escaped(&graph.label(id)),
                 escaped(&graph.label(edge.node.to_native())),
-                edge.confidence
+                edge.confidence,
+                site_flags(edge.flags)
             );
         }
     }
@@ -103,6 +109,27 @@ pub fn dump(graph: &Graph) -> String {
         );
     }
     out
+}
+
+/// A call's site flags (`facts::site`), ` {result,returned}`; empty when none is set.
+fn site_flags(flags: u8) -> String {
+    use crate::facts::site;
+    let names: Vec<&str> = [
+        (site::HANDLER, "handler"),
+        (site::GUARD, "guard"),
+        (site::RESULT, "result"),
+        (site::RETURNED, "returned"),
+        (site::RAISED, "raised"),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| flags & bit != 0)
+    .map(|(_, name)| name)
+    .collect();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" {{{}}}", names.join(","))
+    }
 }
 
 fn role_name(code: u8) -> &'static str {

@@ -17,7 +17,7 @@ use crate::lang::Language;
 
 /// Bumped whenever extraction output changes for the same input; part of the cache key
 /// and of the fingerprint.
-pub const EXTRACTOR_VERSION: u32 = 4;
+pub const EXTRACTOR_VERSION: u32 = 6;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
@@ -128,41 +128,75 @@ fn call_site_flags(language: Language, call: Node, source: &str) -> u8 {
         }
     }
     if let Some(parent) = value.parent() {
-        let carried = match parent.kind() {
-            "return_statement"
-            | "return_expression"
-            | "assignment"
-            | "augmented_assignment"
-            | "assignment_expression"
-            | "assignment_statement"
-            | "variable_declarator"
-            | "let_declaration"
-            | "short_var_declaration"
-            | "var_spec"
-            | "local_variable_declaration"
-            | "expression_list"
-            | "argument_list"
-            | "arguments"
-            | "attribute"
-            | "member_expression"
-            | "field_expression"
-            | "selector_expression"
-            | "field_access"
-            | "method_invocation"
-            | "yield"
-            | "yield_expression"
-            | "arrow_function"
-            | "lambda" => true,
-            // A Rust block's tail expression is its value.
-            "block" => {
-                language == Language::Rust
-                    && parent.named_child((parent.named_child_count().saturating_sub(1)) as u32)
-                        == Some(value)
+        let kind = parent.kind();
+        let returned = matches!(kind, "return_statement" | "return_expression")
+            // A Rust block's tail expression, or an arrow function's expression body.
+            || (kind == "block"
+                && language == Language::Rust
+                && parent.named_child(parent.named_child_count().saturating_sub(1) as u32)
+                    == Some(value))
+            || (kind == "arrow_function" || kind == "lambda")
+            || (kind == "expression_list"
+                && parent
+                    .parent()
+                    .is_some_and(|p| p.kind() == "return_statement"));
+        let assigned_to = match kind {
+            "assignment" | "assignment_expression" | "assignment_statement" => {
+                parent.child_by_field_name("left")
             }
-            _ => false,
+            "variable_declarator" => parent.child_by_field_name("name"),
+            "let_declaration" => parent.child_by_field_name("pattern"),
+            "short_var_declaration" | "var_spec" | "expression_list" => parent
+                .parent()
+                .filter(|p| p.kind() == "short_var_declaration")
+                .and_then(|p| p.child_by_field_name("left"))
+                .or_else(|| parent.child_by_field_name("left"))
+                .or_else(|| parent.child_by_field_name("name")),
+            _ => None,
         };
+        // The iterable of a loop: its items are what the body works on.
+        let iterated = matches!(
+            kind,
+            "for_statement"
+                | "for_in_clause"
+                | "for_in_statement"
+                | "for_expression"
+                | "range_clause"
+        ) && parent
+            .child_by_field_name("right")
+            .or_else(|| parent.child_by_field_name("value"))
+            .is_some_and(|n| n.id() == value.id());
+        let carried = returned
+            || iterated
+            || assigned_to.is_some()
+            || matches!(
+                kind,
+                "augmented_assignment"
+                    | "local_variable_declaration"
+                    | "argument_list"
+                    | "arguments"
+                    | "attribute"
+                    | "member_expression"
+                    | "field_expression"
+                    | "selector_expression"
+                    | "field_access"
+                    | "method_invocation"
+                    | "yield"
+                    | "yield_expression"
+                    | "as_pattern"
+            );
         if carried {
             flags |= site::RESULT;
+        }
+        // The function's value comes from this call: returned, or assigned to a name the
+        // function returns (`rv = self.invoke(ctx) … return rv`).
+        if returned
+            || assigned_to
+                .map(|name| text(name).trim())
+                .filter(|name| !name.is_empty())
+                .is_some_and(|name| returns_name(call, name, source))
+        {
+            flags |= site::RETURNED;
         }
     }
     // Where it sits: up to the enclosing function.
@@ -180,6 +214,15 @@ fn call_site_flags(language: Language, call: Node, source: &str) -> u8 {
         match kind {
             "except_clause" | "finally_clause" | "catch_clause" | "finally_block" | "rescue" => {
                 flags |= site::HANDLER;
+            }
+            "raise_statement" | "throw_statement" => flags |= site::RAISED,
+            "call_expression"
+                if language == Language::Go
+                    && parent
+                        .child_by_field_name("function")
+                        .is_some_and(|f| text(f) == "panic") =>
+            {
+                flags |= site::RAISED;
             }
             "match_arm"
                 if language == Language::Rust
@@ -201,7 +244,11 @@ fn call_site_flags(language: Language, call: Node, source: &str) -> u8 {
                             && condition.trim_start().starts_with("let Err"))
                     {
                         flags |= site::HANDLER;
-                    } else if consequence.is_some_and(|c| ends_in_exit(c)) {
+                    } else if consequence.is_some_and(|c| ends_in_exit(c))
+                        && flags & site::RETURNED == 0
+                    {
+                        // An early exit — unless this call is the value it returns: then
+                        // the branch is where the result comes from, not a detour.
                         flags |= site::GUARD;
                     }
                 }
@@ -211,6 +258,52 @@ fn call_site_flags(language: Language, call: Node, source: &str) -> u8 {
         child = parent;
     }
     flags
+}
+
+/// Whether the function enclosing `node` returns the bare name `name` somewhere
+/// (`return rv`, `return rv, err`), looking at a bounded number of nodes.
+fn returns_name(node: Node, name: &str, source: &str) -> bool {
+    let mut function = node;
+    while let Some(parent) = function.parent() {
+        function = parent;
+        let kind = parent.kind();
+        if kind.contains("function") || kind.contains("method") || kind == "lambda" {
+            break;
+        }
+    }
+    let mut cursor = function.walk();
+    let mut visited = 0;
+    loop {
+        let current = cursor.node();
+        visited += 1;
+        if matches!(current.kind(), "return_statement" | "return_expression") {
+            let returned = source.get(current.byte_range()).unwrap_or("");
+            let value = returned
+                .trim_start_matches("return")
+                .trim()
+                .trim_end_matches(';');
+            let first = value.split(',').next().unwrap_or("").trim();
+            // `return rv` or `return rv, err`; not `return rv.other()`, whose value comes
+            // from another call.
+            if value == name || first == name {
+                return true;
+            }
+        }
+        if visited > 20_000 {
+            return false;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() || cursor.node() == function {
+                return false;
+            }
+        }
+    }
 }
 
 /// Whether a block's last statement leaves it (`return`, `raise`, `throw`, `continue`,
@@ -236,6 +329,79 @@ fn ends_in_exit(block: Node) -> bool {
     };
     exit(kind)
         || (kind == "expression_statement" && last.named_child(0).is_some_and(|c| exit(c.kind())))
+}
+
+/// Whether a callable only declares what overrides define: no body (an abstract or
+/// interface signature), `@abstractmethod`/`abstract`, or a body of nothing but a
+/// docstring, `pass`, `...` and `raise NotImplementedError`.
+fn declares_only(node: Node, outer: Node, source: &str) -> bool {
+    let text = |n: Node| source.get(n.byte_range()).unwrap_or("");
+    if matches!(
+        node.kind(),
+        "abstract_method_signature" | "method_signature" | "function_signature_item"
+    ) {
+        return true;
+    }
+    let mut walk = outer.walk();
+    let decorated = outer
+        .children(&mut walk)
+        .any(|c| c.kind() == "decorator" && text(c).contains("abstractmethod"));
+    if decorated {
+        return true;
+    }
+    let Some(body) = node.child_by_field_name("body") else {
+        // A method signature without a body (Java `abstract`, TypeScript overloads).
+        return node.kind().contains("method");
+    };
+    let mut walk = body.walk();
+    let mut statements = 0;
+    for statement in body.named_children(&mut walk) {
+        let inner = if statement.kind() == "expression_statement" {
+            statement.named_child(0).unwrap_or(statement)
+        } else {
+            statement
+        };
+        let declares = match inner.kind() {
+            "comment" | "string" | "pass_statement" | "ellipsis" => true,
+            "raise_statement" | "throw_statement" => text(inner).contains("NotImplemented"),
+            _ => false,
+        };
+        if !declares {
+            return false;
+        }
+        statements += 1;
+    }
+    // An empty body (`{}`) is a no-op that runs, not a declaration.
+    statements > 0
+}
+
+/// A function's declared return type as written (clipped), from the grammar's field:
+/// Python, Rust, TypeScript `return_type`, Go `result`, Java `type`.
+fn return_type(node: Node, language: Language, source: &str) -> Option<String> {
+    // A function held by a name (`const f = (x): T => …`, a field `f = function (): T {…}`)
+    // declares its return type on the function.
+    let node = match node.child_by_field_name("value").filter(|v| {
+        matches!(
+            v.kind(),
+            "arrow_function" | "function_expression" | "function"
+        )
+    }) {
+        Some(function) => function,
+        None => node,
+    };
+    let field = match language {
+        Language::Go => "result",
+        Language::Java => "type",
+        Language::JavaScript => return None,
+        _ => "return_type",
+    };
+    let text = source.get(node.child_by_field_name(field)?.byte_range())?;
+    let text = text
+        .trim()
+        .trim_start_matches(':')
+        .trim_start_matches("->")
+        .trim();
+    (!text.is_empty()).then(|| text.chars().take(MAX_AUX_TEXT).collect())
 }
 
 /// The deepest node's depth, by an iterative walk (linear, no recursion).
@@ -321,7 +487,12 @@ struct RawRef {
 struct RawBinding {
     name: String,
     type_name: Option<String>,
+    items: Option<String>,
     initializer: Option<String>,
+    /// The initialising expression's text (clipped).
+    value: Option<String>,
+    /// The binding is an element of `value` (a `for` loop).
+    element: bool,
     site: Span,
     /// A TypeScript parameter property (`constructor(private repo: Repo)`).
     parameter_property: bool,
@@ -399,10 +570,15 @@ impl<'s, 't> Collector<'s, 't> {
                     && node
                         .children(&mut walk)
                         .any(|c| c.kind() == "accessibility_modifier");
+                let iterable = find("binding.iterable");
+                let value = find("binding.value").or(iterable).map(|v| self.clipped(v));
                 self.bindings.push(RawBinding {
                     name: text,
                     type_name: find("binding.type").and_then(|t| normalize_type(self.text(t))),
+                    items: find("binding.type").and_then(|t| collection_items(self.text(t))),
                     initializer: find("binding.ctor").and_then(|c| normalize_type(self.text(c))),
+                    value,
+                    element: iterable.is_some(),
                     site: span_of(name),
                     parameter_property,
                 });
@@ -666,6 +842,11 @@ impl<'s, 't> Collector<'s, 't> {
                 parent,
                 visibility: visibility_of(r.node, outer, &r.name, language, source),
                 in_test_scope,
+                returns: kind
+                    .is_callable()
+                    .then(|| return_type(r.node, language, source))
+                    .flatten(),
+                declares_only: kind.is_callable() && declares_only(r.node, outer, source),
             });
             if kind.is_type_container() || kind.is_callable() || matches!(kind, SymbolKind::Module)
             {
@@ -746,21 +927,22 @@ impl<'s, 't> Collector<'s, 't> {
 /// fields and variables are not scopes — and `self.x` / parameter properties in the
 /// enclosing type, as `self.x` / `this.x`.
 fn bindings_in_scope(defs: &[Definition], mut raw: Vec<RawBinding>) -> Vec<TypeBinding> {
-    raw.sort_by(|a, b| {
-        (
-            a.site.start_byte,
-            &a.name,
-            a.type_name.is_none(),
-            a.initializer.is_none(),
-        )
-            .cmp(&(
-                b.site.start_byte,
-                &b.name,
-                b.type_name.is_none(),
-                b.initializer.is_none(),
-            ))
-    });
-    raw.dedup_by(|b, a| a.site == b.site && a.name == b.name);
+    // One binding per (site, name): several patterns may describe it, each adding a part.
+    raw.sort_by(|a, b| (a.site.start_byte, &a.name).cmp(&(b.site.start_byte, &b.name)));
+    let mut merged: Vec<RawBinding> = Vec::with_capacity(raw.len());
+    for b in raw {
+        match merged.last_mut() {
+            Some(a) if a.site == b.site && a.name == b.name => {
+                a.type_name = a.type_name.take().or(b.type_name);
+                a.initializer = a.initializer.take().or(b.initializer);
+                a.value = a.value.take().or(b.value);
+                a.element |= b.element;
+                a.parameter_property |= b.parameter_property;
+            }
+            _ => merged.push(b),
+        }
+    }
+    let raw = merged;
     let scope_of = |site: &Span| {
         let mut scope = enclosing_def(defs, site);
         while let Some(s) = scope {
@@ -785,27 +967,35 @@ fn bindings_in_scope(defs: &[Definition], mut raw: Vec<RawBinding>) -> Vec<TypeB
     };
     let mut out = Vec::with_capacity(raw.len());
     for b in raw {
-        let scope = scope_of(&b.site);
+        let value_scope = scope_of(&b.site);
         let (name, scope) = if b.name.starts_with("self.") {
-            (b.name.clone(), type_scope(scope))
+            (b.name.clone(), type_scope(value_scope))
         } else {
-            (b.name.clone(), scope)
+            (b.name.clone(), value_scope)
         };
         if b.parameter_property {
             out.push(TypeBinding {
                 scope: type_scope(scope),
                 name: format!("this.{name}"),
                 type_name: b.type_name.clone(),
+                items: b.items.clone(),
                 initializer: b.initializer.clone(),
                 site: b.site,
+                value: Some(name.clone()),
+                value_scope,
+                element: false,
             });
         }
         out.push(TypeBinding {
             scope,
             name,
             type_name: b.type_name,
+            items: b.items,
             initializer: b.initializer,
             site: b.site,
+            value: b.value,
+            value_scope,
+            element: b.element,
         });
     }
     out
@@ -833,6 +1023,9 @@ pub fn normalize_type(text: &str) -> Option<String> {
         "Ref<",
         "RefCell<",
         "Mutex<",
+        "Result<",
+        "io::Result<",
+        "Promise<",
     ] {
         if let Some(inner) = t.strip_prefix(wrapper) {
             return normalize_type(inner.trim_end_matches([']', '>']));
@@ -857,6 +1050,78 @@ pub fn normalize_type(text: &str) -> Option<String> {
             .chars()
             .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
     valid.then(|| name.to_string())
+}
+
+/// The element type of a declared collection type, normalised: `Sequence[Route] | None`,
+/// `Optional[list[Route]]`, `Vec<Route>`, `Route[]` → `Route`.
+pub fn collection_items(text: &str) -> Option<String> {
+    let mut t = text.trim().trim_matches(|c| c == '"' || c == '\'');
+    for wrapper in ["Optional[", "typing.Optional[", "t.Optional[", "Option<"] {
+        if let Some(inner) = t.strip_prefix(wrapper) {
+            t = inner.strip_suffix([']', '>']).unwrap_or(inner);
+        }
+    }
+    let parts: Vec<&str> = t.split('|').map(str::trim).collect();
+    if let [a, b] = parts.as_slice() {
+        t = if matches!(*a, "None" | "null" | "undefined") {
+            b
+        } else {
+            a
+        };
+    }
+    normalize_type(first_of_tuple(element_type(t)?))
+}
+
+/// The element type of a collection type text: `list[Param]`, `Vec<Param>`,
+/// `Iterator[Param]`, `Param[]`.
+pub fn element_type(text: &str) -> Option<&str> {
+    let text = text.trim();
+    if let Some(inner) = text.strip_suffix("[]") {
+        return Some(inner);
+    }
+    let open = text.find(['[', '<'])?;
+    let outer = crate::facts::last_segment(&text[..open]).to_lowercase();
+    let collections = [
+        "list",
+        "sequence",
+        "iterable",
+        "iterator",
+        "set",
+        "frozenset",
+        "tuple",
+        "generator",
+        "vec",
+        "vecdeque",
+        "array",
+        "readonlyarray",
+        "slice",
+        "mutablesequence",
+        "collection",
+        "abstractset",
+        "hashset",
+        "btreeset",
+    ];
+    if !collections.contains(&outer.as_str()) {
+        return None;
+    }
+    let rest = &text[open + 1..];
+    let inner = rest.strip_suffix(']').or_else(|| rest.strip_suffix('>'))?;
+    Some(first_of_tuple(inner))
+}
+
+/// The first element of a tuple or generic argument list (`(*Server, error)` → `*Server`).
+pub fn first_of_tuple(text: &str) -> &str {
+    let t = text.trim().trim_start_matches('(').trim_end_matches(')');
+    let mut depth = 0i32;
+    for (at, c) in t.char_indices() {
+        match c {
+            '[' | '<' | '(' => depth += 1,
+            ']' | '>' | ')' => depth -= 1,
+            ',' if depth == 0 => return t[..at].trim(),
+            _ => {}
+        }
+    }
+    t.trim()
 }
 
 /// Lower is more specific; used to pick one kind for a node tagged twice.

@@ -159,6 +159,12 @@ pub struct Definition {
     pub visibility: Visibility,
     /// Inside a test-only scope (`#[cfg(test)] mod`).
     pub in_test_scope: bool,
+    /// The declared return type of a function or method, as written (clipped):
+    /// `Context`, `-> Self`, `list[Parameter]`, `(*Server, error)`.
+    pub returns: Option<String>,
+    /// A callable that only declares: `pass`, `...`, `raise NotImplementedError`, a
+    /// docstring, `@abstractmethod`, `abstract`, or no body at all.
+    pub declares_only: bool,
 }
 
 /// How a reference uses its target (R-EXT-2).
@@ -229,6 +235,12 @@ pub mod site {
     pub const GUARD: u8 = 2;
     /// Its value is returned, assigned, passed on or called on: the flow carries it.
     pub const RESULT: u8 = 4;
+    /// The function's own value comes from it: returned, or assigned to a name the
+    /// function returns.
+    pub const RETURNED: u8 = 8;
+    /// It builds the error the function leaves with (`raise X(…)`, `throw new X(…)`, Go's
+    /// `panic(…)`): the error path.
+    pub const RAISED: u8 = 16;
 }
 
 /// One imported binding (`from m import a as b` yields module `m`, name `a`, alias `b`).
@@ -283,9 +295,20 @@ pub struct TypeBinding {
     pub name: String,
     /// Declared type text, normalised to the bare type name (`Optional[Flask]` → `Flask`).
     pub type_name: Option<String>,
+    /// The element type when the declared type is a collection (`Sequence[Route]` →
+    /// `Route`): what a loop over the binding yields.
+    pub items: Option<String>,
     /// The callee of the initialiser (`x = Foo()` → `Foo`), a constructor if it is a type.
     pub initializer: Option<String>,
     pub site: Span,
+    /// The initialising expression as written (clipped): `self.get_adapter(url)`,
+    /// `Foo::builder().port(1)`, `param` — typed by resolution through return types.
+    pub value: Option<String>,
+    /// The definition the value is evaluated in (for `self.x = param`, the method).
+    pub value_scope: Option<u32>,
+    /// The binding is an element of the value (`for x in items()`, `with f() as x`
+    /// takes the value itself).
+    pub element: bool,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]

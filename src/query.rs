@@ -183,6 +183,9 @@ pub struct Intent {
     /// The query has plain or free words: a question, which search may anchor when it
     /// names nothing (a lone code-shaped name or path that matches nothing does not).
     pub question: bool,
+    /// Anchors that a plain word among other words found (`parse`, `command`): prose
+    /// first, so they stand only when search ranks them among its first hits.
+    pub plain_word_anchors: Vec<u32>,
 }
 
 impl Intent {
@@ -237,7 +240,8 @@ fn is_identifier_shaped(token: &str) -> bool {
     let normalized = token.replace("::", ".");
     !normalized.is_empty()
         && normalized.split('.').all(|part| {
-            let mut chars = part.chars();
+            // `#name`: a JavaScript private member.
+            let mut chars = part.strip_prefix('#').unwrap_or(part).chars();
             chars
                 .next()
                 .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
@@ -371,6 +375,11 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
         match word {
             Word::Path(text) => {
                 let path = text.trim_start_matches("./").trim_end_matches('/');
+                // A label as Atlas prints it (`src/a.py::Class.method`), pasted back.
+                if let Some(nodes) = label_nodes(graph, path) {
+                    matcher.push(text, MatchTier::ExactId, nodes);
+                    continue;
+                }
                 let nodes = path_nodes(graph, path);
                 if nodes.is_empty() {
                     matcher.intent.free_terms.push(text.clone());
@@ -476,6 +485,7 @@ impl Matcher<'_> {
                     tier: Some(tier),
                     reason: AnchorReason::Named,
                 });
+                self.intent.plain_word_anchors.push(node);
                 return;
             }
         }
@@ -555,6 +565,19 @@ fn module_files(graph: &Graph, dotted: &str) -> Vec<u32> {
         })
         .map(|f| f.node.to_native())
         .collect()
+}
+
+/// The symbols a label names (`path::Qualified`, as Atlas prints them): the file's
+/// definitions whose in-file qualified name is the rest. `None` when it is no label.
+fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<u32>> {
+    let (path, qualified) = label.split_once("::")?;
+    let file = graph.file_index(path)?;
+    let first = graph.data().files[file as usize].node.to_native();
+    let nodes: Vec<u32> = (first + 1..graph.node_count() as u32)
+        .take_while(|&n| graph.node(n).file.to_native() == file)
+        .filter(|&n| graph.str(graph.node(n).qualified.to_native()) == qualified)
+        .collect();
+    (!nodes.is_empty()).then_some(nodes)
 }
 
 fn path_nodes(graph: &Graph, path: &str) -> Vec<u32> {
@@ -642,7 +665,7 @@ fn substring(graph: &Graph, token: &str) -> Vec<u32> {
 
 /// The tie rules that make a shared name mean one thing: callables when the query
 /// talks about calls; real definitions over Rust `mod x;` and impl blocks; a whole
-/// in-file qualified name over members named like it; the widest of overloads.
+/// in-file qualified name over members named like it; the implementation of overloads.
 fn narrow(
     graph: &Graph,
     term: &str,
@@ -672,16 +695,11 @@ fn narrow(
             graph.str(graph.node(n).qualified.to_native()) == term
         });
     }
-    // Overloads (`@overload`, TypeScript signatures) share one label: the widest
-    // definition is the implementation.
+    // Overloads (`@overload`, TypeScript signatures) share one label: one implementation.
     if nodes.len() > 1 {
         let label = graph.label(nodes[0]);
         if nodes.iter().all(|&n| graph.label(n) == label) {
-            let widest = nodes.iter().copied().max_by_key(|&n| {
-                let span = &graph.node(n).span;
-                (span.end_byte.to_native() - span.start_byte.to_native(), n)
-            });
-            nodes = widest.into_iter().collect();
+            nodes = vec![graph.implementation(nodes[0])];
         }
     }
     nodes

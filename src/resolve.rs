@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use crate::extract::{collection_items, first_of_tuple};
 use crate::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKind, Visibility};
 use crate::scip_ingest::ScipFacts;
 
@@ -21,7 +22,7 @@ use crate::lang::Language;
 use crate::model::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 
 /// Bumped whenever resolution output changes for the same facts; part of the fingerprint.
-pub const RESOLVER_VERSION: u32 = 3;
+pub const RESOLVER_VERSION: u32 = 4;
 
 /// One inventoried file as resolution sees it.
 pub struct SourceUnit<'a> {
@@ -42,6 +43,8 @@ pub struct ResolvedNode {
     pub parent: Option<u32>,
     pub visibility: Visibility,
     pub in_test_scope: bool,
+    /// A callable that only declares what overrides define (`facts::Definition`).
+    pub declares_only: bool,
     /// The SCIP symbol string, when a SCIP index defines this symbol.
     pub scip_symbol: Option<String>,
 }
@@ -128,10 +131,225 @@ struct FileResolution {
 }
 
 /// A field's (declared type, initializer, file).
-type FieldType<'a> = (Option<&'a str>, Option<&'a str>, u32);
+/// A field's binding and the file it is declared in.
+type FieldType<'a> = (&'a crate::facts::TypeBinding, u32);
 
 /// A file's type bindings by (scope definition, name).
-type Locals<'a> = HashMap<(Option<u32>, &'a str), &'a crate::facts::TypeBinding>;
+/// A file's bindings by (scope, name), in source order: a name rebound or narrowed
+/// (`if isinstance(x, T)`) takes the binding before its use.
+type Locals<'a> = HashMap<(Option<u32>, &'a str), Vec<&'a crate::facts::TypeBinding>>;
+
+/// The binding of `name` visible at byte `at` from `scope` outwards: the last one before
+/// `at` in the innermost scope that binds the name, else that scope's first.
+fn local_binding<'a>(
+    locals: &Locals<'a>,
+    facts: &FileFacts,
+    mut scope: Option<u32>,
+    name: &str,
+    at: u32,
+) -> Option<&'a crate::facts::TypeBinding> {
+    loop {
+        if let Some(list) = locals.get(&(scope, name)) {
+            return list
+                .iter()
+                .rev()
+                .find(|b| b.site.start_byte < at)
+                .or(list.first())
+                .copied();
+        }
+        scope = facts.defs.get(scope? as usize)?.parent;
+    }
+}
+
+thread_local! {
+    /// How deep typing a receiver has recursed (a value typed by a call whose receiver is
+    /// typed by a call …): bounded, so that cycles end.
+    static TYPING_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Typing depth held while a receiver is typed; `None` beyond the bound.
+struct DepthGuard;
+
+impl DepthGuard {
+    const MAX: u32 = 6;
+
+    fn enter() -> Option<DepthGuard> {
+        let depth = TYPING_DEPTH.get();
+        if depth >= Self::MAX {
+            return None;
+        }
+        TYPING_DEPTH.set(depth + 1);
+        Some(DepthGuard)
+    }
+}
+
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        TYPING_DEPTH.set(TYPING_DEPTH.get().saturating_sub(1));
+    }
+}
+
+/// A value's text without what does not change its type: `await`, `new`, a trailing `?`,
+/// `.await`, `!`, `.unwrap()`, `.expect(…)`, `.clone()`.
+fn strip_value_noise(text: &str) -> &str {
+    let mut t = text.trim();
+    loop {
+        let before = t;
+        for prefix in ["await ", "new ", "yield ", "&mut ", "&", "*"] {
+            t = t.strip_prefix(prefix).unwrap_or(t).trim_start();
+        }
+        t = t.trim_end_matches(['?', '!', ';']).trim_end();
+        for suffix in [".await", ".unwrap()", ".clone()", ".to_owned()"] {
+            t = t.strip_suffix(suffix).unwrap_or(t);
+        }
+        if t.ends_with(')')
+            && let Some(callee) = callee_of(t)
+            && (callee.ends_with(".expect") || callee.ends_with(".unwrap_or_default"))
+        {
+            t = &callee[..callee.rfind('.').unwrap_or(callee.len())];
+        }
+        if t == before {
+            return t;
+        }
+    }
+}
+
+/// Calls whose result holds the items of their argument.
+const ITEM_PRESERVING: &[&str] = &[
+    "list",
+    "tuple",
+    "sorted",
+    "reversed",
+    "set",
+    "frozenset",
+    "iter",
+    "Array.from",
+];
+
+/// The alternatives of a conditional value, literals dropped: `a if c else b`, `a or b`,
+/// `c ? a : b`, `a ?? b`, `a || b` (top level only); the value itself otherwise.
+fn value_branches(text: &str) -> Vec<&str> {
+    let literal = |t: &str| {
+        matches!(
+            t.trim(),
+            "None" | "null" | "undefined" | "[]" | "{}" | "()" | "\"\"" | "''" | "0" | "false"
+        )
+    };
+    let top_level = |needle: &str| -> Option<usize> {
+        let mut depth = 0i32;
+        let bytes = text.as_bytes();
+        for (at, &b) in bytes.iter().enumerate() {
+            match b {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                _ if depth == 0 && bytes[at..].starts_with(needle.as_bytes()) => return Some(at),
+                _ => {}
+            }
+        }
+        None
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    if let (Some(at_if), Some(at_else)) = (top_level(" if "), top_level(" else ")) {
+        if at_if < at_else {
+            parts.push(&text[..at_if]);
+            parts.push(&text[at_else + 6..]);
+        }
+    } else if let (Some(at_q), Some(at_colon)) = (top_level(" ? "), top_level(" : ")) {
+        if at_q < at_colon {
+            parts.push(&text[at_q + 3..at_colon]);
+            parts.push(&text[at_colon + 3..]);
+        }
+    } else {
+        for op in [" or ", " ?? ", " || "] {
+            if let Some(at) = top_level(op) {
+                parts.push(&text[..at]);
+                parts.push(&text[at + op.len()..]);
+                break;
+            }
+        }
+    }
+    if parts.is_empty() {
+        return vec![text];
+    }
+    parts
+        .into_iter()
+        .map(str::trim)
+        .filter(|p| !literal(p))
+        .collect()
+}
+
+/// The type a value is asserted or cast to: Go `x.(*T)`, TypeScript `x as T`, Python
+/// `cast(T, x)`.
+fn asserted_type(text: &str) -> Option<&str> {
+    let t = text.trim();
+    if let Some(inner) = t.strip_suffix(')')
+        && let Some(open) = inner.rfind(".(")
+        && !inner[open + 2..].contains(['(', ')'])
+    {
+        return Some(inner[open + 2..].trim().trim_start_matches('*'));
+    }
+    if let Some((_, ty)) = t.rsplit_once(" as ")
+        && ty.trim() != "const"
+        && !ty.contains(['(', ')', ' '])
+    {
+        return Some(ty.trim().trim_start_matches('*'));
+    }
+    let callee = callee_of(t)?;
+    if callee == "cast" || callee == "typing.cast" || callee == "t.cast" {
+        let args = arguments_of(t)?;
+        let first = first_of_tuple(args).trim_matches(['"', '\'']);
+        return (!first.is_empty()).then_some(first);
+    }
+    None
+}
+
+fn is_call_text(text: &str) -> bool {
+    text.ends_with(')') && callee_of(text).is_some()
+}
+
+/// The argument list of a call expression's text, without its parentheses.
+fn arguments_of(text: &str) -> Option<&str> {
+    let inner = text.strip_suffix(')')?;
+    let mut depth = 0i32;
+    for (at, c) in inner.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth == 0 => return Some(&inner[at + 1..]),
+            '(' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The callee of a call expression's text: everything before its argument list (and
+/// before a generic argument list: `f::<T>(x)`, `f<T>(x)`).
+fn callee_of(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    if bytes.last() != Some(&b')') {
+        return None;
+    }
+    let mut depth = 0i32;
+    for (at, &b) in bytes.iter().enumerate().rev() {
+        match b {
+            b')' => depth += 1,
+            b'(' => {
+                depth -= 1;
+                if depth == 0 {
+                    let mut callee = text[..at].trim_end();
+                    if callee.ends_with('>')
+                        && let Some(open) = callee.rfind('<')
+                    {
+                        callee = callee[..open].trim_end_matches("::");
+                    }
+                    return (!callee.is_empty()).then_some(callee);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
 
 /// What a file's imports bring into scope.
 struct FileImports {
@@ -158,6 +376,7 @@ pub fn resolve(units: &[SourceUnit], scip: Option<&ScipFacts>) -> Resolved {
     resolver.build_nodes();
     resolver.build_indexes();
     resolver.resolve_all();
+    resolver.go_implementations();
     if let Some(scip) = scip {
         resolver.merge_scip(scip);
     }
@@ -186,6 +405,8 @@ struct Resolver<'a> {
     /// (type member scope, field name) → (declared type, initializer, file): the types of
     /// `self.x` / `this.x` / fields.
     field_types: HashMap<(&'a str, &'a str), FieldType<'a>>,
+    /// Each file's bindings by (scope, name), built on first use.
+    locals: Vec<std::sync::OnceLock<Locals<'a>>>,
     /// (parent node, name) → nested definitions, for local-scope lookups.
     children: HashMap<(u32, &'a str), Vec<u32>>,
     /// Top-level definitions of each file by name.
@@ -251,6 +472,9 @@ impl<'a> Resolver<'a> {
             by_qualified: HashMap::default(),
             members: HashMap::default(),
             field_types: HashMap::default(),
+            locals: (0..units.len())
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
             children: HashMap::default(),
             top_level: Vec::new(),
             file_by_path: HashMap::default(),
@@ -303,6 +527,7 @@ impl<'a> Resolver<'a> {
                 parent: None,
                 visibility: Visibility::Public,
                 in_test_scope: false,
+                declares_only: false,
                 scip_symbol: None,
             });
         }
@@ -329,6 +554,7 @@ impl<'a> Resolver<'a> {
                 parent: Some(module),
                 visibility: Visibility::Public,
                 in_test_scope: false,
+                declares_only: false,
                 scip_symbol: None,
             });
             self.out.file_nodes.push(file_node);
@@ -351,6 +577,7 @@ impl<'a> Resolver<'a> {
                         parent: Some(parent),
                         visibility: def.visibility,
                         in_test_scope: def.in_test_scope,
+                        declares_only: def.declares_only,
                         scip_symbol: None,
                     });
                     self.contains(parent, id);
@@ -444,7 +671,9 @@ impl<'a> Resolver<'a> {
                 let Some(scope) = binding.scope else { continue };
                 let owner = &facts.defs[scope as usize];
                 if !owner.kind.is_type_container()
-                    || (binding.type_name.is_none() && binding.initializer.is_none())
+                    || (binding.type_name.is_none()
+                        && binding.initializer.is_none()
+                        && binding.value.is_none())
                 {
                     continue;
                 }
@@ -455,11 +684,7 @@ impl<'a> Resolver<'a> {
                     .unwrap_or(&binding.name);
                 self.field_types
                     .entry((owner.member_scope.as_str(), name))
-                    .or_insert((
-                        binding.type_name.as_deref(),
-                        binding.initializer.as_deref(),
-                        f,
-                    ));
+                    .or_insert((binding, f));
             }
             let base = self.def_base[file];
             for (i, def) in facts.defs.iter().enumerate() {
@@ -552,7 +777,7 @@ impl<'a> Resolver<'a> {
 
     fn exported_at_depth(&self, file: u32, name: &str, depth: u32) -> Option<u32> {
         if let Some(ids) = self.top_level[file as usize].get(name) {
-            return ids.first().copied();
+            return ids.first().map(|&id| self.implementation_of(id, ids));
         }
         if let Some(Target::Symbol(id)) = self.bindings.get(file as usize).and_then(|b| b.get(name))
         {
@@ -877,24 +1102,77 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// Go interfaces are satisfied structurally: a struct whose methods include every
+    /// method of an interface implements it (an `implements` edge at the struct's name,
+    /// resolution `scope`, confidence 70), so that calls through the interface dispatch.
+    fn go_implementations(&mut self) {
+        let mut methods_of: HashMap<&'a str, HashSet<&'a str>> = HashMap::default();
+        for &(scope, name) in self.members.keys() {
+            methods_of.entry(scope).or_default().insert(name);
+        }
+        let mut interfaces: Vec<(u32, &'a str)> = Vec::new();
+        let mut structs: Vec<(u32, &'a str, Span)> = Vec::new();
+        for (file, unit) in self.units.iter().enumerate() {
+            if unit.language != Some(Language::Go) {
+                continue;
+            }
+            let Some(facts) = unit.facts else { continue };
+            let base = self.def_base[file];
+            for (i, def) in facts.defs.iter().enumerate() {
+                let id = base + i as u32;
+                match def.kind {
+                    SymbolKind::Interface => interfaces.push((id, def.member_scope.as_str())),
+                    SymbolKind::Struct => {
+                        structs.push((id, def.member_scope.as_str(), def.name_span))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (interface, scope) in interfaces {
+            let Some(required) = methods_of.get(scope).filter(|m| !m.is_empty()) else {
+                continue;
+            };
+            for &(id, struct_scope, site) in &structs {
+                let satisfied = methods_of
+                    .get(struct_scope)
+                    .is_some_and(|have| required.iter().all(|m| have.contains(m)));
+                if satisfied && id != interface {
+                    let Some(file) = self.out.nodes[id as usize].file else {
+                        continue;
+                    };
+                    self.edges.insert(ResolvedEdge {
+                        from: id,
+                        to: interface,
+                        kind: EdgeKind::Implements,
+                        subkind: EdgeSubkind::None,
+                        provenance: Provenance::TreeSitter,
+                        resolution: Resolution::Scope,
+                        confidence: 70,
+                        site: Some(Site {
+                            file,
+                            span: site.into(),
+                        }),
+                        flags: 0,
+                    });
+                }
+            }
+        }
+    }
+
     fn resolve_file(&self, file: u32) -> FileResolution {
         let mut result = FileResolution::default();
         let (Some(facts), Some(language)) = (self.facts(file), self.language(file)) else {
             return result;
         };
         let base = self.def_base[file as usize];
-        let mut locals: Locals = HashMap::default();
-        for binding in &facts.bindings {
-            locals
-                .entry((binding.scope, binding.name.as_str()))
-                .or_insert(binding);
-        }
+        let locals = self.locals_of(file);
         for reference in &facts.refs {
             let from = reference
                 .from
                 .map(|f| base + f)
                 .unwrap_or(self.out.file_nodes[file as usize]);
-            let outcome = self.resolve_reference(file, language, facts, &locals, reference);
+            let outcome = self.resolve_reference(file, language, facts, locals, reference);
             let (kind, subkind) = match reference.role {
                 RefRole::Call => (EdgeKind::Calls, EdgeSubkind::None),
                 RefRole::TypeUse => (EdgeKind::UsesType, EdgeSubkind::None),
@@ -963,12 +1241,50 @@ impl<'a> Resolver<'a> {
     }
 
     fn pick(&self, role: RefRole, ids: &[u32]) -> Option<u32> {
-        ids.iter().copied().find(|&id| self.compatible(role, id))
+        let first = ids.iter().copied().find(|&id| self.compatible(role, id))?;
+        Some(self.implementation_of(first, ids))
     }
 
-    /// The type of a member-call receiver from local bindings: `Some(Ok(type))` when
-    /// known and in the graph, `Some(Err(()))` when the receiver is a known name of
-    /// unknown or outside type, `None` when the receiver is not a known local.
+    /// Definitions with overloads folded into their implementations.
+    fn distinct_symbols(&self, ids: Vec<u32>) -> Vec<u32> {
+        let mut out: Vec<u32> = ids
+            .iter()
+            .map(|&id| self.implementation_of(id, &ids))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Overloads (`@overload` stubs, TypeScript signatures) share a qualified name in one
+    /// file; a call reaches the implementation: not a stub, else the largest body.
+    fn implementation_of(&self, id: u32, ids: &[u32]) -> u32 {
+        let node = &self.out.nodes[id as usize];
+        // A stub only declares (`...`); among bodies, the largest (a long signature is
+        // not a body).
+        let weight = |n: &ResolvedNode| {
+            (
+                !n.declares_only,
+                n.span.end_byte.saturating_sub(n.signature.end_byte),
+                n.span.end_byte.saturating_sub(n.span.start_byte),
+            )
+        };
+        ids.iter()
+            .copied()
+            .filter(|&other| {
+                let o = &self.out.nodes[other as usize];
+                o.file == node.file && o.qualified == node.qualified && o.kind == node.kind
+            })
+            .max_by_key(|&other| (weight(&self.out.nodes[other as usize]), u32::MAX - other))
+            .unwrap_or(id)
+    }
+
+    /// The type of a member-call receiver: `Some(Ok(type))` when the graph proves it,
+    /// `Some(Err(()))` when the receiver is a known name of unknown or outside type
+    /// (decisive: an unknown member on it is frontier), `None` when the receiver is not
+    /// something we know. Receivers are typed from declarations, constructors, and the
+    /// declared return types of the calls that produced them (`a = self.get_adapter(u)`,
+    /// `with make() as v`, `for p in params()`, `Foo::builder().port(1)`).
     fn receiver_type(
         &self,
         file: u32,
@@ -977,6 +1293,37 @@ impl<'a> Resolver<'a> {
         r: &Reference,
         receiver: &str,
     ) -> Option<Result<u32, ()>> {
+        let _depth = DepthGuard::enter()?;
+        let receiver = strip_value_noise(receiver);
+        if is_call_text(receiver) {
+            // A call's value: typed through its target's return type, else unknown.
+            return self
+                .call_type(file, facts, locals, r.from, receiver, false)
+                .map(Ok);
+        }
+        // A chain of fields (`c.echo.Binder`, `self.app.router`): each hop types the next.
+        if let Some((base, fields)) = receiver.split_once('.')
+            && fields.contains('.') | !matches!(base, "self" | "this")
+        {
+            let mut current = if matches!(base, "self" | "this") {
+                let owner = self.enclosing_type(facts, r.from)?;
+                self.type_named(file, owner)?
+            } else {
+                match self.receiver_type(file, facts, locals, r, base)? {
+                    Ok(ty) => ty,
+                    Err(()) => return Some(Err(())),
+                }
+            };
+            for field in fields.split('.') {
+                let owner = self.member_scope_of(current);
+                let (binding, binding_file) = self.field_types.get(&(owner, field)).copied()?;
+                current = match self.binding_type(binding_file, binding) {
+                    Ok(ty) => ty,
+                    Err(()) => return Some(Err(())),
+                };
+            }
+            return Some(Ok(current));
+        }
         let binding = if let Some(field) = receiver
             .strip_prefix("self.")
             .or_else(|| receiver.strip_prefix("this."))
@@ -985,10 +1332,8 @@ impl<'a> Resolver<'a> {
                 return None;
             }
             let owner = self.enclosing_type(facts, r.from)?;
-            self.field_types
-                .get(&(owner, field))
-                .copied()
-                .map(|(type_name, initializer, _)| (type_name, initializer))
+            let (binding, binding_file) = self.field_types.get(&(owner, field)).copied()?;
+            return Some(self.binding_type(binding_file, binding));
         } else {
             if !receiver
                 .chars()
@@ -996,23 +1341,240 @@ impl<'a> Resolver<'a> {
             {
                 return None;
             }
-            let mut scope = r.from;
-            let found = loop {
-                if let Some(b) = locals.get(&(scope, receiver)) {
-                    break Some(*b);
-                }
-                match scope {
-                    Some(s) => scope = facts.defs[s as usize].parent,
-                    None => break None,
-                }
-            };
-            found.map(|b| (b.type_name.as_deref(), b.initializer.as_deref()))
-        }?;
-        let (type_name, initializer) = binding;
-        let resolved = type_name
+            local_binding(locals, facts, r.from, receiver, r.site.start_byte)?
+        };
+        Some(self.binding_type(file, binding))
+    }
+
+    /// The type a binding of `file` holds: declared, constructed, or the (element of the)
+    /// value its initialiser returns.
+    fn binding_type(&self, file: u32, binding: &crate::facts::TypeBinding) -> Result<u32, ()> {
+        if let Some(found) = binding
+            .type_name
+            .as_deref()
             .and_then(|t| self.type_named(file, t))
-            .or_else(|| initializer.and_then(|c| self.type_named(file, c)));
-        Some(resolved.ok_or(()))
+            .or_else(|| {
+                binding
+                    .initializer
+                    .as_deref()
+                    .and_then(|c| self.type_named(file, c))
+                    .filter(|_| !binding.element)
+            })
+        {
+            return Ok(found);
+        }
+        let Some(value) = binding.value.as_deref() else {
+            return Err(());
+        };
+        let Some(_depth) = DepthGuard::enter() else {
+            return Err(());
+        };
+        if binding.element {
+            // The items of the value (`for route in self.routes`, `for p in params()`).
+            return self
+                .items_type(file, binding.value_scope, value, binding.site.start_byte)
+                .ok_or(());
+        }
+        self.value_type(file, binding.value_scope, binding.site, value)
+    }
+
+    /// The type of a value's text evaluated in `scope`: a cast, a call's return type,
+    /// another name's type, the first typed branch of a conditional.
+    fn value_type(
+        &self,
+        file: u32,
+        scope: Option<u32>,
+        site: Span,
+        value: &str,
+    ) -> Result<u32, ()> {
+        let Some(facts) = self.facts(file) else {
+            return Err(());
+        };
+        let Some(_depth) = DepthGuard::enter() else {
+            return Err(());
+        };
+        let value = strip_value_noise(value);
+        let branches = value_branches(value);
+        if branches != [value] {
+            return branches
+                .into_iter()
+                .find_map(|branch| self.value_type(file, scope, site, branch).ok())
+                .ok_or(());
+        }
+        if let Some(asserted) = asserted_type(value) {
+            return self.type_named(file, asserted).ok_or(());
+        }
+        if is_call_text(value) {
+            return self
+                .call_type(file, facts, self.locals_of(file), scope, value, false)
+                .ok_or(());
+        }
+        // An alias of another name (`self.app = app`, `x = y`): that name's type.
+        let probe = Reference {
+            role: RefRole::Read,
+            name: value.to_string(),
+            receiver: None,
+            qualifier: None,
+            site,
+            from: scope,
+            site_flags: 0,
+        };
+        match self.receiver_type(file, facts, self.locals_of(file), &probe, value) {
+            Some(result) => result,
+            None => self.type_named(file, value).ok_or(()),
+        }
+    }
+
+    /// The type of the items of a collection expression: a name or field declared as a
+    /// collection (`routes: Sequence[Route]`), a call returning one, a conversion that
+    /// keeps the items (`list(x)`, `sorted(x)`), either branch of a conditional
+    /// (`[] if x is None else list(x)`), through the bindings that hold it.
+    fn items_type(&self, file: u32, scope: Option<u32>, text: &str, at: u32) -> Option<u32> {
+        let _depth = DepthGuard::enter()?;
+        let facts = self.facts(file)?;
+        let text = strip_value_noise(text);
+        let branches = value_branches(text);
+        if branches != [text] {
+            return branches
+                .into_iter()
+                .find_map(|branch| self.items_type(file, scope, branch, at));
+        }
+        if let Some(callee) = callee_of(text) {
+            if ITEM_PRESERVING.contains(&callee) {
+                let argument = first_of_tuple(arguments_of(text)?);
+                return self.items_type(file, scope, argument, at);
+            }
+            return self.call_type(file, facts, self.locals_of(file), scope, text, true);
+        }
+        let (binding, binding_file) = self.binding_of(file, facts, scope, text, at)?;
+        if let Some(items) = binding.items.as_deref() {
+            return self.type_named(binding_file, items);
+        }
+        let value = binding.value.as_deref().filter(|_| !binding.element)?;
+        self.items_type(
+            binding_file,
+            binding.value_scope,
+            value,
+            binding.site.start_byte,
+        )
+    }
+
+    /// The binding a bare name or a `self.`/`this.` field denotes in `scope` at byte `at`.
+    fn binding_of(
+        &self,
+        file: u32,
+        facts: &'a FileFacts,
+        scope: Option<u32>,
+        name: &str,
+        at: u32,
+    ) -> Option<(&'a crate::facts::TypeBinding, u32)> {
+        if let Some(field) = name
+            .strip_prefix("self.")
+            .or_else(|| name.strip_prefix("this."))
+        {
+            let owner = self.enclosing_type(facts, scope)?;
+            return self.field_types.get(&(owner, field)).copied();
+        }
+        if !name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        {
+            return None;
+        }
+        local_binding(self.locals_of(file), facts, scope, name, at).map(|b| (b, file))
+    }
+
+    /// A file's bindings by (scope, name), built once per file (typing a value may visit
+    /// any file).
+    fn locals_of(&self, file: u32) -> &Locals<'a> {
+        self.locals[file as usize].get_or_init(|| {
+            let mut locals: Locals = HashMap::default();
+            if let Some(facts) = self.facts(file) {
+                for binding in &facts.bindings {
+                    locals
+                        .entry((binding.scope, binding.name.as_str()))
+                        .or_default()
+                        .push(binding);
+                }
+                for list in locals.values_mut() {
+                    list.sort_by_key(|b| b.site.start_byte);
+                }
+            }
+            locals
+        })
+    }
+
+    /// The type a call expression (`callee(args)`) evaluates to, from its target's declared
+    /// return type (`Self` is the target's own type); `element` takes the element of a
+    /// collection type (`list[Param]` → `Param`). A type called like a function
+    /// constructs itself.
+    fn call_type(
+        &self,
+        file: u32,
+        facts: &'a FileFacts,
+        locals: &Locals<'a>,
+        scope: Option<u32>,
+        text: &str,
+        element: bool,
+    ) -> Option<u32> {
+        let callee = callee_of(text)?;
+        let (receiver, name) = match callee.rfind(['.', ':']) {
+            Some(at) => (
+                Some(callee[..at].trim_end_matches(':').to_string()),
+                &callee[at + 1..],
+            ),
+            None => (None, callee),
+        };
+        if name.is_empty() {
+            return None;
+        }
+        if receiver.is_none()
+            && !element
+            && let Some(ty) = self.type_named(file, name)
+        {
+            return Some(ty);
+        }
+        // `Type::f` is a path; `a::b().c` is a call on a receiver.
+        let qualified = callee
+            .rfind(['.', ':'])
+            .is_some_and(|at| callee.as_bytes()[at] == b':');
+        let probe = Reference {
+            role: RefRole::Call,
+            name: name.to_string(),
+            receiver: if qualified { None } else { receiver.clone() },
+            qualifier: if qualified { receiver } else { None },
+            site: Span::default(),
+            from: scope,
+            site_flags: 0,
+        };
+        let language = self.language(file)?;
+        let target = self
+            .resolve_reference(file, language, facts, locals, &probe)
+            .ok()?
+            .target;
+        let node = &self.out.nodes[target as usize];
+        if node.kind.is_type() && !element {
+            return Some(target);
+        }
+        let target_file = node.file?;
+        let def = self
+            .facts(target_file)?
+            .defs
+            .get((target - self.def_base[target_file as usize]) as usize)?;
+        let returns = def.returns.as_deref()?;
+        let name = if element {
+            collection_items(returns)?
+        } else {
+            crate::extract::normalize_type(first_of_tuple(returns))?
+        };
+        if name == "Self" || name == "self" || name == "this" {
+            let owner = self.enclosing_type(
+                self.facts(target_file)?,
+                Some(target - self.def_base[target_file as usize]),
+            )?;
+            return self.type_named(target_file, owner);
+        }
+        self.type_named(target_file, &name)
     }
 
     fn resolve_reference(
@@ -1081,7 +1643,7 @@ impl<'a> Resolver<'a> {
             if def.kind.is_callable()
                 && locals
                     .get(&(Some(s), r.name.as_str()))
-                    .is_some_and(|b| b.site.start_byte != r.site.start_byte)
+                    .is_some_and(|list| list.iter().any(|b| b.site.start_byte != r.site.start_byte))
             {
                 return Err(0);
             }
@@ -1174,6 +1736,7 @@ impl<'a> Resolver<'a> {
                 )
             })
             .collect();
+        let compatible = self.distinct_symbols(compatible);
         match compatible.as_slice() {
             [only] => Ok(Outcome {
                 target: *only,
@@ -1200,6 +1763,7 @@ impl<'a> Resolver<'a> {
                 )
             })
             .collect();
+        let methods = self.distinct_symbols(methods);
         match methods.as_slice() {
             [only] => {
                 let target_file = self.out.nodes[*only as usize].file.unwrap_or(u32::MAX);
@@ -1282,7 +1846,14 @@ impl<'a> Resolver<'a> {
                 .iter()
                 .copied()
                 .find(|&id| self.out.nodes[id as usize].file == Some(file));
-            return same_file.or_else(|| (ids.len() == 1).then(|| ids[0]));
+            let only = &self.out.nodes[ids[0] as usize];
+            let one_symbol = ids.iter().all(|&id| {
+                let node = &self.out.nodes[id as usize];
+                node.file == only.file && node.qualified == only.qualified
+            });
+            return same_file
+                .or_else(|| one_symbol.then_some(ids[0]))
+                .map(|id| self.implementation_of(id, ids));
         }
         if depth >= 4 {
             return None;
@@ -1497,5 +2068,75 @@ mod tests {
             ("crates/x/src".into(), "a".into())
         );
         assert_eq!(rust_module_of("tests/it.rs"), ("tests".into(), "".into()));
+    }
+
+    #[test]
+    fn value_texts_name_their_types() {
+        assert_eq!(asserted_type("p.Get().(*Context)"), Some("Context"));
+        assert_eq!(asserted_type("raw as Request"), Some("Request"));
+        assert_eq!(asserted_type("t.cast(Group, cmd)"), Some("Group"));
+        assert_eq!(asserted_type("x as const"), None);
+        assert_eq!(
+            value_branches("[] if routes is None else list(routes)"),
+            ["list(routes)"]
+        );
+        assert_eq!(value_branches("a or b"), ["a", "b"]);
+        assert_eq!(value_branches("ok ? make() : null"), ["make()"]);
+        assert_eq!(value_branches("f(a if b else c)"), ["f(a if b else c)"]);
+        assert_eq!(arguments_of("f(a, g(b))"), Some("a, g(b)"));
+        assert_eq!(
+            callee_of("Server::builder().port(1)"),
+            Some("Server::builder().port")
+        );
+    }
+
+    #[test]
+    fn unclosed_and_multibyte_collection_texts_name_nothing() {
+        // Found by `operator_shaped_texts_never_panic`.
+        assert_eq!(crate::extract::element_type("list["), None);
+        assert_eq!(crate::extract::element_type("listá"), None);
+        assert_eq!(crate::extract::collection_items("Optional[á"), None);
+        assert_eq!(
+            crate::extract::collection_items("Sequence[Route] | None").as_deref(),
+            Some("Route")
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+        // Value texts come from any source file: no text may panic the helpers (a
+        // multi-byte character next to an operator once did).
+        #[test]
+        fn value_text_helpers_never_panic(text in "\\PC{0,40}") {
+            let _ = strip_value_noise(&text);
+            let _ = callee_of(&text);
+            let _ = arguments_of(&text);
+            let _ = asserted_type(&text);
+            let _ = value_branches(&text);
+            let _ = crate::extract::collection_items(&text);
+            let _ = crate::extract::element_type(&text);
+        }
+
+        #[test]
+        fn operator_shaped_texts_never_panic(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "á", "é", " if ", " else ", " or ", " ? ", " : ", " ?? ", " as ", ".(", "(",
+                    ")", "[", "]", "<", ">", "*", "cast", "list", "x", ",", "|", "None",
+                ]),
+                0..12,
+            )
+        ) {
+            let text: String = parts.concat();
+            let _ = strip_value_noise(&text);
+            let _ = callee_of(&text);
+            let _ = arguments_of(&text);
+            let _ = asserted_type(&text);
+            let _ = value_branches(&text);
+            let _ = crate::extract::collection_items(&text);
+        }
     }
 }

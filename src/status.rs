@@ -74,6 +74,9 @@ pub struct Staleness {
     pub changed: usize,
     pub added: usize,
     pub removed: usize,
+    /// The generation was built by another atlas (extractor, resolver, queries or format):
+    /// the next read rebuilds it even though no source changed.
+    pub builder_changed: bool,
     /// Up to 20 example paths.
     pub examples: Vec<String>,
 }
@@ -172,7 +175,7 @@ pub fn status(location: &Location) -> Result<StatusReport> {
         .iter()
         .filter_map(|s| s.get("path").and_then(|p| p.as_str()).map(str::to_string))
         .collect();
-    let staleness = staleness(&graph, &code_root, &skipped_paths)?;
+    let staleness = staleness(&graph, &manifest, &code_root, &skipped_paths)?;
     Ok(StatusReport {
         graph_dir: location.graph_dir.clone(),
         graph_dir_rule: location.rule.as_str(),
@@ -200,9 +203,11 @@ pub fn status(location: &Location) -> Result<StatusReport> {
 /// Files skipped by the build (binary, too large, …) are not counted as added.
 pub fn staleness(
     graph: &Graph,
+    manifest: &serde_json::Value,
     code_root: &Path,
     skipped: &std::collections::HashSet<String>,
 ) -> Result<Staleness> {
+    let builder_changed = !crate::build::built_by_this(manifest);
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
     let committed: HashMap<&str, &[u8; 32]> = graph
         .data()
@@ -242,10 +247,11 @@ pub fn staleness(
     examples.sort();
     examples.truncate(20);
     Ok(Staleness {
-        stale: !(changed.is_empty() && added.is_empty() && removed.is_empty()),
+        stale: builder_changed || !(changed.is_empty() && added.is_empty() && removed.is_empty()),
         changed: changed.len(),
         added: added.len(),
         removed: removed.len(),
+        builder_changed,
         examples,
     })
 }

@@ -192,3 +192,99 @@ fn an_unreadable_committed_generation_is_rebuilt_by_the_next_build_or_query() {
         .json();
     assert_eq!(out["receipt"]["refreshed"], true);
 }
+
+/// The manifest of the committed generation, rewritten by `edit`.
+fn edit_manifest(s: &Sandbox, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = s
+        .graph()
+        .join("generations")
+        .join(s.current())
+        .join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut manifest);
+    std::fs::write(&path, serde_json::to_string(&manifest).unwrap()).unwrap();
+}
+
+#[test]
+fn a_generation_built_by_another_atlas_is_rebuilt_by_the_next_read() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    assert_eq!(status["staleness"]["builder_changed"], false);
+    // Another extractor or resolver built it: sources are unchanged, the graph is not.
+    edit_manifest(&s, |m| m["builder"] = "0000000000000000".into());
+    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    assert_eq!(status["staleness"]["builder_changed"], true);
+    assert_eq!(status["staleness"]["stale"], true);
+    let text = s.atlas(&["status"]).success().stdout;
+    assert!(text.contains("built by another atlas version"), "{text}");
+    // A frozen read answers from it as it is; a normal read rebuilds it first.
+    s.atlas(&["context", "checkout", "--profile", "symbol", "--frozen"])
+        .success();
+    let out = s
+        .atlas(&[
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(out["receipt"]["refreshed"], true);
+    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    assert_eq!(status["staleness"]["stale"], false, "{status:#}");
+}
+
+#[test]
+fn a_manifest_written_before_builder_ids_is_judged_by_its_extractor() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    // An older manifest has no `builder`: the same extractor means fresh, no rebuild loop.
+    edit_manifest(&s, |m| {
+        m.as_object_mut().unwrap().remove("builder");
+    });
+    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    assert_eq!(status["staleness"]["stale"], false, "{status:#}");
+    edit_manifest(&s, |m| m["extractor_version"] = 1.into());
+    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    assert_eq!(status["staleness"]["builder_changed"], true);
+}
+
+#[test]
+fn an_unreadable_manifest_is_rebuilt_once_not_in_a_loop() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let path = s
+        .graph()
+        .join("generations")
+        .join(s.current())
+        .join("manifest.json");
+    std::fs::write(&path, b"{ not json").unwrap();
+    let first = s
+        .atlas(&[
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(first["receipt"]["refreshed"], true);
+    let second = s
+        .atlas(&[
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(second["receipt"]["refreshed"], false, "{second:#}");
+}

@@ -21,6 +21,8 @@ const LISTED: usize = 20;
 const LISTED_IN_QUESTION: usize = 5;
 /// Search hits considered as anchors of a question, best first.
 const ANCHOR_POOL: usize = 5;
+/// A plain word's symbol must be among this many first lexical hits to anchor.
+const PLAIN_WORD_CONFIRMATION: usize = 3;
 /// A second hit starts an alternative chain when its fused score is at least this share
 /// of the anchor's.
 const ALTERNATIVE_SHARE: f64 = 0.6;
@@ -166,10 +168,10 @@ fn lexical(hits: &[Hit]) -> Vec<&Hit> {
         .collect()
 }
 
-fn search_anchor(intent: &Intent, hit: &Hit, node: u32) -> Anchor {
+fn search_anchor(graph: &Graph, intent: &Intent, hit: &Hit, node: u32) -> Anchor {
     Anchor {
         term: intent.search_text.clone(),
-        node,
+        node: graph.implementation(node),
         tier: None,
         reason: AnchorReason::Search {
             arms: hit.match_arms.clone(),
@@ -182,6 +184,30 @@ fn module_of(graph: &Graph, node: u32) -> u32 {
         SymbolKind::Module => node,
         _ => graph.file_of(node).map_or(node, |f| f.module.to_native()),
     }
+}
+
+/// A plain word of a question anchors only when search agrees: its symbol is among the
+/// first lexical hits of the question. Otherwise the word was prose (`how does a command
+/// line get parsed`): it goes back to the free words and search anchors the question.
+pub fn confirm_plain_words(intent: &mut Intent, hits: &[Hit]) {
+    if intent.plain_word_anchors.is_empty() {
+        return;
+    }
+    let first: Vec<u32> = lexical(hits)
+        .iter()
+        .take(PLAIN_WORD_CONFIRMATION)
+        .filter_map(|h| h.node)
+        .collect();
+    let unconfirmed = std::mem::take(&mut intent.plain_word_anchors);
+    let mut kept = Vec::new();
+    for anchor in std::mem::take(&mut intent.anchors) {
+        if unconfirmed.contains(&anchor.node) && !first.contains(&anchor.node) {
+            intent.free_terms.push(anchor.term);
+        } else {
+            kept.push(anchor);
+        }
+    }
+    intent.anchors = kept;
 }
 
 /// Anchors a question that names nothing on its best search hits: flow starts its spine
@@ -211,17 +237,21 @@ pub fn anchor_on_search(
             let callable = |n: u32| graph.kind(n).is_callable();
             let best = prefer(&callable);
             let node = best.node.unwrap_or_default();
-            intent.anchors.push(search_anchor(intent, best, node));
+            intent
+                .anchors
+                .push(search_anchor(graph, intent, best, node));
             intent.alternative = pool
                 .iter()
                 .filter(|h| h.node != best.node && h.score >= best.score * ALTERNATIVE_SHARE)
                 .find(|h| h.node.is_some_and(|n| callable(n) && !graph.is_test(n)))
-                .and_then(|h| h.node.map(|n| search_anchor(intent, h, n)));
+                .and_then(|h| h.node.map(|n| search_anchor(graph, intent, h, n)));
         }
         ProfileName::Symbol | ProfileName::Impact => {
             let best = prefer(&|_| true);
             let node = best.node.unwrap_or_default();
-            intent.anchors.push(search_anchor(intent, best, node));
+            intent
+                .anchors
+                .push(search_anchor(graph, intent, best, node));
         }
         ProfileName::Architecture => {
             let mut modules: Vec<u32> = Vec::new();
@@ -229,7 +259,9 @@ pub fn anchor_on_search(
                 let module = module_of(graph, hit.node.unwrap_or_default());
                 if !modules.contains(&module) {
                     modules.push(module);
-                    intent.anchors.push(search_anchor(intent, hit, module));
+                    intent
+                        .anchors
+                        .push(search_anchor(graph, intent, hit, module));
                 }
             }
         }

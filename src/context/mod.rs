@@ -417,7 +417,13 @@ pub fn open_session(
                 true
             }
             Err(e) => return Err(e),
-            Ok((_, graph)) => crate::status::staleness(&graph, &root, &Default::default())?.stale,
+            Ok((fingerprint, graph)) => {
+                // A missing or unreadable manifest reads as another builder: rebuilt.
+                let manifest = store
+                    .read_manifest(&fingerprint)
+                    .unwrap_or(serde_json::Value::Null);
+                crate::status::staleness(&graph, &manifest, &root, &Default::default())?.stale
+            }
         };
         if needs_build {
             let mut options = BuildOptions::new(&root, &location.graph_dir);
@@ -545,6 +551,7 @@ fn understand(
     let mut hits = Vec::new();
     let wants_search = !intent.free_terms.is_empty()
         || !intent.ambiguities.is_empty()
+        || !intent.plain_word_anchors.is_empty()
         || (intent.anchors.is_empty() && intent.question);
     let mut search_error = None;
     if wants_search && !intent.search_text.trim().is_empty() {
@@ -571,6 +578,9 @@ fn understand(
                 search_error = Some(error);
             }
         }
+    }
+    if search_error.is_none() {
+        anchor::confirm_plain_words(&mut intent, &hits);
     }
     diagnostics.extend(anchor::rank_ambiguities(graph, &mut intent, &hits, request));
     if intent.anchors.is_empty() && intent.question {

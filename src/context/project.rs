@@ -367,6 +367,10 @@ fn item_bytes(item: &EvidenceItem) -> usize {
     serde_json::to_vec(item).map_or(0, |v| v.len()) + 1
 }
 
+/// Percent of the evidence budget optional sibling bodies may fill; past it they are
+/// signature skeletons (R-PROJ-4), so more of the ranked siblings stay on the page.
+const SIBLING_BODY_SHARE: usize = 60;
+
 /// Classes whose optional, off-spine bodies may be reduced to signatures (R-PROJ-4) —
 /// only while the page keeps some implementation in full. A `representative`
 /// (architecture) is such an implementation itself: never a skeleton.
@@ -483,7 +487,8 @@ pub fn project(
             continue;
         }
         let mut item = skeleton(graph, c);
-        let wants_source = c.slice != SliceTarget::None;
+        let skeleton_able = !c.required && !c.on_spine && sibling_class(c.class) && full_kept;
+        let mut wants_source = c.slice != SliceTarget::None;
         if wants_source && counters.slices_read >= limits.max_slices {
             if c.required {
                 return Err(AtlasError::ContextRequiredSourceCap {
@@ -492,9 +497,15 @@ pub fn project(
                     id: c.id.clone(),
                 });
             }
-            counters.item_capped += 1;
-            omit(position, c, "item-cap", &mut omitted);
-            continue;
+            if !skeleton_able {
+                counters.item_capped += 1;
+                omit(position, c, "item-cap", &mut omitted);
+                continue;
+            }
+            // Out of slices: a sibling keeps its graph skeleton, read from no source.
+            wants_source = false;
+            item.projection = "skeleton";
+            counters.skeletonized += 1;
         }
         let mut full_item: Option<EvidenceItem> = None;
         if let (true, Some(file)) = (wants_source, file) {
@@ -563,18 +574,20 @@ pub fn project(
                 }
             }
         }
-        // Byte ceiling: the full body if it fits, else a sibling skeleton, else omit.
+        // Byte ceiling: the full body if it fits, else a sibling skeleton, else omit. An
+        // optional sibling body may use only the first part of the page, so the rest holds
+        // the signatures of the siblings ranked after it instead of one more body.
+        let full_ceiling = if skeleton_able {
+            budget_for_evidence / 100 * SIBLING_BODY_SHARE
+        } else {
+            budget_for_evidence
+        };
         let chosen = match full_item {
             Some(full) => {
                 let size = item_bytes(&full);
-                if used + size <= budget_for_evidence {
+                if used + size <= full_ceiling {
                     full
-                } else if !c.required
-                    && !c.on_spine
-                    && sibling_class(c.class)
-                    && full_kept
-                    && used + item_bytes(&item) <= budget_for_evidence
-                {
+                } else if skeleton_able && used + item_bytes(&item) <= budget_for_evidence {
                     counters.skeletonized += 1;
                     counters.slices_read -= 1;
                     item
@@ -597,6 +610,9 @@ pub fn project(
                             max_bytes: limits.max_bytes,
                             id: c.id.clone(),
                         });
+                    }
+                    if item.projection == "skeleton" {
+                        counters.skeletonized -= 1;
                     }
                     counters.byte_omitted += 1;
                     omit(position, c, "byte-ceiling", &mut omitted);

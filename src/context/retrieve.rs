@@ -437,8 +437,25 @@ impl<'g> Builder<'g> {
         decay_square: bool,
         note: Note,
     ) {
+        self.relation_adjusted(class, node, relation, hop, decay_square, note, (0, None));
+    }
+
+    /// `relation` with its score moved by `adjust` and the reason (flow's spine signals on
+    /// a callee).
+    #[allow(clippy::too_many_arguments)]
+    fn relation_adjusted(
+        &mut self,
+        class: &'static str,
+        node: u32,
+        relation: RelationInfo,
+        hop: u32,
+        decay_square: bool,
+        note: Note,
+        (adjust, why): (i32, Option<String>),
+    ) {
         let (score, bonus, policy) =
             self.relation_score(node, relation.confidence, hop, decay_square);
+        let score = (i32::from(score) + adjust).clamp(1, i32::from(u16::MAX)) as u16;
         let slice = match (class, relation.site) {
             (
                 "caller" | "dependent" | "reverse-path" | "reference" | "type-use",
@@ -469,7 +486,7 @@ impl<'g> Builder<'g> {
                 on_spine: false,
                 named: false,
                 sites,
-                why: None,
+                why,
                 statement: None,
             },
             &identity,
@@ -763,6 +780,12 @@ fn failure_for_callers(b: &mut Builder, node: u32, unresolved: usize) {
     }
 }
 
+/// How much one point of a spine score moves an off-spine callee's evidence score (a
+/// callee's relation score is about 1000; spine signals span about ±150 points).
+const CALLEE_SIGNAL_WEIGHT: i64 = 3;
+/// Implementations not taken listed per dispatched spine hop.
+const DISPATCH_ALTERNATIVES: usize = 4;
+
 fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     let anchors: Vec<u32> = intent.anchors.iter().map(|a| a.node).collect();
     let Some(&first) = anchors.first() else {
@@ -836,6 +859,8 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     } else {
         alternatives = spines.alternatives(&spine, 2);
     }
+    // Where the spine went through dispatch, the implementations it did not take.
+    alternatives.extend(spines.dispatch_alternatives(&hops, DISPATCH_ALTERNATIVES));
     // A question's next strong search hit starts an alternative chain (issue 9).
     if let Some(alternative) = intent
         .alternative
@@ -881,12 +906,76 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
             }
         }
     }
-    // Off-spine callees of spine nodes and callers of the first anchor.
+    // Off-spine callees of spine nodes, ranked by the spine's signals too (the main path
+    // over error paths and logging, reach, results carried on), and callers of the first
+    // anchor.
     for &node in &spine {
         for relation in b.edges(node, true, EdgeKind::Calls) {
-            if !spine.contains(&relation.to) {
-                b.relation("callee", relation.to, relation, 1, true, Note::None);
+            if spine.contains(&relation.to) {
+                continue;
             }
+            let target = relation.to;
+            let signals = spines
+                .score(&relation, &spine)
+                .map_or((0, None), |(score, why)| {
+                    ((score * CALLEE_SIGNAL_WEIGHT) as i32, Some(why))
+                });
+            b.relation_adjusted(
+                "callee",
+                target,
+                relation.clone(),
+                1,
+                true,
+                Note::None,
+                signals,
+            );
+            // A call to a method that only declares runs in its implementations.
+            for implementation in spines
+                .dispatch_targets(target)
+                .into_iter()
+                .take(DISPATCH_ALTERNATIVES)
+            {
+                if spine.contains(&implementation) {
+                    continue;
+                }
+                let mut dispatched = relation.clone();
+                dispatched.to = implementation;
+                dispatched.dispatch = true;
+                let why = format!(
+                    "dispatch: an implementation of {}, reach {}",
+                    b.label(target),
+                    spines.reach(implementation)
+                );
+                b.relation_adjusted(
+                    "callee",
+                    implementation,
+                    dispatched,
+                    1,
+                    true,
+                    Note::None,
+                    (0, Some(why)),
+                );
+            }
+        }
+    }
+    // Callables a spine step hands on (`run_sync(self.lookup_path, p)`): they run later
+    // or elsewhere, on the flow's behalf.
+    for &node in &spine {
+        for relation in b.edges(node, true, EdgeKind::References) {
+            let target = relation.to;
+            if spine.contains(&target) || !b.graph.kind(target).is_callable() {
+                continue;
+            }
+            let why = format!("passed on as a callback, reach {}", spines.reach(target));
+            b.relation_adjusted(
+                "callee",
+                target,
+                relation,
+                1,
+                true,
+                Note::None,
+                (0, Some(why)),
+            );
         }
     }
     b.walk_calls(first, false, 1, "caller");
@@ -1133,7 +1222,8 @@ fn architecture(b: &mut Builder, intent: &Intent) {
             },
             &path,
         );
-        // Representatives: the most central symbols of the module.
+        // Representatives: the most central symbols of the module's code, its public
+        // ones first (what other modules use it through).
         let mut symbols_in_module: Vec<u32> = files
             .iter()
             .flat_map(|&f| {
@@ -1143,8 +1233,14 @@ fn architecture(b: &mut Builder, intent: &Intent) {
                     .map(|r| r.to)
             })
             .collect();
-        symbols_in_module
-            .sort_by_key(|&n| (std::cmp::Reverse(graph.node(n).centrality.to_native()), n));
+        symbols_in_module.sort_by_key(|&n| {
+            (
+                b.is_policy_class(n),
+                graph.node(n).visibility != crate::facts::Visibility::Public as u8,
+                std::cmp::Reverse(graph.node(n).centrality.to_native()),
+                n,
+            )
+        });
         for (rank, &node) in symbols_in_module.iter().take(3).enumerate() {
             let centrality = graph.node(node).centrality.to_native();
             let mut score = (centrality / 4).min(20_000);

@@ -13,11 +13,14 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use super::retrieve::{RelationInfo, relation_of};
 use crate::facts::{SymbolKind, site};
 use crate::graph::Graph;
-use crate::graph::data::NONE;
+use crate::graph::data::{FLAG_DECLARES_ONLY, NONE};
 use crate::model::EdgeKind;
 
 /// Spine hops at most.
 pub const SPINE_MAX: usize = 10;
+/// A call resolved through dispatch to its implementation: where a dynamic call goes is
+/// worth a hop of its own.
+const DISPATCH_BONUS: i64 = 20;
 /// Nodes a reach count visits at most (reach is reported as "N+" beyond it).
 const REACH_CAP: usize = 400;
 /// A path search visits at most this many nodes.
@@ -181,6 +184,17 @@ impl<'g> Spines<'g> {
         out
     }
 
+    /// Whether `method` only declares what implementations define: a trait or interface
+    /// member, or a callable the extractor found only declares (abstract, `raise
+    /// NotImplementedError`, `pass`, a signature without body).
+    fn is_abstract(&self, method: u32) -> bool {
+        let graph = self.graph;
+        let record = graph.node(method);
+        let parent = record.parent.to_native();
+        (parent != NONE && graph.kind(parent) == SymbolKind::Interface)
+            || record.flags & FLAG_DECLARES_ONLY != 0
+    }
+
     /// The implementation a dispatched call most likely takes: the one the query names,
     /// else the only one, else the most called; the others are alternatives.
     fn pick_implementation(&self, implementations: &[u32]) -> Option<(u32, String)> {
@@ -219,7 +233,7 @@ impl<'g> Spines<'g> {
     }
 
     /// How much a call from the current node is worth following, and why.
-    fn score(&mut self, via: &RelationInfo, on_path: &[u32]) -> Option<(i64, String)> {
+    pub fn score(&mut self, via: &RelationInfo, on_path: &[u32]) -> Option<(i64, String)> {
         let graph = self.graph;
         let callee = via.to;
         if on_path.contains(&callee) {
@@ -231,6 +245,9 @@ impl<'g> Spines<'g> {
             .to_lowercase();
         let reach = self.reach(callee);
         let mut score = ((1.0 + reach as f64).ln() * 20.0) as i64 + i64::from(via.confidence / 10);
+        // A name resolved only by being unique in the repository is a guess (precision
+        // under one half, docs/QUALITY.md): the spine does not build on guesses.
+        let guessed = via.resolution == crate::model::Resolution::UniqueName;
         let mut why = vec![if reach > REACH_CAP {
             format!("reach {REACH_CAP}+")
         } else {
@@ -239,25 +256,38 @@ impl<'g> Spines<'g> {
         if via.flags & site::HANDLER != 0 {
             score -= 60;
             why.push("error handler".into());
+        } else if via.flags & site::RAISED != 0 {
+            score -= 60;
+            why.push("raised error".into());
         } else if via.flags & site::GUARD != 0 {
             score -= 35;
             why.push("early-exit guard".into());
         } else {
             why.push("main path".into());
         }
-        if via.flags & site::RESULT != 0 {
+        let constructs = matches!(
+            kind,
+            SymbolKind::Class | SymbolKind::Struct | SymbolKind::Enum
+        ) || PLUMBING.contains(&name.as_str());
+        // Building a value is plumbing even when the value is returned: the behaviour is
+        // what is done with it.
+        if !constructs && via.flags & site::RETURNED != 0 {
+            // The function's own result comes from this call: the flow goes on there.
+            score += 60;
+            why.push("its result is returned".into());
+        } else if !constructs && via.flags & site::RESULT != 0 {
             score += 15;
             why.push("result carried on".into());
+        }
+        if guessed {
+            score -= 40;
+            why.push("resolved by a unique name only".into());
         }
         if LOGGING.contains(&name.as_str()) || name.starts_with("log_") || name.ends_with("_log") {
             score -= 60;
             why.push("logging".into());
         }
-        if matches!(
-            kind,
-            SymbolKind::Class | SymbolKind::Struct | SymbolKind::Enum
-        ) || PLUMBING.contains(&name.as_str())
-        {
+        if constructs {
             score -= 40;
             why.push("constructor or builder".into());
         } else if (name.starts_with("get_") || name.starts_with("is_") || name.starts_with("has_"))
@@ -299,19 +329,31 @@ impl<'g> Spines<'g> {
                 score,
                 why,
             };
+            // A call continues in an implementation when its target only declares, or
+            // when the query names one; a concrete base method is what runs.
             let implementations = self.implementations(step.node);
-            if let Some((chosen, reason)) = self.pick_implementation(&implementations)
+            let dispatches = !implementations.is_empty()
+                && (self.is_abstract(step.node)
+                    || implementations.iter().any(|n| self.named.contains(n)));
+            if dispatches
+                && let Some((chosen, reason)) = self.pick_implementation(&implementations)
                 && !on_path.contains(&chosen)
             {
-                let reach = self.reach(chosen);
+                // Scored as a call of the implementation, plus the worth of knowing where
+                // a dynamic call goes.
+                let mut via = step.via.clone();
+                via.to = chosen;
+                via.dispatch = true;
+                let (score, why) = self
+                    .score(&via, on_path)
+                    .unwrap_or((step.score, String::new()));
                 step.why = format!(
-                    "dispatch: {} → {} ({reason}), reach {reach}",
+                    "dispatch: {} → {} ({reason}), {why}",
                     graph.label(step.node),
                     graph.label(chosen)
                 );
-                step.score = step.score.max(((1.0 + reach as f64).ln() * 20.0) as i64);
-                step.via.to = chosen;
-                step.via.dispatch = true;
+                step.score = score + DISPATCH_BONUS;
+                step.via = via;
                 step.node = chosen;
             }
             // One candidate per callee: the call site that scores best.
@@ -379,10 +421,10 @@ impl<'g> Spines<'g> {
                 break;
             }
             let steps = self.steps(node, spine);
-            let Some(step) = steps.into_iter().find(|s| s.score >= 0) else {
+            let Some(step) = steps.into_iter().next() else {
                 continue;
             };
-            let label = if step.via.flags & site::HANDLER != 0 {
+            let label = if step.via.flags & (site::HANDLER | site::RAISED) != 0 {
                 "error path"
             } else if step.via.flags & site::GUARD != 0 {
                 "guard path"
@@ -397,6 +439,83 @@ impl<'g> Spines<'g> {
                 first.via = Some(step.via);
             }
             out.push((label.to_string(), chain));
+        }
+        out
+    }
+
+    /// Where a call to `method` runs when it only declares (a trait or interface member,
+    /// an abstract body): its implementations, most called first; none for a concrete
+    /// method.
+    pub fn dispatch_targets(&self, method: u32) -> Vec<u32> {
+        if !self.is_abstract(method) {
+            return Vec::new();
+        }
+        let graph = self.graph;
+        let callers = |n: u32| {
+            graph
+                .in_edges(n)
+                .iter()
+                .filter(|e| e.kind == EdgeKind::Calls as u8)
+                .count()
+        };
+        let mut targets: Vec<u32> = self
+            .implementations(method)
+            .into_iter()
+            .filter(|&n| !graph.is_test(n))
+            .collect();
+        targets.sort_by_key(|&n| (std::cmp::Reverse(callers(n)), n));
+        targets
+    }
+
+    /// For each dispatched hop of `hops`, the other implementations the call may reach
+    /// (at most `limit` per hop, most called first), each a one-hop `dispatch` alternative.
+    pub fn dispatch_alternatives(&mut self, hops: &[Hop], limit: usize) -> Vec<(String, Vec<Hop>)> {
+        let graph = self.graph;
+        let mut out = Vec::new();
+        for hop in hops {
+            let Some(via) = hop.via.as_ref().filter(|v| v.dispatch) else {
+                continue;
+            };
+            // The declared method: the callee of the caller whose implementations hold
+            // the hop.
+            let Some(declared) = graph
+                .out_edges(via.from)
+                .iter()
+                .filter(|e| e.kind == EdgeKind::Calls as u8)
+                .map(|e| e.node.to_native())
+                .find(|&m| self.implementations(m).contains(&hop.node))
+            else {
+                continue;
+            };
+            let callers = |n: u32| {
+                graph
+                    .in_edges(n)
+                    .iter()
+                    .filter(|e| e.kind == EdgeKind::Calls as u8)
+                    .count()
+            };
+            let mut others: Vec<u32> = self
+                .implementations(declared)
+                .into_iter()
+                .filter(|&n| n != hop.node && !graph.is_test(n))
+                .collect();
+            others.sort_by_key(|&n| (std::cmp::Reverse(callers(n)), n));
+            for other in others.into_iter().take(limit) {
+                let mut relation = via.clone();
+                relation.to = other;
+                out.push((
+                    "dispatch".to_string(),
+                    vec![Hop {
+                        node: other,
+                        via: Some(relation),
+                        why: format!(
+                            "dispatch: another implementation of {}, reach {}",
+                            graph.label(declared),
+                            self.reach(other)
+                        ),
+                    }],
+                ));
+            }
         }
         out
     }
@@ -448,7 +567,7 @@ impl<'g> Spines<'g> {
                 .collect();
             edges.sort_by_key(|r| {
                 (
-                    r.flags & (site::HANDLER | site::GUARD) != 0,
+                    r.flags & (site::HANDLER | site::GUARD | site::RAISED) != 0,
                     std::cmp::Reverse(r.confidence),
                     r.to,
                 )

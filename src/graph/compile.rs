@@ -158,6 +158,9 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
             if n.doc.is_some() {
                 flags |= FLAG_HAS_DOC;
             }
+            if n.declares_only {
+                flags |= FLAG_DECLARES_ONLY;
+            }
             NodeRecord {
                 kind: n.kind as u8,
                 visibility: n.visibility as u8,

@@ -31,6 +31,9 @@ pub struct FileRecord {
 
 pub const FLAG_TEST_SCOPE: u8 = 1;
 pub const FLAG_HAS_DOC: u8 = 2;
+/// A callable that only declares what overrides define (abstract, `raise
+/// NotImplementedError`, a signature without body): calls to it dispatch.
+pub const FLAG_DECLARES_ONLY: u8 = 4;
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct NodeRecord {

@@ -27,8 +27,11 @@ use crate::error::{AtlasError, IoContext, Result};
 
 pub const MAGIC: &[u8; 8] = b"ATLASGR\0";
 /// Format version written by this build. v2: parse status 2 (`truncated`); readers
-/// validate referential integrity at open. v1 files have the same layout and are read.
-pub const FORMAT_VERSION: u32 = 2;
+/// validate referential integrity at open. v3: edges carry their call site's flags
+/// (`facts::site`: handler, guard, result, returned, raised) and nodes the
+/// `FLAG_DECLARES_ONLY` bit. v1 and v2 files have the same layout and are read (their
+/// flags are clear or partial: flow then dispatches only through interfaces).
+pub const FORMAT_VERSION: u32 = 3;
 /// Oldest format version this build reads.
 pub const OLDEST_READABLE: u32 = 1;
 pub const HEADER_LEN: usize = 64;

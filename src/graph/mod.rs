@@ -105,6 +105,37 @@ impl Graph {
         }) || self.node(id).flags & data::FLAG_TEST_SCOPE != 0
     }
 
+    /// The implementation among a callable's overloads (`@overload` stubs, TypeScript
+    /// signatures share its qualified name in one file): not a stub, else the one with
+    /// the largest body. Any other node is its own implementation.
+    pub fn implementation(&self, id: u32) -> u32 {
+        let record = self.node(id);
+        let parent = record.parent.to_native();
+        if parent == NONE || !self.kind(id).is_callable() {
+            return id;
+        }
+        let qualified = record.qualified.to_native();
+        let body = |n: u32| {
+            let r = self.node(n);
+            let end = r.span.end_byte.to_native();
+            (
+                r.flags & data::FLAG_DECLARES_ONLY == 0,
+                end.saturating_sub(r.signature.end_byte.to_native()),
+                end.saturating_sub(r.span.start_byte.to_native()),
+                std::cmp::Reverse(n),
+            )
+        };
+        self.out_edges(parent)
+            .iter()
+            .filter(|e| e.kind == crate::model::EdgeKind::Contains as u8)
+            .map(|e| e.node.to_native())
+            .filter(|&n| {
+                self.node(n).qualified.to_native() == qualified && self.kind(n).is_callable()
+            })
+            .max_by_key(|&n| body(n))
+            .unwrap_or(id)
+    }
+
     /// The file whose repository path is `path` (files are sorted by path).
     pub fn file_index(&self, path: &str) -> Option<u32> {
         let files = &self.data().files;

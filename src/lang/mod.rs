@@ -172,6 +172,8 @@ pub const ALLOWED_CAPTURES: &[&str] = &[
     "binding.name",
     "binding.type",
     "binding.ctor",
+    "binding.value",
+    "binding.iterable",
 ];
 
 pub(crate) struct LanguageQuery {

@@ -281,6 +281,7 @@ impl Resolver<'_> {
                 parent: Some(parent),
                 visibility: Visibility::Public,
                 in_test_scope: false,
+                declares_only: false,
                 scip_symbol: Some(symbol.clone()),
             });
             self.contains(parent, id);

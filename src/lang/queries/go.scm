@@ -34,6 +34,8 @@
 (qualified_type package: (package_identifier) @qualifier name: (type_identifier) @name) @ref.type
 (type_identifier) @name @ref.type
 (argument_list (identifier) @name @ref.read)
+; a method value passed on as a callback (`go run(s.serve)`)
+(argument_list (selector_expression operand: (_) @receiver field: (field_identifier) @name) @ref.read)
 
 ; ---- imports
 (import_spec
@@ -44,6 +46,10 @@
 (parameter_declaration name: (identifier) @binding.name type: (_) @binding.type) @binding
 (field_declaration name: (field_identifier) @binding.name type: (_) @binding.type) @binding
 (var_spec name: (identifier) @binding.name type: (_) @binding.type) @binding
+(var_spec name: (identifier) @binding.name value: (expression_list . (_) @binding.value)) @binding
+(short_var_declaration
+  left: (expression_list . (identifier) @binding.name)
+  right: (expression_list . (_) @binding.value)) @binding
 (short_var_declaration
   left: (expression_list (identifier) @binding.name)
   right: (expression_list [(call_expression function: (_) @binding.ctor) (composite_literal type: (_) @binding.ctor) (unary_expression operand: (composite_literal type: (_) @binding.ctor))])) @binding

@@ -20,6 +20,9 @@
 (type (identifier) @name @ref.type)
 (type (generic_type (identifier) @name @ref.type))
 (argument_list (identifier) @name @ref.read)
+; a method or function passed on as a callback (`run_sync(self.lookup_path, p)`)
+(argument_list (attribute object: (_) @receiver attribute: (identifier) @name) @ref.read)
+(keyword_argument value: (attribute object: (_) @receiver attribute: (identifier) @name) @ref.read)
 (keyword_argument value: (identifier) @name @ref.read)
 (assignment right: (identifier) @name @ref.read)
 
@@ -43,14 +46,31 @@
 (parameters (identifier) @binding.name @binding)
 (default_parameter name: (identifier) @binding.name) @binding
 (assignment left: (identifier) @binding.name type: (type) @binding.type) @binding
-(assignment left: (identifier) @binding.name right: (call function: (_) @binding.ctor)) @binding
+(assignment left: (identifier) @binding.name right: (call function: (_) @binding.ctor) @binding.value) @binding
+(assignment left: (identifier) @binding.name right: (_) @binding.value) @binding
 (assignment left: (identifier) @binding.name) @binding
 (assignment
   left: (attribute object: (identifier) @_self attribute: (identifier) @binding.name)
-  right: (call function: (_) @binding.ctor)
+  right: (call function: (_) @binding.ctor) @binding.value
+  (#eq? @_self "self")) @binding
+(assignment
+  left: (attribute object: (identifier) @_self attribute: (identifier) @binding.name)
+  right: (_) @binding.value
   (#eq? @_self "self")) @binding
 (assignment
   left: (attribute object: (identifier) @_self attribute: (identifier) @binding.name)
   type: (type) @binding.type
   (#eq? @_self "self")) @binding
-(for_statement left: (identifier) @binding.name) @binding
+(for_statement left: (identifier) @binding.name right: (_) @binding.iterable) @binding
+(with_item value: (as_pattern (call) @binding.value alias: (as_pattern_target (identifier) @binding.name))) @binding
+; narrowing: `if isinstance(x, T):` / `assert isinstance(x, T)` types x as T from there on
+(if_statement
+  condition: (call
+    function: (identifier) @_f
+    arguments: (argument_list . (identifier) @binding.name . [(identifier) (attribute)] @binding.type))
+  (#eq? @_f "isinstance")) @binding
+(assert_statement
+  (call
+    function: (identifier) @_f
+    arguments: (argument_list . (identifier) @binding.name . [(identifier) (attribute)] @binding.type))
+  (#eq? @_f "isinstance")) @binding

@@ -52,4 +52,5 @@
   value: (call_expression function: (scoped_identifier path: (_) @binding.ctor))) @binding
 (let_declaration pattern: (identifier) @binding.name value: (struct_expression name: (_) @binding.ctor)) @binding
 (let_declaration pattern: (identifier) @binding.name) @binding
+(let_declaration pattern: (identifier) @binding.name value: (_) @binding.value) @binding
 (field_declaration name: (field_identifier) @binding.name type: (_) @binding.type) @binding

@@ -13,6 +13,8 @@
 (method_signature name: (_) @name) @def.method
 (abstract_method_signature name: (_) @name) @def.method
 (public_field_definition name: (_) @name) @def.field
+; A field holding an arrow function is a method (`fetch = (req) => …`).
+(public_field_definition name: (_) @name value: [(arrow_function) (function_expression)]) @def.method
 (property_signature name: (_) @name) @def.field
 (variable_declarator
   name: (identifier) @name
@@ -26,7 +28,7 @@
 ; ---- references
 (call_expression function: (identifier) @name) @ref.call
 (call_expression
-  function: (member_expression object: (_) @receiver property: (property_identifier) @name)) @ref.call
+  function: (member_expression object: (_) @receiver property: [(property_identifier) (private_property_identifier)] @name)) @ref.call
 (new_expression constructor: (identifier) @name) @ref.call
 (extends_clause value: (identifier) @name @ref.inherit)
 (extends_clause value: (member_expression object: (_) @qualifier property: (property_identifier) @name) @ref.inherit)
@@ -39,6 +41,8 @@
 (type_arguments (type_identifier) @name @ref.type)
 (union_type (type_identifier) @name @ref.type)
 (arguments (identifier) @name @ref.read)
+; a method passed on as a callback (`setTimeout(this.flush, 10)`)
+(arguments (member_expression object: (_) @receiver property: (property_identifier) @name) @ref.read)
 
 ; ---- imports
 (import_statement
@@ -58,9 +62,10 @@
 (variable_declarator name: (identifier) @binding.name type: (type_annotation (_) @binding.type)) @binding
 (variable_declarator name: (identifier) @binding.name value: (new_expression constructor: (_) @binding.ctor)) @binding
 (variable_declarator name: (identifier) @binding.name value: (call_expression function: (_) @binding.ctor)) @binding
+(variable_declarator name: (identifier) @binding.name value: (_) @binding.value) @binding
 (variable_declarator name: (identifier) @binding.name) @binding
-(public_field_definition name: (property_identifier) @binding.name type: (type_annotation (_) @binding.type)) @binding
-(public_field_definition name: (property_identifier) @binding.name value: (new_expression constructor: (_) @binding.ctor)) @binding
+(public_field_definition name: [(property_identifier) (private_property_identifier)] @binding.name type: (type_annotation (_) @binding.type)) @binding
+(public_field_definition name: [(property_identifier) (private_property_identifier)] @binding.name value: (new_expression constructor: (_) @binding.ctor)) @binding
 
 ; ---- re-exports (bind like imports: `export { a as b } from "./x"`, `export * from "./x"`)
 (export_statement
@@ -72,3 +77,7 @@
 (export_statement
   (namespace_export (identifier) @import.alias)
   source: (string (string_fragment) @import.module)) @import
+; narrowing: `if (x instanceof T)` types x as T from there on
+(if_statement
+  condition: (parenthesized_expression
+    (binary_expression left: (identifier) @binding.name operator: "instanceof" right: (identifier) @binding.type))) @binding

@@ -309,10 +309,9 @@ pub fn may_search(query: &str) -> bool {
         .iter()
         .filter(|w| matches!(w, Word::Path(_) | Word::Code(_) | Word::Plain(_)))
         .count();
-    names > 1
-        || words
-            .iter()
-            .any(|w| matches!(w, Word::Free(_) | Word::Plain(_)))
+    // A lone name (`simplify`, `simplify calls`) anchors by name; the model is not worth
+    // loading for the rare lone word that names nothing.
+    names > 1 || words.iter().any(|w| matches!(w, Word::Free(_)))
 }
 
 /// Parses `query` and matches its names against `graph`.

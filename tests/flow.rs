@@ -52,6 +52,16 @@ fn entries<'a>(out: &'a Value, class: &str, symbol: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The `why` of an off-spine step: a callee, or the alternative that shows it instead.
+fn off_spine_why(out: &Value, symbol: &str) -> String {
+    ["callee", "alternative"]
+        .iter()
+        .flat_map(|class| entries(out, class, symbol))
+        .find_map(|e| e["why"].as_str())
+        .unwrap_or_else(|| panic!("no callee or alternative {symbol}: {out:#}"))
+        .to_string()
+}
+
 fn dump(s: &Sandbox) -> String {
     s.atlas(&["build"]).success();
     s.atlas(&["graph", "dump"]).success().stdout
@@ -114,14 +124,8 @@ fn an_early_exit_guard_and_logging_are_not_the_main_path() {
     let s = repo(&[("app.py", &code)]);
     let out = flow(&s, "serve calls");
     assert_eq!(spine(&out)[1], "app.py::handle0", "{out:#}");
-    let callee = |symbol: &str| {
-        entries(&out, "callee", symbol)
-            .first()
-            .map(|e| e["why"].as_str().unwrap_or("").to_string())
-            .unwrap_or_else(|| panic!("no callee {symbol}: {out:#}"))
-    };
-    assert!(callee("app.py::fallback0").contains("early-exit guard"));
-    assert!(callee("app.py::log_request").contains("logging"));
+    assert!(off_spine_why(&out, "app.py::fallback0").contains("early-exit guard"));
+    assert!(off_spine_why(&out, "app.py::log_request").contains("logging"));
 }
 
 #[test]
@@ -168,12 +172,7 @@ fn constructors_builders_and_getters_are_demoted() {
     let s = repo(&[("app.py", code)]);
     let out = flow(&s, "serve calls");
     assert_eq!(spine(&out)[1], "app.py::run", "{out:#}");
-    let reason = |symbol: &str| {
-        entries(&out, "callee", symbol)[0]["why"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let reason = |symbol: &str| off_spine_why(&out, symbol);
     assert!(reason("app.py::Config").contains("constructor or builder"));
     assert!(reason("app.py::get_name").contains("getter"));
 }

@@ -507,6 +507,16 @@ pub fn project(
             item.projection = "skeleton";
             counters.skeletonized += 1;
         }
+        // Nothing smaller than the graph skeleton can be kept: when even that does not
+        // fit, the source is not read (a full page's tail costs no file reads).
+        if !c.required && used + item_bytes(&item) > budget_for_evidence {
+            if item.projection == "skeleton" {
+                counters.skeletonized -= 1;
+            }
+            counters.byte_omitted += 1;
+            omit(position, c, "byte-ceiling", &mut omitted);
+            continue;
+        }
         let mut full_item: Option<EvidenceItem> = None;
         if let (true, Some(file)) = (wants_source, file) {
             let source = sources.get(file);

@@ -876,6 +876,16 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
         }
         alternatives.push(("alternative chain from the next search hit".into(), chain));
     }
+    // What an alternative shows is not repeated as a callee.
+    let shown: Vec<u32> = spine
+        .iter()
+        .copied()
+        .chain(
+            alternatives
+                .iter()
+                .flat_map(|(_, hops)| hops.iter().map(|h| h.node)),
+        )
+        .collect();
     for (n, (label, hops)) in alternatives.into_iter().enumerate() {
         for hop in hops {
             let why = format!("{label} {}: {}", n + 1, hop.why);
@@ -911,7 +921,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     // anchor.
     for &node in &spine {
         for relation in b.edges(node, true, EdgeKind::Calls) {
-            if spine.contains(&relation.to) {
+            if shown.contains(&relation.to) {
                 continue;
             }
             let target = relation.to;
@@ -935,7 +945,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
                 .into_iter()
                 .take(DISPATCH_ALTERNATIVES)
             {
-                if spine.contains(&implementation) {
+                if shown.contains(&implementation) {
                     continue;
                 }
                 let mut dispatched = relation.clone();
@@ -963,7 +973,7 @@ fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
     for &node in &spine {
         for relation in b.edges(node, true, EdgeKind::References) {
             let target = relation.to;
-            if spine.contains(&target) || !b.graph.kind(target).is_callable() {
+            if shown.contains(&target) || !b.graph.kind(target).is_callable() {
                 continue;
             }
             let why = format!("passed on as a callback, reach {}", spines.reach(target));

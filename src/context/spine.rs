@@ -21,8 +21,9 @@ pub const SPINE_MAX: usize = 10;
 /// A call resolved through dispatch to its implementation: where a dynamic call goes is
 /// worth a hop of its own.
 const DISPATCH_BONUS: i64 = 20;
-/// Nodes a reach count visits at most (reach is reported as "N+" beyond it).
-const REACH_CAP: usize = 400;
+/// Nodes a reach count visits at most (reach is reported as "N+" beyond it): enough to
+/// tell a hub from a helper, cheap on large graphs (docs/PERFORMANCE.md).
+const REACH_CAP: usize = 100;
 /// A path search visits at most this many nodes.
 const VISIT_CAP: usize = 20_000;
 /// Callee names that log, trace or print: not the behaviour.

@@ -436,3 +436,30 @@ fn overload_stubs_send_calls_to_the_implementation() {
         "{out:#}"
     );
 }
+
+#[test]
+fn an_in_repository_function_named_like_a_boundary_continues_the_spine() {
+    // `send` names network I/O when it leaves the repository; here it is a wrapper, and
+    // the behaviour goes on inside it (requests' `Session.request → Session.send`).
+    let code = "import socket\n\n\nclass Session:\n    def request(self, url):\n        prep = self.prepare(url)\n        resp = self.send(prep)\n        return resp\n\n    def prepare(self, url):\n        return url\n\n    def send(self, prep):\n        return self.transmit(prep)\n\n    def transmit(self, prep):\n        conn = socket.create_connection((prep, 80))\n        return conn.send(b\"GET\")\n";
+    let s = repo(&[("client.py", code)]);
+    let out = flow(&s, "Session.request calls");
+    assert_eq!(
+        spine(&out),
+        [
+            "client.py::Session.request",
+            "client.py::Session.send",
+            "client.py::Session.transmit"
+        ],
+        "{out:#}"
+    );
+    // The boundary itself is the external call, required evidence.
+    assert!(
+        out["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["class"] == "runtime-boundary"),
+        "{out:#}"
+    );
+}

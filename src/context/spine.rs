@@ -395,13 +395,6 @@ impl<'g> Spines<'g> {
             if step.score < 10 {
                 break;
             }
-            if super::retrieve::boundary_category(
-                self.graph.str(self.graph.node(step.node).name.to_native()),
-            )
-            .is_some()
-            {
-                break;
-            }
             on_path.push(step.node);
             current = step.node;
             hops.push(Hop {

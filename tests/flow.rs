@@ -463,3 +463,42 @@ fn an_in_repository_function_named_like_a_boundary_continues_the_spine() {
         "{out:#}"
     );
 }
+
+#[test]
+fn a_one_anchor_spine_stops_before_it_outgrows_the_page() {
+    // Ten chained functions of 45 lines each: the steps are required evidence, so the
+    // chain ends while the page still holds them (and grows with --max-bytes).
+    let mut code = String::new();
+    for i in 0..10 {
+        code.push_str(&format!("\n\ndef step{i}(x):\n"));
+        for line in 0..42 {
+            code.push_str(&format!(
+                "    x = x + {line}  # arithmetic that takes a line\n"
+            ));
+        }
+        if i < 9 {
+            code.push_str(&format!("    return step{}(x)\n", i + 1));
+        } else {
+            code.push_str("    return x\n");
+        }
+    }
+    let s = repo(&[("chain.py", &code)]);
+    let out = flow(&s, "step0 calls");
+    let short = spine(&out).len();
+    assert!((2..10).contains(&short), "{short} steps: {out:#}");
+    assert!(out["receipt"]["serialized_bytes"].as_u64().unwrap() <= 32_000);
+    let wide = s
+        .atlas(&[
+            "context",
+            "step0 calls",
+            "--profile",
+            "flow",
+            "--max-bytes",
+            "96000",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert!(spine(&wide).len() > short, "{wide:#}");
+}

@@ -28,6 +28,9 @@ use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, Relation
 /// v2: one evidence entry per (class, symbol) with `sites`, anchors with
 /// `anchor_reason`, diagnostics with `candidates`, the `after-cursor` omission reason.
 pub const SCHEMA: &str = "atlas.context.v2";
+/// Percent of the byte ceiling a one-anchor spine's steps may require: the rest holds the
+/// runtime boundaries, alternatives and callees (a two-anchor path is never cut).
+const SPINE_PAGE_SHARE: usize = 60;
 
 #[derive(Debug, Clone)]
 pub struct ContextRequest {
@@ -627,7 +630,9 @@ pub fn compile_context(
 
     let stage = Instant::now();
     let (intent, search_hits, mut diagnostics) = understand(graph, request, search)?;
-    let mut retrieval = retrieve::retrieve(graph, &intent, request.profile);
+    let spine_budget =
+        spine::SpineBudget::of_page(limits.max_bytes, limits.lines_per_slice, SPINE_PAGE_SHARE);
+    let mut retrieval = retrieve::retrieve(graph, &intent, request.profile, spine_budget);
     retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
     let class_rank = |class: &str| profile.class_rank(class);
     project::order(&mut retrieval.candidates, &class_rank);

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use super::spine::{Hop, SPINE_MAX, Spines};
+use super::spine::{Hop, SPINE_MAX, SpineBudget, Spines};
 use crate::facts::SymbolKind;
 use crate::graph::Graph;
 use crate::graph::data::{ArchivedEdgeRecord, NONE};
@@ -682,7 +682,15 @@ impl<'g> Builder<'g> {
     }
 }
 
-pub fn retrieve(graph: &Graph, intent: &Intent, profile: ProfileName) -> Retrieval {
+/// Retrieves the candidates of `intent` for `profile`. `spine_lines` bounds the source
+/// lines a one-anchor spine may require (its steps are required evidence and must fit
+/// the page: see `SpineBudget`).
+pub fn retrieve(
+    graph: &Graph,
+    intent: &Intent,
+    profile: ProfileName,
+    spine_lines: SpineBudget,
+) -> Retrieval {
     let mut builder = Builder {
         graph,
         named: intent.anchors.iter().map(|a| a.node).collect(),
@@ -693,7 +701,7 @@ pub fn retrieve(graph: &Graph, intent: &Intent, profile: ProfileName) -> Retriev
     let mut spine = Vec::new();
     match profile {
         ProfileName::Symbol => symbol(&mut builder, intent),
-        ProfileName::Flow => spine = flow(&mut builder, intent),
+        ProfileName::Flow => spine = flow(&mut builder, intent, spine_lines),
         ProfileName::Architecture => architecture(&mut builder, intent),
         ProfileName::Impact => impact(&mut builder, intent),
     }
@@ -786,12 +794,12 @@ const CALLEE_SIGNAL_WEIGHT: i64 = 3;
 /// Implementations not taken listed per dispatched spine hop.
 const DISPATCH_ALTERNATIVES: usize = 4;
 
-fn flow(b: &mut Builder, intent: &Intent) -> Vec<u32> {
+fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
     let anchors: Vec<u32> = intent.anchors.iter().map(|a| a.node).collect();
     let Some(&first) = anchors.first() else {
         return Vec::new();
     };
-    let mut spines = Spines::new(b.graph, anchors.iter().copied().collect());
+    let mut spines = Spines::new(b.graph, anchors.iter().copied().collect(), budget);
     let hops = if let Some(&second) = anchors.get(1) {
         match spines.call_path(first, second, None) {
             Some(path) => path,

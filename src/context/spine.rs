@@ -18,6 +18,10 @@ use crate::model::EdgeKind;
 
 /// Spine hops at most.
 pub const SPINE_MAX: usize = 10;
+/// The score a first hop needs to extend a one-anchor spine …
+const MIN_HOP_SCORE: i64 = 10;
+/// … and what each further hop needs more.
+const HOP_SCORE_STEP: i64 = 6;
 /// A call resolved through dispatch to its implementation: where a dynamic call goes is
 /// worth a hop of its own.
 const DISPATCH_BONUS: i64 = 20;
@@ -79,12 +83,42 @@ pub struct Hop {
     pub why: String,
 }
 
+/// How many source lines the steps of a one-anchor spine may require: the spine is
+/// required evidence, so a chain longer than the page holds would fail the query.
+#[derive(Debug, Clone, Copy)]
+pub struct SpineBudget {
+    /// Lines of one step's body shown at most (the profile's `lines_per_slice`).
+    pub lines_per_slice: u32,
+    /// Lines all steps may take together.
+    pub lines: u32,
+}
+
+impl SpineBudget {
+    /// Bytes a shown source line costs in the JSON document, on average with its escapes.
+    const BYTES_PER_LINE: usize = 60;
+    /// Lines a step costs beyond its body: ids, reasons, relation, signature.
+    const STEP_OVERHEAD_LINES: u32 = 12;
+
+    /// At most `share` percent of `max_bytes` for the spine's steps.
+    pub fn of_page(max_bytes: usize, lines_per_slice: u32, share: usize) -> SpineBudget {
+        SpineBudget {
+            lines_per_slice,
+            lines: (max_bytes / 100 * share / Self::BYTES_PER_LINE) as u32,
+        }
+    }
+
+    fn cost(&self, graph: &Graph, node: u32) -> u32 {
+        span_lines(graph, node).min(self.lines_per_slice) + Self::STEP_OVERHEAD_LINES
+    }
+}
+
 /// Reach counts and implementation lookups of one query, memoised.
 pub struct Spines<'g> {
     graph: &'g Graph,
     reach: HashMap<u32, usize>,
     /// Nodes named by the query: preferred among implementations.
     named: BTreeSet<u32>,
+    budget: SpineBudget,
 }
 
 /// A callee considered for the next hop.
@@ -96,11 +130,12 @@ struct Step {
 }
 
 impl<'g> Spines<'g> {
-    pub fn new(graph: &'g Graph, named: BTreeSet<u32>) -> Self {
+    pub fn new(graph: &'g Graph, named: BTreeSet<u32>, budget: SpineBudget) -> Self {
         Spines {
             graph,
             reach: HashMap::new(),
             named,
+            budget,
         }
     }
 
@@ -385,14 +420,21 @@ impl<'g> Spines<'g> {
         let mut on_path: Vec<u32> = avoid.to_vec();
         on_path.push(from);
         let mut current = from;
+        let mut lines = self.budget.cost(self.graph, from);
         while hops.len() < SPINE_MAX {
             let steps = self.steps(current, &on_path);
             let Some(step) = steps.into_iter().next() else {
                 break;
             };
             // Nothing but plumbing, logging or error handling is left: the behaviour
-            // stops here.
-            if step.score < 10 {
+            // stops here. Each hop away from the anchor asks a stronger reason, so the
+            // chain ends where the signals fade rather than at the hop limit.
+            if step.score < MIN_HOP_SCORE + HOP_SCORE_STEP * (hops.len() as i64 - 1) {
+                break;
+            }
+            // The page must hold every step.
+            lines += self.budget.cost(self.graph, step.node);
+            if lines > self.budget.lines {
                 break;
             }
             on_path.push(step.node);

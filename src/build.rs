@@ -256,6 +256,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         }
     }
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    store.cache_writes_done();
     timings.extract = ms(stage);
     inject("after-extract")?;
 

@@ -433,6 +433,12 @@ impl Store {
         }
     }
 
+    /// Removes the cache's (now empty) directory of entries being written: a build leaves
+    /// nothing temporary behind, even when it fails later (a full disk).
+    pub fn cache_writes_done(&self) {
+        let _ = fs::remove_dir(self.dir.join("cache").join(".tmp"));
+    }
+
     pub fn store_facts(&self, key: &blake3::Hash, facts: &FileFacts) -> Result<()> {
         let path = self.cache_path(key);
         let Some(parent) = path.parent() else {

@@ -525,6 +525,11 @@ fn an_injected_failure_leaves_no_staging_behind() {
         !staging.exists() || std::fs::read_dir(&staging).unwrap().next().is_none(),
         "staging left behind"
     );
+    // Nor the directory cache entries are written through (found by the disk-full loop).
+    assert!(
+        !s.graph().join("cache").join(".tmp").exists(),
+        "cache/.tmp left behind"
+    );
 }
 
 #[test]

@@ -2102,6 +2102,17 @@ mod tests {
         );
     }
 
+    /// Every helper that reads a value's text, on `text`.
+    fn exercise_value_text(text: &str) {
+        let _ = strip_value_noise(text);
+        let _ = callee_of(text);
+        let _ = arguments_of(text);
+        let _ = asserted_type(text);
+        let _ = value_branches(text);
+        let _ = crate::extract::collection_items(text);
+        let _ = crate::extract::element_type(text);
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::test_runner::Config {
             failure_persistence: None,
@@ -2111,13 +2122,7 @@ mod tests {
         // multi-byte character next to an operator once did).
         #[test]
         fn value_text_helpers_never_panic(text in "\\PC{0,40}") {
-            let _ = strip_value_noise(&text);
-            let _ = callee_of(&text);
-            let _ = arguments_of(&text);
-            let _ = asserted_type(&text);
-            let _ = value_branches(&text);
-            let _ = crate::extract::collection_items(&text);
-            let _ = crate::extract::element_type(&text);
+            exercise_value_text(&text);
         }
 
         #[test]
@@ -2130,13 +2135,7 @@ mod tests {
                 0..12,
             )
         ) {
-            let text: String = parts.concat();
-            let _ = strip_value_noise(&text);
-            let _ = callee_of(&text);
-            let _ = arguments_of(&text);
-            let _ = asserted_type(&text);
-            let _ = value_branches(&text);
-            let _ = crate::extract::collection_items(&text);
+            exercise_value_text(&parts.concat());
         }
     }
 }

@@ -241,20 +241,13 @@ impl<'g> Spines<'g> {
         if let [only] = implementations {
             return Some((*only, "its only implementation".into()));
         }
-        let callers = |n: u32| {
-            graph
-                .in_edges(n)
-                .iter()
-                .filter(|e| e.kind == EdgeKind::Calls as u8)
-                .count()
-        };
         let best = implementations
             .iter()
             .copied()
             .filter(|&n| !graph.is_test(n))
             .max_by_key(|&n| {
                 (
-                    callers(n),
+                    self.callers(n),
                     graph.node(n).centrality.to_native(),
                     std::cmp::Reverse(n),
                 )
@@ -486,20 +479,26 @@ impl<'g> Spines<'g> {
         if !self.is_abstract(method) {
             return Vec::new();
         }
-        let graph = self.graph;
-        let callers = |n: u32| {
-            graph
-                .in_edges(n)
-                .iter()
-                .filter(|e| e.kind == EdgeKind::Calls as u8)
-                .count()
-        };
+        self.implementations_by_use(method)
+    }
+
+    /// Calls into `node`.
+    fn callers(&self, node: u32) -> usize {
+        self.graph
+            .in_edges(node)
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Calls as u8)
+            .count()
+    }
+
+    /// The implementations of `method` outside tests, most called first.
+    fn implementations_by_use(&self, method: u32) -> Vec<u32> {
         let mut targets: Vec<u32> = self
             .implementations(method)
             .into_iter()
-            .filter(|&n| !graph.is_test(n))
+            .filter(|&n| !self.graph.is_test(n))
             .collect();
-        targets.sort_by_key(|&n| (std::cmp::Reverse(callers(n)), n));
+        targets.sort_by_key(|&n| (std::cmp::Reverse(self.callers(n)), n));
         targets
     }
 
@@ -523,20 +522,8 @@ impl<'g> Spines<'g> {
             else {
                 continue;
             };
-            let callers = |n: u32| {
-                graph
-                    .in_edges(n)
-                    .iter()
-                    .filter(|e| e.kind == EdgeKind::Calls as u8)
-                    .count()
-            };
-            let mut others: Vec<u32> = self
-                .implementations(declared)
-                .into_iter()
-                .filter(|&n| n != hop.node && !graph.is_test(n))
-                .collect();
-            others.sort_by_key(|&n| (std::cmp::Reverse(callers(n)), n));
-            for other in others.into_iter().take(limit) {
+            let others = self.implementations_by_use(declared);
+            for other in others.into_iter().filter(|&n| n != hop.node).take(limit) {
                 let mut relation = via.clone();
                 relation.to = other;
                 out.push((

@@ -1203,11 +1203,15 @@ fn continuation_argv_replays_byte_for_byte_in_a_new_process() {
         .clone();
     let argv = argv_of(&omission);
     // The same request in this process, through the library.
-    let request = atlas::context::ContextRequest::from_argv(&argv).unwrap();
+    let request = atlas::query::context::ContextRequest::from_argv(&argv).unwrap();
     assert!(request.after.is_some() && request.freshness.frozen);
-    let location = atlas::store::locate(None, Some(&s.repo()), s.path(), &|_| None);
-    let in_process: Value =
-        serde_json::from_str(&atlas::context::run(&location, &request).unwrap().json).unwrap();
+    let location = atlas::build::store::locate(None, Some(&s.repo()), s.path(), &|_| None);
+    let in_process: Value = serde_json::from_str(
+        &atlas::query::context::run(&location, &request)
+            .unwrap()
+            .json,
+    )
+    .unwrap();
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
     let replayed = s
         .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)

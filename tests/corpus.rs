@@ -43,13 +43,13 @@ fn redact(mut page: Value) -> Value {
 #[test]
 fn corpus_outputs_match_snapshots_and_the_schema() {
     let corpus_path = root().join("corpus/context.toml");
-    let corpus = atlas::eval::load(&corpus_path).unwrap();
+    let corpus = atlas::cli::eval::load(&corpus_path).unwrap();
     assert!(corpus.cases.len() >= 12);
     let workspaces =
-        atlas::eval::Workspaces::new(root().join("fixtures"), None, corpus.repos.clone());
+        atlas::cli::eval::Workspaces::new(root().join("fixtures"), None, corpus.repos.clone());
     let validator = validator();
     for case in &corpus.cases {
-        let run = atlas::eval::run_case(&workspaces, case).unwrap();
+        let run = atlas::cli::eval::run_case(&workspaces, case).unwrap();
         assert!(
             run.metrics.passed,
             "{}: {:?}",

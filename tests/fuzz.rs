@@ -11,10 +11,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use atlas::context::{ContextRequest, OpenGraph, compile_context};
 use atlas::graph::Graph;
-use atlas::lang::Language;
-use atlas::profile::ProfileName;
+use atlas::query::context::{ContextRequest, OpenGraph, compile_context};
+use atlas::query::profile::ProfileName;
+use atlas::syntax::lang::Language;
 use common::Sandbox;
 use proptest::prelude::*;
 
@@ -66,7 +66,7 @@ fn mutate(bytes: &mut [u8], from: usize, edits: &[(usize, u8)]) {
 
 /// Every read the query side does on an open graph, on every profile.
 fn exercise(graph: &Graph, root: &Path) {
-    let _ = atlas::dump::dump(graph);
+    let _ = atlas::graph::dump::dump(graph);
     let fingerprint = graph.fingerprint();
     let open = OpenGraph {
         graph,
@@ -129,19 +129,19 @@ proptest! {
             bytes[48..80].copy_from_slice(checksum.as_bytes());
         }
         let temp = tempfile::tempdir().unwrap();
-        let store = atlas::store::Store::new(temp.path());
+        let store = atlas::build::store::Store::new(temp.path());
         let name = entry.file_name().unwrap().to_string_lossy().to_string();
         let shard = entry.parent().unwrap().file_name().unwrap().to_string_lossy().to_string();
         let key = blake3::Hash::from_hex(format!("{shard}{}", name.trim_end_matches(".facts"))).unwrap();
         std::fs::create_dir_all(temp.path().join("cache").join(&shard)).unwrap();
         std::fs::write(temp.path().join("cache").join(&shard).join(&name), &bytes).unwrap();
-        if let atlas::store::CachedFacts::Hit(facts) = store.load_facts(&key) {
-            let units = [atlas::resolve::SourceUnit {
+        if let atlas::build::store::CachedFacts::Hit(facts) = store.load_facts(&key) {
+            let units = [atlas::build::resolve::SourceUnit {
                 path: "a.py",
                 language: Some(Language::Python),
                 facts: Some(&facts),
             }];
-            let _ = atlas::resolve::resolve(&units, None);
+            let _ = atlas::build::resolve::resolve(&units, None);
         }
     }
 
@@ -157,7 +157,7 @@ proptest! {
         let temp = tempfile::tempdir().unwrap();
         let path = temp.path().join("index.scip");
         std::fs::write(&path, &bytes).unwrap();
-        let _ = atlas::scip_ingest::ingest(&[path], &|_| true, &|_| Some(String::from("x = 1\n")));
+        let _ = atlas::build::scip::ingest(&[path], &|_| true, &|_| Some(String::from("x = 1\n")));
     }
 
     #[test]
@@ -170,7 +170,7 @@ proptest! {
         let temp = tempfile::tempdir().unwrap();
         let graph_dir = temp.path().join("graph");
         common::copy_dir(&b.sandbox.graph(), &graph_dir);
-        let store = atlas::store::Store::new(&graph_dir);
+        let store = atlas::build::store::Store::new(&graph_dir);
         let dir = graph_dir.join("search").join(b.sandbox.current());
         let file = match target {
             0 => files_ending(&dir, ".bin").remove(0),
@@ -181,8 +181,8 @@ proptest! {
         mutate(&mut bytes, 0, &edits);
         std::fs::write(&file, &bytes).unwrap();
         let graph = Graph::open(&store.graph_path(&b.sandbox.current())).unwrap();
-        let embedder = atlas::search::embed::Embedder::load().unwrap();
-        let _ = atlas::search::SearchIndex::query(
+        let embedder = atlas::query::search::embed::Embedder::load().unwrap();
+        let _ = atlas::query::search::SearchIndex::query(
             &store,
             &b.sandbox.current(),
             &graph,
@@ -197,7 +197,7 @@ proptest! {
     #[test]
     fn arbitrary_queries_and_refs_never_panic(query in any::<String>(), reference in any::<String>()) {
         let b = built();
-        let store = atlas::store::Store::new(b.sandbox.graph());
+        let store = atlas::build::store::Store::new(b.sandbox.graph());
         let (fingerprint, graph) = store.open_current().unwrap();
         let root = b.sandbox.repo();
         let open = OpenGraph {
@@ -212,8 +212,8 @@ proptest! {
         for profile in [ProfileName::Symbol, ProfileName::Flow, ProfileName::Impact] {
             let _ = compile_context(&open, &ContextRequest::new(query.clone(), profile), None);
         }
-        let _ = atlas::query::parse(&graph, &query);
-        let _ = atlas::expand::expand(&graph, &root, std::slice::from_ref(&reference));
+        let _ = atlas::query::intent::parse(&graph, &query);
+        let _ = atlas::query::expand::expand(&graph, &root, std::slice::from_ref(&reference));
         let _ = ContextRequest::from_argv(&[String::from("atlas"), String::from("context"), query, reference]);
     }
 
@@ -226,7 +226,7 @@ proptest! {
         let nested = format!("{}{text}{}", "(".repeat(nesting), ")".repeat(nesting));
         for language in Language::ALL {
             for source in [text.as_ref(), nested.as_str()] {
-                let facts = atlas::extract::extract(language, source).unwrap();
+                let facts = atlas::syntax::extract::extract(language, source).unwrap();
                 prop_assert!(facts.validate().is_ok(), "{language:?}: {:?}", facts.validate());
             }
         }

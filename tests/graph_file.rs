@@ -135,7 +135,7 @@ fn a_killed_build_leftover_does_not_block_the_next_build() {
 fn a_concurrent_build_is_refused_while_the_lock_is_held() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let store = atlas::store::Store::new(s.graph());
+    let store = atlas::build::store::Store::new(s.graph());
     let lock = store.lock(false).expect("lock is free");
     let run = s
         .atlas(&["build", "--format", "json"])
@@ -157,7 +157,7 @@ fn golden_graphs_of_every_format_still_open() {
             .unwrap_or_else(|e| panic!("v{version} golden opens: {e}"));
         assert_eq!(graph.format_version(), version);
         let expected = std::fs::read_to_string(dir.join("python.dump.txt")).unwrap();
-        assert_eq!(atlas::dump::dump(&graph), expected, "v{version}");
+        assert_eq!(atlas::graph::dump::dump(&graph), expected, "v{version}");
     }
 }
 

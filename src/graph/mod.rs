@@ -4,8 +4,9 @@
 //!
 //! Architecture invariant: `graph` knows nothing of JSON, the CLI or the store layout.
 
-pub mod compile;
+pub mod codes;
 pub mod data;
+pub mod dump;
 pub mod format;
 pub mod names;
 
@@ -18,7 +19,7 @@ use data::{
 use format::GraphFile;
 
 use crate::error::Result;
-use crate::facts::SymbolKind;
+use crate::syntax::facts::SymbolKind;
 
 /// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy.
 pub struct Graph {
@@ -100,8 +101,8 @@ impl Graph {
     /// A symbol of a test file, or inside a test scope (`#[cfg(test)]`, …).
     pub fn is_test(&self, id: u32) -> bool {
         self.file_of(id).is_some_and(|f| {
-            crate::inventory::FileClass::from_code(f.class)
-                == Some(crate::inventory::FileClass::Test)
+            crate::build::inventory::FileClass::from_code(f.class)
+                == Some(crate::build::inventory::FileClass::Test)
         }) || self.node(id).flags & data::FLAG_TEST_SCOPE != 0
     }
 
@@ -127,7 +128,7 @@ impl Graph {
         };
         self.out_edges(parent)
             .iter()
-            .filter(|e| e.kind == crate::model::EdgeKind::Contains as u8)
+            .filter(|e| e.kind == crate::graph::codes::EdgeKind::Contains as u8)
             .map(|e| e.node.to_native())
             .filter(|&n| {
                 self.node(n).qualified.to_native() == qualified && self.kind(n).is_callable()

@@ -1,0 +1,669 @@
+//! The graph directory: where it is (R-GEN-1), and its generations, lock and fact cache
+//! (R-GEN-2, R-EXT-3).
+//!
+//! ```text
+//! <graph>/CURRENT                  committed fingerprint (replaced atomically)
+//! <graph>/ROOT                     absolute code root of the last build
+//! <graph>/generations/<fp>/        graph.atlas, manifest.json (immutable once published)
+//! <graph>/cache/<aa>/<key>.facts   per-file facts by content key
+//! <graph>/.staging/<n>/            a build in progress
+//! <graph>/lock                     serialises builds
+//! ```
+//!
+//! Architecture invariant: a generation directory is complete before it is renamed into
+//! `generations/`, and `CURRENT` only ever names a published generation, so a crash at
+//! any point leaves the last committed generation intact and readable.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{AtlasError, IoContext, Result};
+use crate::graph::Graph;
+use crate::syntax::facts::FileFacts;
+
+pub const DEFAULT_GRAPH_DIR: &str = ".agent-spec/graph";
+pub const GRAPH_FILE: &str = "graph.atlas";
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// Generations kept by garbage collection, the committed one included (R-GEN-2: ≥ 2).
+pub const KEEP_GENERATIONS: usize = 2;
+/// How long a read that must write (refresh the graph, build or repair a search index)
+/// waits for another process's build before it answers without writing:
+/// `ATLAS_LOCK_WAIT_MS`, default 10 s.
+pub fn read_lock_patience() -> std::time::Duration {
+    std::env::var("ATLAS_LOCK_WAIT_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_millis,
+        )
+}
+
+/// Which R-GEN-1 rule chose the graph directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphDirRule {
+    Flag,
+    EnvGraphDir,
+    EnvIndexDir,
+    Ascending,
+    EditorRoot,
+    CodeRoot,
+}
+
+impl GraphDirRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GraphDirRule::Flag => "flag --graph",
+            GraphDirRule::EnvGraphDir => "env ATLAS_GRAPH_DIR",
+            GraphDirRule::EnvIndexDir => "env ATLAS_INDEX_DIR",
+            GraphDirRule::Ascending => "ascending search",
+            GraphDirRule::EditorRoot => "editor root",
+            GraphDirRule::CodeRoot => "code root fallback",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub graph_dir: PathBuf,
+    pub rule: GraphDirRule,
+    pub code_root: PathBuf,
+    /// The code root was given (`--code`), not inferred.
+    pub code_given: bool,
+}
+
+impl Location {
+    /// The code root that reads compare the graph against (issue 10, E): `--code`, else
+    /// the directory the graph was found in, so that a moved or copied repository reads
+    /// itself. Only a graph named from elsewhere (`--graph`, the environment) without
+    /// `--code` falls back to the root its last build recorded, when that still exists.
+    pub fn read_root(&self, store: &Store) -> PathBuf {
+        let named_elsewhere = matches!(
+            self.rule,
+            GraphDirRule::Flag | GraphDirRule::EnvGraphDir | GraphDirRule::EnvIndexDir
+        );
+        if self.code_given || !named_elsewhere {
+            return self.code_root.clone();
+        }
+        store
+            .read_root()
+            .filter(|root| root.is_dir())
+            .unwrap_or_else(|| self.code_root.clone())
+    }
+}
+
+/// Resolves the graph directory and code root (R-GEN-1).
+///
+/// Order: `--graph`; `ATLAS_GRAPH_DIR` (alias `ATLAS_INDEX_DIR`); an existing
+/// `.agent-spec/graph` found ascending from the code directory (or the CWD when `--code`
+/// is absent); the editor's root (`CLAUDE_PROJECT_DIR`, then the first of
+/// `WORKSPACE_FOLDER_PATHS`) when `--code` is absent; else `<code root>/.agent-spec/graph`.
+/// Without `--code`, the code root is the directory holding the found `.agent-spec`, the
+/// editor root, or the CWD.
+pub fn locate(
+    graph_flag: Option<&Path>,
+    code_flag: Option<&Path>,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Location {
+    let absolute = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        }
+    };
+    let code = code_flag.map(absolute);
+    let env_dir = |name: &str| {
+        env(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| absolute(Path::new(&v)))
+    };
+    let editor_root = || {
+        env_dir("CLAUDE_PROJECT_DIR").or_else(|| {
+            env("WORKSPACE_FOLDER_PATHS")
+                .and_then(|v| {
+                    v.split([',', ':', ';'])
+                        .find(|s| !s.is_empty())
+                        .map(str::to_string)
+                })
+                .map(|v| absolute(Path::new(&v)))
+        })
+    };
+    let start = code.clone().unwrap_or_else(|| cwd.to_path_buf());
+    let ascending = start
+        .ancestors()
+        .find(|dir| dir.join(DEFAULT_GRAPH_DIR).join("CURRENT").is_file())
+        .map(Path::to_path_buf);
+    let code_root = code
+        .clone()
+        .or_else(|| ascending.clone())
+        .or_else(|| editor_root().filter(|r| r.is_dir()))
+        .unwrap_or_else(|| cwd.to_path_buf());
+
+    let (graph_dir, rule) = if let Some(flag) = graph_flag {
+        (absolute(flag), GraphDirRule::Flag)
+    } else if let Some(dir) = env_dir("ATLAS_GRAPH_DIR") {
+        (dir, GraphDirRule::EnvGraphDir)
+    } else if let Some(dir) = env_dir("ATLAS_INDEX_DIR") {
+        (dir, GraphDirRule::EnvIndexDir)
+    } else if let Some(root) = ascending {
+        (root.join(DEFAULT_GRAPH_DIR), GraphDirRule::Ascending)
+    } else if let Some(root) = editor_root().filter(|r| code.is_none() && r.is_dir()) {
+        (root.join(DEFAULT_GRAPH_DIR), GraphDirRule::EditorRoot)
+    } else {
+        (code_root.join(DEFAULT_GRAPH_DIR), GraphDirRule::CodeRoot)
+    };
+    Location {
+        graph_dir,
+        rule,
+        code_root,
+        code_given: code.is_some(),
+    }
+}
+
+/// Exclusive build lock; released on drop (and by the OS if the process dies).
+#[derive(Debug)]
+pub struct BuildLock {
+    _file: File,
+}
+
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    pub fn new(dir: impl Into<PathBuf>) -> Store {
+        Store { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn generations(&self) -> PathBuf {
+        self.dir.join("generations")
+    }
+
+    pub fn generation_dir(&self, fingerprint: &str) -> PathBuf {
+        self.generations().join(fingerprint)
+    }
+
+    pub fn graph_path(&self, fingerprint: &str) -> PathBuf {
+        self.generation_dir(fingerprint).join(GRAPH_FILE)
+    }
+
+    /// The committed fingerprint, if any.
+    pub fn current(&self) -> Result<Option<String>> {
+        let path = self.dir.join("CURRENT");
+        match fs::read_to_string(&path) {
+            Ok(text) => {
+                let fp = text.trim();
+                let valid = fp.len() == 64 && fp.bytes().all(|b| b.is_ascii_hexdigit());
+                if !valid {
+                    return Err(AtlasError::GraphCorrupt {
+                        path,
+                        reason: "CURRENT does not hold a fingerprint".into(),
+                    });
+                }
+                Ok(Some(fp.to_string()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(AtlasError::io(path, e)),
+        }
+    }
+
+    /// Opens the committed generation; the returned graph pins it for its lifetime.
+    pub fn open_current(&self) -> Result<(String, Graph)> {
+        let fp = self
+            .current()?
+            .ok_or_else(|| AtlasError::GraphMissing(self.dir.clone()))?;
+        let path = self.graph_path(&fp);
+        let graph = Graph::open(&path).map_err(|e| match e {
+            // CURRENT names a generation that is not there: the store is damaged, and a
+            // build (or a read that may write) rebuilds it.
+            AtlasError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                AtlasError::GraphCorrupt {
+                    path: path.clone(),
+                    reason: "the generation CURRENT names is missing".into(),
+                }
+            }
+            other => other,
+        })?;
+        if graph.fingerprint() != fp {
+            return Err(AtlasError::GraphCorrupt {
+                path: self.graph_path(&fp),
+                reason: format!(
+                    "graph fingerprint {} does not match CURRENT",
+                    graph.fingerprint()
+                ),
+            });
+        }
+        Ok((fp, graph))
+    }
+
+    pub fn read_manifest(&self, fingerprint: &str) -> Result<serde_json::Value> {
+        let path = self.generation_dir(fingerprint).join(MANIFEST_FILE);
+        let text = fs::read_to_string(&path).at(&path)?;
+        serde_json::from_str(&text).map_err(|e| AtlasError::GraphCorrupt {
+            path,
+            reason: format!("manifest is not JSON: {e}"),
+        })
+    }
+
+    /// Takes the build lock, waiting at most `patience` for another holder to release it
+    /// (polled, so that a reader's wait is bounded).
+    pub fn lock_within(&self, patience: std::time::Duration) -> Result<BuildLock> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.lock(false) {
+                Err(AtlasError::BuildLocked(path)) => {
+                    if started.elapsed() >= patience {
+                        return Err(AtlasError::BuildLocked(path));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Takes the build lock; `wait` blocks until it is free instead of failing.
+    pub fn lock(&self, wait: bool) -> Result<BuildLock> {
+        fs::create_dir_all(&self.dir).at(&self.dir)?;
+        let path = self.dir.join("lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .at(&path)?;
+        if wait {
+            file.lock().at(&path)?;
+        } else {
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => return Err(AtlasError::BuildLocked(path)),
+                Err(fs::TryLockError::Error(e)) => return Err(AtlasError::io(path, e)),
+            }
+        }
+        let lock = BuildLock { _file: file };
+        self.clean_leftovers(&lock);
+        Ok(lock)
+    }
+
+    /// Removes what killed or failed builds left behind — staging and temporary index
+    /// directories, half-written pointer files — first thing under the lock, before
+    /// anything new is written (a full disk is freed before it is filled again).
+    fn clean_leftovers(&self, _lock: &BuildLock) {
+        let _ = fs::remove_dir_all(self.dir.join(".staging"));
+        let _ = fs::remove_dir_all(self.dir.join("cache").join(".tmp"));
+        for name in ["CURRENT.tmp", "ROOT.tmp"] {
+            let _ = fs::remove_file(self.dir.join(name));
+        }
+        let search = self.search_root();
+        if search.exists() && !search.is_dir() {
+            let _ = fs::remove_file(&search);
+        }
+        if let Ok(entries) = fs::read_dir(search) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().contains(".tmp") {
+                    let _ = fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+    }
+
+    /// Where generations' search indexes live: `search/<fingerprint>/`.
+    pub fn search_root(&self) -> PathBuf {
+        self.dir.join("search")
+    }
+
+    /// A fresh staging directory, removed again unless it is installed.
+    pub fn staging(&self, _lock: &BuildLock) -> Result<Scratch> {
+        Scratch::create(
+            self.dir
+                .join(".staging")
+                .join(std::process::id().to_string()),
+        )
+    }
+
+    /// Publishes a complete staging directory as generation `fingerprint` and commits it.
+    pub fn publish(&self, lock: &BuildLock, staging: Scratch, fingerprint: &str) -> Result<()> {
+        self.install(lock, staging, fingerprint)?;
+        self.commit(lock, fingerprint)
+    }
+
+    /// Moves a complete, fsynced staging directory into `generations/` (not yet committed:
+    /// readers still read `CURRENT`'s generation).
+    pub fn install(&self, _lock: &BuildLock, staging: Scratch, fingerprint: &str) -> Result<()> {
+        let generations = self.generations();
+        fs::create_dir_all(&generations).at(&generations)?;
+        let target = self.generation_dir(fingerprint);
+        if target.exists() {
+            // Same inputs were published before; the old copy is byte-identical (the
+            // staging directory is removed when `staging` drops).
+            return Ok(());
+        }
+        staging.persist_as(&target)
+    }
+
+    /// Points `CURRENT` at an installed generation, atomically (R-GEN-2).
+    pub fn commit(&self, _lock: &BuildLock, fingerprint: &str) -> Result<()> {
+        let tmp = self.dir.join("CURRENT.tmp");
+        {
+            let mut file = File::create(&tmp).at(&tmp)?;
+            file.write_all(fingerprint.as_bytes()).at(&tmp)?;
+            file.write_all(b"\n").at(&tmp)?;
+            file.sync_all().at(&tmp)?;
+        }
+        let current = self.dir.join("CURRENT");
+        fs::rename(&tmp, &current).at(&current)?;
+        sync_dir(&self.dir)?;
+        Ok(())
+    }
+
+    pub fn write_root(&self, root: &Path) -> Result<()> {
+        let path = self.dir.join("ROOT");
+        let tmp = self.dir.join("ROOT.tmp");
+        fs::write(&tmp, root.to_string_lossy().as_bytes()).at(&tmp)?;
+        fs::rename(&tmp, &path).at(&path)
+    }
+
+    pub fn read_root(&self) -> Option<PathBuf> {
+        fs::read_to_string(self.dir.join("ROOT"))
+            .ok()
+            .map(|s| PathBuf::from(s.trim()))
+    }
+
+    /// Removes old generations, keeping the committed one and the newest others up to
+    /// `KEEP_GENERATIONS` in all. Returns how many were removed.
+    pub fn collect_garbage(&self, _lock: &BuildLock) -> Result<usize> {
+        let generations = self.generations();
+        let current = self.current().ok().flatten();
+        let mut others = Vec::new();
+        let entries = match fs::read_dir(&generations) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(AtlasError::io(generations, e)),
+        };
+        for entry in entries {
+            let entry = entry.at(&generations)?;
+            let name = entry.file_name().to_string_lossy().to_string();
+            if Some(&name) == current.as_ref() {
+                continue;
+            }
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+            others.push((modified, name));
+        }
+        others.sort();
+        let keep_others = KEEP_GENERATIONS.saturating_sub(1);
+        let remove = others.len().saturating_sub(keep_others);
+        for (_, name) in others.into_iter().take(remove) {
+            let dir = generations.join(&name);
+            fs::remove_dir_all(&dir).at(&dir)?;
+        }
+        Ok(remove)
+    }
+
+    fn cache_path(&self, key: &blake3::Hash) -> PathBuf {
+        let hex = key.to_hex();
+        self.dir
+            .join("cache")
+            .join(&hex[..2])
+            .join(format!("{}.facts", &hex[2..]))
+    }
+
+    /// Cached facts for `key` (R-EXT-3). An entry is trusted only when its header names
+    /// this key, its payload matches its checksum and the facts hold together; anything
+    /// else is `Damaged` — re-extracted and counted by the build (`cache_repaired`).
+    pub fn load_facts(&self, key: &blake3::Hash) -> CachedFacts {
+        let bytes = match fs::read(self.cache_path(key)) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CachedFacts::Miss,
+            Err(e) => return CachedFacts::Damaged(e.to_string()),
+        };
+        match decode_facts(&bytes, key) {
+            Ok(facts) => CachedFacts::Hit(facts),
+            Err(reason) => CachedFacts::Damaged(reason),
+        }
+    }
+
+    /// Removes the cache's (now empty) directory of entries being written: a build leaves
+    /// nothing temporary behind, even when it fails later (a full disk).
+    pub fn cache_writes_done(&self) {
+        let _ = fs::remove_dir(self.dir.join("cache").join(".tmp"));
+    }
+
+    pub fn store_facts(&self, key: &blake3::Hash, facts: &FileFacts) -> Result<()> {
+        let path = self.cache_path(key);
+        let Some(parent) = path.parent() else {
+            return Ok(());
+        };
+        fs::create_dir_all(parent).at(parent)?;
+        let payload =
+            rkyv::to_bytes::<rkyv::rancor::Error>(facts).map_err(|e| AtlasError::CacheCorrupt {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+        let mut bytes = Vec::with_capacity(FACTS_HEADER + payload.len());
+        bytes.extend_from_slice(FACTS_MAGIC);
+        bytes.extend_from_slice(&FACTS_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(key.as_bytes());
+        bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
+        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        bytes.resize(FACTS_HEADER, 0);
+        bytes.extend_from_slice(&payload);
+        // Written aside, then renamed into place: a kill leaves its half-written entry in
+        // `cache/.tmp/`, which the next lock holder removes whole.
+        let tmp_dir = self.dir.join("cache").join(".tmp");
+        fs::create_dir_all(&tmp_dir).at(&tmp_dir)?;
+        let tmp = tmp_dir.join(format!(
+            "{}.{}.{:?}",
+            key.to_hex(),
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let written = fs::write(&tmp, &bytes)
+            .at(&tmp)
+            .and_then(|()| fs::rename(&tmp, &path).at(&path));
+        if written.is_err() {
+            // A full disk must not fill up with half-written entries.
+            let _ = fs::remove_file(&tmp);
+        }
+        written
+    }
+}
+
+/// What the fact cache holds for a key.
+pub enum CachedFacts {
+    Hit(FileFacts),
+    Miss,
+    /// An entry exists but cannot be trusted (the reason says why).
+    Damaged(String),
+}
+
+/// A cache entry: `magic(8) version(4) reserved(4) key(32) blake3(payload)(32)
+/// payload-length(8)`, zero-padded to 96 bytes, then the rkyv payload (graph-schema/).
+const FACTS_MAGIC: &[u8; 8] = b"ATLFACT\0";
+const FACTS_VERSION: u32 = 1;
+const FACTS_HEADER: usize = 96;
+
+fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFacts, String> {
+    if bytes.len() < FACTS_HEADER || &bytes[..8] != FACTS_MAGIC {
+        return Err("not a fact cache entry".into());
+    }
+    if bytes[8..12] != FACTS_VERSION.to_le_bytes() {
+        return Err("another fact cache version".into());
+    }
+    if &bytes[16..48] != key.as_bytes() {
+        return Err("entry of another file (its key differs)".into());
+    }
+    let payload = &bytes[FACTS_HEADER..];
+    let mut length = [0u8; 8];
+    length.copy_from_slice(&bytes[80..88]);
+    if u64::from_le_bytes(length) != payload.len() as u64 {
+        return Err("truncated entry".into());
+    }
+    if blake3::hash(payload).as_bytes() != &bytes[48..80] {
+        return Err("payload checksum mismatch".into());
+    }
+    let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(payload.len());
+    aligned.extend_from_slice(payload);
+    let facts = rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(&aligned)
+        .map_err(|e| format!("archive: {e}"))?;
+    facts.validate()?;
+    Ok(facts)
+}
+
+/// A directory that is removed when dropped unless persisted: staging and temporary
+/// index directories never outlive a failed or interrupted step.
+pub struct Scratch {
+    path: PathBuf,
+    persisted: bool,
+}
+
+impl Scratch {
+    /// Creates `path` afresh (removing a leftover of the same name).
+    pub fn create(path: PathBuf) -> Result<Scratch> {
+        if path.exists() {
+            fs::remove_dir_all(&path).at(&path)?;
+        }
+        // Guarded from here on: a partial creation is removed too.
+        let scratch = Scratch {
+            path,
+            persisted: false,
+        };
+        fs::create_dir_all(&scratch.path).at(&scratch.path)?;
+        Ok(scratch)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Fsyncs every file and the directory itself, then renames it to `target`.
+    pub fn persist_as(mut self, target: &Path) -> Result<()> {
+        sync_tree(&self.path)?;
+        fs::rename(&self.path, target).at(target)?;
+        self.persisted = true;
+        match target.parent() {
+            Some(parent) => sync_dir(parent),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.persisted {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Fsyncs every regular file under `dir`, then the directories themselves.
+pub fn sync_tree(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let path = entry.path();
+        let kind = entry.file_type().at(&path)?;
+        if kind.is_dir() {
+            sync_tree(&path)?;
+        } else if kind.is_file() {
+            File::open(&path).and_then(|f| f.sync_all()).at(&path)?;
+        }
+    }
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    let file = File::open(dir).at(dir)?;
+    file.sync_all().at(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn graph_dir_resolution_order() {
+        let cwd = Path::new("/work/repo");
+        let flag = locate(
+            Some(Path::new("g")),
+            None,
+            cwd,
+            &env_of(&[("ATLAS_GRAPH_DIR", "/env")]),
+        );
+        assert_eq!(
+            (flag.graph_dir.as_path(), flag.rule),
+            (Path::new("/work/repo/g"), GraphDirRule::Flag)
+        );
+        let env = locate(
+            None,
+            None,
+            cwd,
+            &env_of(&[("ATLAS_GRAPH_DIR", "/env"), ("ATLAS_INDEX_DIR", "/idx")]),
+        );
+        assert_eq!(
+            (env.graph_dir.as_path(), env.rule),
+            (Path::new("/env"), GraphDirRule::EnvGraphDir)
+        );
+        let alias = locate(None, None, cwd, &env_of(&[("ATLAS_INDEX_DIR", "/idx")]));
+        assert_eq!(alias.rule, GraphDirRule::EnvIndexDir);
+        let fallback = locate(
+            None,
+            Some(Path::new("/nonexistent/code")),
+            cwd,
+            &env_of(&[]),
+        );
+        assert_eq!(fallback.rule, GraphDirRule::CodeRoot);
+        assert_eq!(
+            fallback.graph_dir,
+            Path::new("/nonexistent/code/.agent-spec/graph")
+        );
+    }
+
+    #[test]
+    fn ascending_search_finds_a_committed_graph_above() {
+        let temp = tempfile::tempdir().unwrap();
+        let graph = temp.path().join(DEFAULT_GRAPH_DIR);
+        fs::create_dir_all(&graph).unwrap();
+        fs::write(graph.join("CURRENT"), "0".repeat(64)).unwrap();
+        let nested = temp.path().join("a/b");
+        fs::create_dir_all(&nested).unwrap();
+        let found = locate(None, None, &nested, &env_of(&[]));
+        assert_eq!(found.rule, GraphDirRule::Ascending);
+        assert_eq!(found.graph_dir, graph);
+        assert_eq!(found.code_root, temp.path());
+    }
+
+    #[test]
+    fn editor_root_applies_without_code_flag() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().to_string_lossy().to_string();
+        let leaked: &'static str = Box::leak(root.clone().into_boxed_str());
+        let pairs: &'static [(&str, &str)] = Box::leak(Box::new([("CLAUDE_PROJECT_DIR", leaked)]));
+        let found = locate(None, None, Path::new("/"), &env_of(pairs));
+        assert_eq!(found.rule, GraphDirRule::EditorRoot);
+        assert_eq!(found.code_root, temp.path());
+    }
+}

@@ -1,0 +1,257 @@
+//! `atlas status`: what the committed graph holds and how far it can be trusted —
+//! coverage (R-INV-5), staleness, edges by kind × provenance × resolution, the frontier.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::build::inventory::{self, FileClass, InventoryLimits};
+use crate::build::store::{Location, Store};
+use crate::error::Result;
+use crate::graph::Graph;
+use crate::graph::codes::{EdgeKind, Provenance, Resolution};
+use crate::syntax::facts::{ParseStatus, SymbolKind};
+use crate::syntax::lang::Language;
+
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub graph_dir: PathBuf,
+    pub graph_dir_rule: &'static str,
+    pub code_root: PathBuf,
+    pub fingerprint: String,
+    pub format_version: u32,
+    pub graph_bytes: usize,
+    pub files_by_language: BTreeMap<String, usize>,
+    pub files_by_class: BTreeMap<String, usize>,
+    pub symbols_by_kind: BTreeMap<String, usize>,
+    /// `kind` → `provenance` → `resolution` → count.
+    pub edges: BTreeMap<String, BTreeMap<String, BTreeMap<String, usize>>>,
+    pub frontier: FrontierStatus,
+    pub partial_files: Vec<PartialStatus>,
+    pub coverage: Coverage,
+    /// SCIP coverage (documents ingested / stale / outside the inventory, precise edges)
+    /// and indexer runs, when the generation ingested SCIP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scip: Option<serde_json::Value>,
+    pub staleness: Staleness,
+    /// Observability events on disk and in this process (R-OBS-3).
+    pub observability: crate::cli::observe::Status,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FrontierStatus {
+    pub entries: usize,
+    /// Entries some definition in the graph could satisfy (ambiguous names).
+    pub ambiguous: usize,
+    /// Type-use and read references to names defined nowhere in the graph.
+    pub external_references: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PartialStatus {
+    pub path: String,
+    /// `partial` (syntax errors) or `truncated` (an extraction limit was hit).
+    pub status: &'static str,
+    pub errors: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Coverage {
+    pub files_inventoried: usize,
+    pub files_extracted: usize,
+    pub files_with_parse_errors: usize,
+    pub files_text_only: usize,
+    pub files_skipped: usize,
+    pub skipped_by_reason: BTreeMap<String, usize>,
+    pub unsupported_by_extension: BTreeMap<String, u64>,
+    pub truncated: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Staleness {
+    pub stale: bool,
+    pub changed: usize,
+    pub added: usize,
+    pub removed: usize,
+    /// The generation was built by another atlas (extractor, resolver, queries or format):
+    /// the next read rebuilds it even though no source changed.
+    pub builder_changed: bool,
+    /// Up to 20 example paths.
+    pub examples: Vec<String>,
+}
+
+pub fn status(location: &Location) -> Result<StatusReport> {
+    let store = Store::new(&location.graph_dir);
+    let (fingerprint, graph) = store.open_current()?;
+    let manifest = store
+        .read_manifest(&fingerprint)
+        .unwrap_or(serde_json::Value::Null);
+    let code_root = location.read_root(&store);
+    let data = graph.data();
+
+    let mut files_by_language = BTreeMap::new();
+    let mut files_by_class = BTreeMap::new();
+    let mut extracted = 0;
+    let mut partial_files = Vec::new();
+    for file in data.files.iter() {
+        let language = Language::from_code(file.language).map_or("text", Language::as_str);
+        *files_by_language.entry(language.to_string()).or_insert(0) += 1;
+        let class = FileClass::from_code(file.class).map_or("?", FileClass::as_str);
+        *files_by_class.entry(class.to_string()).or_insert(0) += 1;
+        if file.language != 255 {
+            extracted += 1;
+        }
+        if file.parse_status != 0 {
+            partial_files.push(PartialStatus {
+                path: graph.str(file.path.to_native()).to_string(),
+                status: ParseStatus::from_code(file.parse_status)
+                    .map_or("partial", ParseStatus::as_str),
+                errors: file.error_count.to_native(),
+            });
+        }
+    }
+    let mut symbols_by_kind = BTreeMap::new();
+    for id in 0..graph.node_count() as u32 {
+        let kind = graph.kind(id);
+        if !matches!(kind, SymbolKind::Module | SymbolKind::File) {
+            *symbols_by_kind
+                .entry(kind.as_str().to_string())
+                .or_insert(0) += 1;
+        }
+    }
+    let mut edges: BTreeMap<String, BTreeMap<String, BTreeMap<String, usize>>> = BTreeMap::new();
+    for edge in data.out_edges.iter() {
+        let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
+        let provenance = Provenance::from_code(edge.provenance).map_or("?", Provenance::as_str);
+        let resolution = Resolution::from_code(edge.resolution).map_or("?", Resolution::as_str);
+        *edges
+            .entry(kind.into())
+            .or_default()
+            .entry(provenance.into())
+            .or_default()
+            .entry(resolution.into())
+            .or_default() += 1;
+    }
+    let skipped = manifest
+        .get("skipped")
+        .and_then(|s| s.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let mut skipped_by_reason = BTreeMap::new();
+    for s in &skipped {
+        let reason = s.get("reason").and_then(|r| r.as_str()).unwrap_or("?");
+        *skipped_by_reason.entry(reason.to_string()).or_insert(0) += 1;
+    }
+    let unsupported = manifest
+        .get("unsupported")
+        .and_then(|u| u.as_object())
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let coverage = Coverage {
+        files_inventoried: data.files.len() + skipped.len(),
+        files_extracted: extracted,
+        files_with_parse_errors: partial_files.len(),
+        files_text_only: data.files.len() - extracted,
+        files_skipped: skipped.len(),
+        skipped_by_reason,
+        unsupported_by_extension: unsupported,
+        truncated: manifest.get("truncated").filter(|t| !t.is_null()).cloned(),
+    };
+    let frontier = FrontierStatus {
+        entries: data.frontier.len(),
+        ambiguous: data
+            .frontier
+            .iter()
+            .filter(|f| f.candidates.to_native() > 0)
+            .count(),
+        external_references: data.stats.external_references.to_native(),
+    };
+    let skipped_paths: std::collections::HashSet<String> = skipped
+        .iter()
+        .filter_map(|s| s.get("path").and_then(|p| p.as_str()).map(str::to_string))
+        .collect();
+    let staleness = staleness(&graph, &manifest, &code_root, &skipped_paths)?;
+    Ok(StatusReport {
+        graph_dir: location.graph_dir.clone(),
+        graph_dir_rule: location.rule.as_str(),
+        code_root,
+        fingerprint,
+        format_version: crate::graph::format::FORMAT_VERSION,
+        graph_bytes: graph.byte_len(),
+        files_by_language,
+        files_by_class,
+        symbols_by_kind,
+        edges,
+        frontier,
+        partial_files,
+        coverage,
+        scip: manifest
+            .get("scip")
+            .filter(|v| !v.is_null())
+            .map(|scip| serde_json::json!({ "merge": scip, "runs": manifest.get("scip_runs") })),
+        staleness,
+        observability: crate::cli::observe::status(&location.graph_dir),
+    })
+}
+
+/// Files changed, added or removed since the committed generation.
+/// Files skipped by the build (binary, too large, …) are not counted as added.
+pub fn staleness(
+    graph: &Graph,
+    manifest: &serde_json::Value,
+    code_root: &Path,
+    skipped: &std::collections::HashSet<String>,
+) -> Result<Staleness> {
+    let builder_changed = !crate::build::built_by_this(manifest);
+    let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
+    let committed: HashMap<&str, &[u8; 32]> = graph
+        .data()
+        .files
+        .iter()
+        .map(|f| (graph.str(f.path.to_native()), &f.hash))
+        .collect();
+    let mut changed = Vec::new();
+    let mut added = Vec::new();
+    for file in &inventory.files {
+        match committed.get(file.path.as_str()) {
+            Some(hash) => {
+                let current =
+                    crate::source::read(code_root, &file.path, file.size.max(1).saturating_mul(2))
+                        .map(|b| *blake3::hash(&b).as_bytes());
+                if current.ok().as_ref() != Some(*hash) {
+                    changed.push(file.path.clone());
+                }
+            }
+            None if skipped.contains(&file.path) => {}
+            None => added.push(file.path.clone()),
+        }
+    }
+    let current_paths: std::collections::HashSet<&str> =
+        inventory.files.iter().map(|f| f.path.as_str()).collect();
+    let removed: Vec<String> = committed
+        .keys()
+        .filter(|p| !current_paths.contains(*p))
+        .map(|p| p.to_string())
+        .collect();
+    let mut examples: Vec<String> = changed
+        .iter()
+        .chain(&added)
+        .chain(&removed)
+        .cloned()
+        .collect();
+    examples.sort();
+    examples.truncate(20);
+    Ok(Staleness {
+        stale: builder_changed || !(changed.is_empty() && added.is_empty() && removed.is_empty()),
+        changed: changed.len(),
+        added: added.len(),
+        removed: removed.len(),
+        builder_changed,
+        examples,
+    })
+}

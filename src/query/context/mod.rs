@@ -1,0 +1,820 @@
+//! `atlas context`: the two-stage context compiler (SPEC §5).
+//!
+//! query → intent (`query`) → retrieval (`retrieve`: candidates with stable ids, classes,
+//! scores, required flags) → projection (`project`: relevance gate, slices, byte ceiling)
+//! → `ContextOutput` with omission manifest and receipt. The JSON rendering is the
+//! contract (graph-schema/context.schema.json); `serialized_bytes` is computed on the
+//! exact bytes printed (R-PROJ-5).
+
+pub mod anchor;
+pub mod project;
+pub mod retrieve;
+pub mod spine;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::build::store::{Location, Store};
+use crate::build::{self, BuildOptions};
+use crate::error::{AtlasError, Result};
+use crate::graph::Graph;
+use crate::query::intent::{self, Intent};
+use crate::query::profile::{Profile, ProfileName};
+use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
+
+/// v2: one evidence entry per (class, symbol) with `sites`, anchors with
+/// `anchor_reason`, diagnostics with `candidates`, the `after-cursor` omission reason.
+pub const SCHEMA: &str = "atlas.context.v2";
+/// Percent of the byte ceiling a one-anchor spine's steps may require: the rest holds the
+/// runtime boundaries, alternatives and callees (a two-anchor path is never cut).
+const SPINE_PAGE_SHARE: usize = 60;
+
+#[derive(Debug, Clone)]
+pub struct ContextRequest {
+    pub query: String,
+    pub profile: ProfileName,
+    pub max_bytes: Option<usize>,
+    pub min_score: Option<u16>,
+    pub expect_graph: Option<String>,
+    /// `START` or an evidence id.
+    pub after: Option<String>,
+    /// `--code` and `--graph` exactly as given, carried into continuation argv.
+    pub code_arg: Option<String>,
+    pub graph_arg: Option<String>,
+    /// `--frozen` / `--no-build` (R-GEN-8), replayed by continuations.
+    pub freshness: Freshness,
+    /// `--format` (`json` or `text`) when the surface prints one, replayed by
+    /// continuations; the library itself never renders text.
+    pub format: Option<&'static str>,
+}
+
+/// What a continuation or a re-asked query changes in a request's argv.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ArgvChange<'a> {
+    pub query: Option<&'a str>,
+    /// `(expected fingerprint, evidence id)`.
+    pub after: Option<(&'a str, &'a str)>,
+    pub max_bytes: Option<usize>,
+    pub min_score: Option<u16>,
+    /// Drop `--frozen` (to refresh stale sources).
+    pub thaw: bool,
+}
+
+impl ContextRequest {
+    pub fn new(query: impl Into<String>, profile: ProfileName) -> Self {
+        ContextRequest {
+            query: query.into(),
+            profile,
+            max_bytes: None,
+            min_score: None,
+            expect_graph: None,
+            after: None,
+            code_arg: None,
+            graph_arg: None,
+            freshness: Freshness::default(),
+            format: None,
+        }
+    }
+
+    /// The literal argv of this request with `change` applied: every flag that shapes the
+    /// answer exactly once, as given (R-OMIT-1), so that replaying it in a new process
+    /// gives the same document.
+    pub fn argv_with(&self, change: ArgvChange) -> Vec<String> {
+        let mut argv: Vec<String> = vec![
+            "atlas".into(),
+            "context".into(),
+            change.query.unwrap_or(&self.query).into(),
+            "--profile".into(),
+            self.profile.as_str().into(),
+        ];
+        let mut flag = |name: &str, value: Option<String>| {
+            if let Some(value) = value {
+                argv.push(name.into());
+                argv.push(value);
+            }
+        };
+        flag("--code", self.code_arg.clone());
+        flag("--graph", self.graph_arg.clone());
+        flag(
+            "--max-bytes",
+            change.max_bytes.or(self.max_bytes).map(|b| b.to_string()),
+        );
+        flag(
+            "--min-score",
+            change.min_score.or(self.min_score).map(|s| s.to_string()),
+        );
+        if let Some((fingerprint, after)) = change.after {
+            flag("--expect-graph", Some(fingerprint.into()));
+            flag("--after", Some(after.into()));
+        }
+        flag("--format", self.format.map(str::to_string));
+        if self.freshness.frozen && !change.thaw {
+            argv.push("--frozen".into());
+        }
+        if self.freshness.no_build {
+            argv.push("--no-build".into());
+        }
+        argv
+    }
+
+    /// The argv that asks `query` instead, with every other flag as given.
+    pub fn argv_for_query(&self, query: &str) -> Vec<String> {
+        self.argv_with(ArgvChange {
+            query: Some(query),
+            ..ArgvChange::default()
+        })
+    }
+
+    /// Parses a continuation argv (`["atlas", "context", …]`, as printed in omissions and
+    /// diagnostics) back into a request, with the command line's flags and ranges.
+    pub fn from_argv(argv: &[String]) -> Result<ContextRequest> {
+        let invalid = |reason: String| AtlasError::InvalidInput {
+            what: "continuation argv",
+            reason,
+        };
+        let mut args = argv.iter().skip(1);
+        let mut positional: Vec<&String> = Vec::new();
+        let mut values: Vec<(String, String)> = Vec::new();
+        let mut switches: Vec<String> = Vec::new();
+        while let Some(arg) = args.next() {
+            let Some(flag) = arg.strip_prefix("--") else {
+                positional.push(arg);
+                continue;
+            };
+            let (name, inline) = match flag.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_string())),
+                None => (flag, None),
+            };
+            match name {
+                "frozen" | "no-build" => switches.push(name.to_string()),
+                "code" | "graph" | "profile" | "max-bytes" | "min-score" | "expect-graph"
+                | "after" | "format" => {
+                    let value = match inline {
+                        Some(value) => value,
+                        None => args
+                            .next()
+                            .cloned()
+                            .ok_or_else(|| invalid(format!("--{name} needs a value")))?,
+                    };
+                    if values.iter().any(|(n, _)| n == name) {
+                        return Err(invalid(format!("--{name} given twice")));
+                    }
+                    values.push((name.to_string(), value));
+                }
+                other => return Err(invalid(format!("unknown flag --{other}"))),
+            }
+        }
+        let [command, query] = positional[..] else {
+            return Err(invalid("expected `atlas context <query> …`".into()));
+        };
+        if command != "context" {
+            return Err(invalid("not an `atlas context` command".into()));
+        }
+        let value = |name: &str| {
+            values
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let profile = value("profile").ok_or_else(|| invalid("--profile is required".into()))?;
+        let profile = ProfileName::parse(&profile)
+            .ok_or_else(|| invalid(format!("unknown profile `{profile}`")))?;
+        let max_bytes = match value("max-bytes") {
+            Some(text) => Some(
+                text.parse::<usize>()
+                    .ok()
+                    .filter(|b| (1024..=1_000_000).contains(b))
+                    .ok_or_else(|| {
+                        invalid(format!("--max-bytes {text} is not in 1024..=1000000"))
+                    })?,
+            ),
+            None => None,
+        };
+        let min_score = match value("min-score") {
+            Some(text) => Some(
+                text.parse::<u16>()
+                    .map_err(|_| invalid(format!("--min-score {text} is not in 0..=65535")))?,
+            ),
+            None => None,
+        };
+        let format = match value("format").as_deref() {
+            None => None,
+            Some("json") => Some("json"),
+            Some("text") => Some("text"),
+            Some(other) => return Err(invalid(format!("unknown format `{other}`"))),
+        };
+        let after = value("after");
+        let expect_graph = value("expect-graph");
+        if after.is_some() && expect_graph.is_none() {
+            return Err(invalid("--after requires --expect-graph".into()));
+        }
+        Ok(ContextRequest {
+            query: query.clone(),
+            profile,
+            max_bytes,
+            min_score,
+            expect_graph,
+            after,
+            code_arg: value("code"),
+            graph_arg: value("graph"),
+            freshness: Freshness {
+                frozen: switches.iter().any(|s| s == "frozen"),
+                no_build: switches.iter().any(|s| s == "no-build"),
+            },
+            format,
+        })
+    }
+}
+
+/// R-GEN-8: whether a read may refresh the graph first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Freshness {
+    /// Read the committed generation as it is; never build, never write.
+    pub frozen: bool,
+    /// Do not build a missing graph (fail instead).
+    pub no_build: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphOut {
+    pub fingerprint: String,
+    /// The graph was rebuilt (incrementally) before this query.
+    pub refreshed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AnchorOut {
+    pub term: String,
+    pub symbol: String,
+    pub kind: &'static str,
+    /// How the name matched; absent for a search anchor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<&'static str>,
+    /// `name` (the query names it), `ranked` (the best candidate of an ambiguous name in
+    /// a question) or `search` (the best hit of a question that names nothing).
+    pub anchor_reason: &'static str,
+    /// The search arms that found a search anchor.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<&'static str>,
+}
+
+impl AnchorOut {
+    fn of(graph: &Graph, anchor: &intent::Anchor) -> AnchorOut {
+        AnchorOut {
+            term: anchor.term.clone(),
+            symbol: graph.label(anchor.node),
+            kind: graph.kind(anchor.node).as_str(),
+            tier: anchor.tier.map(intent::MatchTier::as_str),
+            anchor_reason: anchor.reason.as_str(),
+            arms: match &anchor.reason {
+                intent::AnchorReason::Search { arms } => arms.clone(),
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IntentOut {
+    pub anchors: Vec<AnchorOut>,
+    pub relations: Vec<&'static str>,
+    pub free_terms: Vec<String>,
+    /// Flow: where an alternative chain starts (a question's next strong search hit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<AnchorOut>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SpineStep {
+    pub id: String,
+    pub symbol: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<RelationOut>,
+    /// Why this hop was taken (`reach 214, main path, result carried on`).
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileOut {
+    pub name: String,
+    pub version: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RetrievalReceipt {
+    pub total: usize,
+    pub eligible: usize,
+    pub returned: usize,
+    pub cursor_prefix: usize,
+    pub hard_cap: usize,
+    /// returned / eligible.
+    pub coverage: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectionReceipt {
+    pub above_relevance: usize,
+    pub retained: usize,
+    pub below_threshold: usize,
+    pub byte_omitted: usize,
+    pub item_capped: usize,
+    pub cursor_prefix: usize,
+    pub skeletonized: usize,
+    pub policy_skeletonized: usize,
+    pub source_unavailable: usize,
+    /// retained / above_relevance.
+    pub retention: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimingsOut {
+    pub freshness: f64,
+    pub retrieval: f64,
+    pub projection: f64,
+    pub total: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Receipt {
+    pub profile: ProfileOut,
+    pub limits: Limits,
+    pub retrieval: RetrievalReceipt,
+    pub projection: ProjectionReceipt,
+    /// Byte length of the printed JSON document (this field included).
+    pub serialized_bytes: usize,
+    pub truncated_classes: Vec<&'static str>,
+    pub graph_fingerprint: String,
+    pub read_back_required: bool,
+    pub follow_ups: usize,
+    /// `light | traversal | source-heavy | mixed`, from paths traversed and slices read.
+    pub load_profile: &'static str,
+    pub paths_traversed: usize,
+    pub slices_read: usize,
+    pub refreshed: bool,
+    pub timings_ms: TimingsOut,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ContextOutput {
+    pub schema: &'static str,
+    pub query: String,
+    pub profile: String,
+    pub graph: GraphOut,
+    pub intent: IntentOut,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spine: Vec<SpineStep>,
+    pub evidence: Vec<EvidenceItem>,
+    pub omissions: Vec<Omission>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub receipt: Receipt,
+}
+
+/// A finished context: the data and its exact JSON text.
+pub struct ContextResult {
+    pub output: ContextOutput,
+    pub json: String,
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// The committed generation a read works on, and how it was reached.
+pub struct Session {
+    pub fingerprint: String,
+    pub graph: Graph,
+    /// The code root the graph is compared with (`Location::read_root`).
+    pub root: PathBuf,
+    /// The graph was rebuilt (incrementally) before this read.
+    pub refreshed: bool,
+    /// Why the graph could not be refreshed although sources changed (another build held
+    /// the lock past the bound): the read answers from the committed generation.
+    pub stale: Option<String>,
+}
+
+/// Opens the committed graph, refreshing it first unless frozen (R-GEN-8). Another
+/// process's build never fails a read: it waits for it (bounded), then answers from the
+/// committed generation with a staleness note when the lock is still held.
+pub fn open_session(
+    location: &Location,
+    freshness: Freshness,
+    with_search: bool,
+) -> Result<Session> {
+    let store = Store::new(&location.graph_dir);
+    let root = location.read_root(&store);
+    let mut refreshed = false;
+    let mut stale = None;
+    if !freshness.frozen {
+        let needs_build = match store.open_current() {
+            Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
+                return Err(AtlasError::GraphMissing(location.graph_dir.clone()));
+            }
+            Err(AtlasError::GraphMissing(_)) => true,
+            // An unreadable committed generation is rebuilt, not fatal, when we may write.
+            Err(AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. })
+                if !freshness.no_build =>
+            {
+                true
+            }
+            Err(e) => return Err(e),
+            Ok((fingerprint, graph)) => {
+                // A missing or unreadable manifest reads as another builder: rebuilt.
+                let manifest = store
+                    .read_manifest(&fingerprint)
+                    .unwrap_or(serde_json::Value::Null);
+                crate::cli::status::staleness(&graph, &manifest, &root, &Default::default())?.stale
+            }
+        };
+        if needs_build {
+            let mut options = BuildOptions::new(&root, &location.graph_dir);
+            let patience = crate::build::store::read_lock_patience();
+            options.lock_wait = build::LockWait::Within(patience);
+            // A read that searches publishes the refreshed generation with its index.
+            options.search = with_search;
+            match build::build(&options) {
+                Ok(_) => refreshed = true,
+                Err(AtlasError::BuildLocked(_)) if store.current().ok().flatten().is_some() => {
+                    stale = Some(format!(
+                        "sources changed, but another build held the lock for more than {} ms; this answer reads the committed generation",
+                        patience.as_millis()
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let (fingerprint, graph) = store.open_current()?;
+    Ok(Session {
+        fingerprint,
+        graph,
+        root,
+        refreshed,
+        stale,
+    })
+}
+
+/// A committed generation opened for one query, with how it was opened.
+#[derive(Clone, Copy)]
+pub struct OpenGraph<'a> {
+    pub graph: &'a Graph,
+    pub fingerprint: &'a str,
+    pub code_root: &'a Path,
+    /// The graph was rebuilt before this query.
+    pub refreshed: bool,
+    /// Why sources that changed could not be refreshed (`Session::stale`).
+    pub stale: Option<&'a str>,
+    pub freshness_ms: f64,
+    pub started: Instant,
+}
+
+/// Free-text search over the open graph: returns hits, or why search is unavailable.
+pub type SearchFn<'a> = dyn Fn(&str) -> Result<Vec<crate::query::search::Hit>> + 'a;
+
+/// Runs one context query end to end.
+pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResult> {
+    let started = Instant::now();
+    let freshness = request.freshness;
+    let may_search = intent::may_search(&request.query);
+    if may_search {
+        // A question searches: the model loads while the graph opens.
+        crate::query::search::embed::warm_up();
+    }
+    let Session {
+        fingerprint,
+        graph,
+        root,
+        refreshed,
+        stale,
+    } = open_session(location, freshness, may_search)?;
+    let freshness_ms = ms(started);
+    let store = Store::new(&location.graph_dir);
+    let search = |text: &str| -> Result<Vec<crate::query::search::Hit>> {
+        let embedder = crate::query::search::embed::Embedder::load()?;
+        crate::query::search::SearchIndex::query(
+            &store,
+            &fingerprint,
+            &graph,
+            &root,
+            &embedder,
+            freshness.frozen,
+            text,
+            crate::query::search::POOL,
+        )
+        .map(|out| out.hits)
+    };
+    let open = OpenGraph {
+        graph: &graph,
+        fingerprint: &fingerprint,
+        code_root: &root,
+        refreshed,
+        stale: stale.as_deref(),
+        freshness_ms,
+        started,
+    };
+    compile_context(&open, request, Some(&search))
+}
+
+fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
+    let mut overridden = Vec::new();
+    if request.max_bytes.is_some() {
+        overridden.push("max_bytes");
+    }
+    if request.min_score.is_some() {
+        overridden.push("min_score");
+    }
+    Limits {
+        retrieval_cap: profile.retrieval_cap,
+        max_paths: profile.max_paths,
+        max_slices: profile.max_slices,
+        lines_per_slice: profile.lines_per_slice,
+        max_bytes: request.max_bytes.unwrap_or(profile.max_bytes),
+        min_score: request.min_score.unwrap_or(profile.min_score),
+        overridden,
+    }
+}
+
+/// From the query to the intent retrieval starts from (R-Q-1/2, issue 9): names matched,
+/// a single name's equally good matches a typed error, free words searched, an ambiguous
+/// name in a question ranked, a question that names nothing anchored on its search hits.
+fn understand(
+    graph: &Graph,
+    request: &ContextRequest,
+    search: Option<&SearchFn>,
+) -> Result<(Intent, Vec<crate::query::search::Hit>, Vec<Diagnostic>)> {
+    let mut intent = intent::parse(graph, &request.query);
+    if intent.single_name
+        && let Some(ambiguity) = intent.ambiguities.iter().find(|a| a.tier.is_strong())
+    {
+        return Err(anchor::ambiguity_error(graph, ambiguity, request));
+    }
+    let mut diagnostics = Vec::new();
+    let mut hits = Vec::new();
+    let wants_search = !intent.free_terms.is_empty()
+        || !intent.ambiguities.is_empty()
+        || !intent.plain_word_anchors.is_empty()
+        || (intent.anchors.is_empty() && intent.question);
+    let mut search_error = None;
+    if wants_search && !intent.search_text.trim().is_empty() {
+        // Free words go to hybrid search as one candidate source (R-Q-1).
+        let found = match search {
+            Some(search) => search(&intent.search_text),
+            None => Err(AtlasError::SearchUnavailable(
+                "no search index in this context".into(),
+            )),
+        };
+        match found {
+            Ok(found) => hits = found,
+            Err(error) => {
+                for term in &intent.free_terms {
+                    diagnostics.push(Diagnostic {
+                        code: "atlas-context-unused-term",
+                        message: format!(
+                            "`{term}` names no symbol or path, and hybrid search is unavailable: {error}"
+                        ),
+                        path: None,
+                        candidates: Vec::new(),
+                    });
+                }
+                search_error = Some(error);
+            }
+        }
+    }
+    if search_error.is_none() {
+        anchor::confirm_plain_words(&mut intent, &hits);
+    }
+    diagnostics.extend(anchor::rank_ambiguities(graph, &mut intent, &hits, request));
+    if intent.anchors.is_empty() && intent.question {
+        anchor::anchor_on_search(graph, &mut intent, &hits, request.profile);
+    }
+    if intent.anchors.is_empty() && request.profile != ProfileName::Architecture {
+        // A question only search could answer fails with why search could not, never as
+        // a "no match" that hides a damaged or missing index.
+        if let Some(error) = search_error {
+            return Err(error);
+        }
+        return Err(AtlasError::ContextNoMatch {
+            query: request.query.clone(),
+        });
+    }
+    Ok((intent, hits, diagnostics))
+}
+
+/// Compiles the context of `request` over an open graph.
+pub fn compile_context(
+    open: &OpenGraph,
+    request: &ContextRequest,
+    search: Option<&SearchFn>,
+) -> Result<ContextResult> {
+    let OpenGraph {
+        graph,
+        fingerprint,
+        code_root,
+        refreshed,
+        stale,
+        freshness_ms,
+        started,
+    } = *open;
+    if let Some(expected) = &request.expect_graph
+        && expected != fingerprint
+    {
+        return Err(AtlasError::ContextGraphMismatch {
+            expected: expected.clone(),
+            actual: fingerprint.to_string(),
+        });
+    }
+    let profile = request.profile.load()?;
+    let limits = limits_of(&profile, request);
+
+    let stage = Instant::now();
+    let (intent, search_hits, mut diagnostics) = understand(graph, request, search)?;
+    let spine_budget =
+        spine::SpineBudget::of_page(limits.max_bytes, limits.lines_per_slice, SPINE_PAGE_SHARE);
+    let mut retrieval = retrieve::retrieve(graph, &intent, request.profile, spine_budget);
+    retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
+    let class_rank = |class: &str| profile.class_rank(class);
+    project::order(&mut retrieval.candidates, &class_rank);
+    let retrieval_ms = ms(stage);
+
+    let stage = Instant::now();
+    let input = ProjectInput {
+        graph,
+        code_root,
+        limits: &limits,
+        class_rank: &class_rank,
+        after: request.after.as_deref(),
+    };
+    if let Some(reason) = stale {
+        diagnostics.push(Diagnostic {
+            code: "atlas-context-stale-graph",
+            message: reason.to_string(),
+            path: None,
+            candidates: Vec::new(),
+        });
+    }
+    if refreshed {
+        diagnostics.push(Diagnostic {
+            code: "atlas-context-refreshed",
+            message: "sources changed since the committed generation; the graph was rebuilt incrementally before this query".into(),
+            path: None,
+            candidates: Vec::new(),
+        });
+    }
+
+    let assemble = |projection: &project::Projection,
+                    timings: TimingsOut,
+                    serialized_bytes: usize| {
+        let counters = &projection.counters;
+        let omissions = projection.omissions(request, fingerprint, &limits);
+        let mut truncated_classes: Vec<&'static str> = omissions.iter().map(|o| o.class).collect();
+        truncated_classes.sort_unstable();
+        truncated_classes.dedup();
+        let eligible = counters.total - counters.cursor_prefix;
+        let retained = projection.retained();
+        let heavy_paths = retrieval.paths_traversed > 4;
+        let heavy_slices = counters.slices_read > 4;
+        let load_profile = match (heavy_paths, heavy_slices) {
+            (false, false) => "light",
+            (true, false) => "traversal",
+            (false, true) => "source-heavy",
+            (true, true) => "mixed",
+        };
+        let ratio = |a: usize, b: usize| {
+            if b == 0 {
+                1.0
+            } else {
+                (a as f64 / b as f64 * 1e4).round() / 1e4
+            }
+        };
+        let spine = projection
+            .evidence
+            .iter()
+            .filter(|e| e.class == "spine")
+            .map(|e| SpineStep {
+                id: e.id.clone(),
+                symbol: e.symbol.clone().unwrap_or_default(),
+                via: e.relation.clone(),
+                why: e.why.clone().unwrap_or_default(),
+            })
+            .collect();
+        let mut all_diagnostics = diagnostics.clone();
+        all_diagnostics.extend(projection.diagnostics.iter().cloned());
+        ContextOutput {
+            schema: SCHEMA,
+            query: request.query.clone(),
+            profile: request.profile.as_str().to_string(),
+            graph: GraphOut {
+                fingerprint: fingerprint.to_string(),
+                refreshed,
+            },
+            intent: IntentOut {
+                anchors: intent
+                    .anchors
+                    .iter()
+                    .map(|a| AnchorOut::of(graph, a))
+                    .collect(),
+                relations: intent.relations.iter().map(|r| r.as_str()).collect(),
+                free_terms: intent.free_terms.clone(),
+                alternative: intent.alternative.as_ref().map(|a| AnchorOut::of(graph, a)),
+            },
+            spine,
+            evidence: projection.evidence.clone(),
+            receipt: Receipt {
+                profile: ProfileOut {
+                    name: profile.name.clone(),
+                    version: profile.version,
+                },
+                limits: limits.clone(),
+                retrieval: RetrievalReceipt {
+                    total: counters.total,
+                    eligible,
+                    returned: counters.returned,
+                    cursor_prefix: counters.cursor_prefix,
+                    hard_cap: limits.retrieval_cap,
+                    coverage: ratio(counters.returned, eligible),
+                },
+                projection: ProjectionReceipt {
+                    above_relevance: counters.above_relevance,
+                    retained,
+                    below_threshold: counters.below_threshold,
+                    byte_omitted: counters.byte_omitted,
+                    item_capped: counters.item_capped,
+                    cursor_prefix: counters.cursor_prefix,
+                    skeletonized: counters.skeletonized,
+                    policy_skeletonized: counters.policy_skeletonized,
+                    source_unavailable: counters.source_unavailable,
+                    retention: ratio(retained, counters.above_relevance),
+                },
+                serialized_bytes,
+                truncated_classes,
+                graph_fingerprint: fingerprint.to_string(),
+                read_back_required: counters.read_back_required,
+                follow_ups: omissions.len(),
+                load_profile,
+                paths_traversed: retrieval.paths_traversed,
+                slices_read: counters.slices_read,
+                refreshed,
+                timings_ms: timings,
+            },
+            omissions,
+            diagnostics: all_diagnostics,
+        }
+    };
+    // Widest timings and byte count: fitting decisions must not depend on clock digits.
+    let widest = || TimingsOut {
+        freshness: 99_999.999,
+        retrieval: 99_999.999,
+        projection: 99_999.999,
+        total: 99_999.999,
+    };
+    let render = |output: &ContextOutput| serde_json::to_string(output).unwrap_or_default();
+
+    // The envelope: everything but evidence, with the omission groups of earlier pages
+    // (`after-cursor`), which are known before anything is projected.
+    let start = project::cursor_start(&retrieval.candidates, request.after.as_deref())?;
+    let empty = project::project(&input, &retrieval.candidates[..start], 0)?;
+    let envelope = render(&assemble(&empty, widest(), 1_000_000)).len();
+    // Omission groups and the evidence array's own punctuation are not known yet.
+    let reserve = envelope + 300;
+    let budget = limits.max_bytes.saturating_sub(reserve);
+    let mut projection = project::project(&input, &retrieval.candidates, budget)?;
+    loop {
+        let size = render(&assemble(&projection, widest(), 1_000_000)).len();
+        if size <= limits.max_bytes {
+            break;
+        }
+        if !projection.drop_last_optional() {
+            let id = projection
+                .evidence
+                .last()
+                .map(|e| e.id.clone())
+                .unwrap_or_default();
+            return Err(AtlasError::ContextRequiredBudget {
+                max_bytes: limits.max_bytes,
+                id,
+            });
+        }
+    }
+    let projection_ms = ms(stage);
+    let timings = TimingsOut {
+        freshness: freshness_ms,
+        retrieval: retrieval_ms,
+        projection: projection_ms,
+        total: ms(started),
+    };
+    // serialized_bytes counts itself: iterate to the fixed point.
+    let mut bytes = 0;
+    let mut output = assemble(&projection, timings.clone(), bytes);
+    for _ in 0..4 {
+        let json = render(&output);
+        if json.len() == bytes {
+            return Ok(ContextResult { output, json });
+        }
+        bytes = json.len();
+        output = assemble(&projection, timings.clone(), bytes);
+    }
+    let json = render(&output);
+    Ok(ContextResult { output, json })
+}

@@ -1,0 +1,751 @@
+//! Stage two: projection (R-PROJ-1..6, R-OMIT-1). Relevance gate → priority plan →
+//! hash-verified line slices → byte pruning → evidence + omission manifest.
+//!
+//! Architecture invariant: required evidence is never dropped — if it cannot fit, the
+//! result is a typed error, never a partial success (R-PROJ-3). The byte limit is a
+//! ceiling, not a target: nothing below the relevance threshold is added to fill it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::retrieve::{Candidate, RelationInfo, SliceTarget};
+use super::{ArgvChange, ContextRequest};
+use crate::build::inventory::FileClass;
+use crate::error::AtlasError;
+use crate::graph::Graph;
+use crate::graph::data::NONE;
+use crate::syntax::facts::SymbolKind;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    pub retrieval_cap: usize,
+    pub max_paths: usize,
+    pub max_slices: usize,
+    pub lines_per_slice: u32,
+    pub max_bytes: usize,
+    pub min_score: u16,
+    /// Limits set by flags rather than the profile.
+    pub overridden: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SiteOut {
+    pub path: String,
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RelationOut {
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subkind: Option<&'static str>,
+    pub from: String,
+    pub to: String,
+    pub provenance: &'static str,
+    pub resolution: &'static str,
+    pub confidence: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site: Option<SiteOut>,
+    /// The call names a base method; `to` is the implementation the flow continues in.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dispatch: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SourceOut {
+    /// 1-based, inclusive.
+    pub lines: [u32; 2],
+    pub text: String,
+    /// The slice stops before the end of the symbol (lines-per-slice limit).
+    pub clipped: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct EvidenceItem {
+    pub id: String,
+    pub class: &'static str,
+    pub score: u16,
+    pub required: bool,
+    pub reasons: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Declaration lines, 1-based inclusive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<[u32; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relation: Option<RelationOut>,
+    /// Why a spine or alternative hop was taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Every site when the entry stands for several relations of one symbol (a callee
+    /// called from nine lines), at most `MAX_SITES`; `site_count` counts them all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<SiteOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site_count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statement: Option<StatementOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceOut>,
+    /// `full`, `skeleton` (byte pruning), `policy-skeleton` (R-PROJ-6),
+    /// `stale-skeleton` (R-PROJ-2) or `graph` (no source: modules, statements).
+    pub projection: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StatementOut {
+    pub code: &'static str,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TopCandidate {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    pub score: u16,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Omission {
+    pub class: &'static str,
+    pub reason: &'static str,
+    pub count: usize,
+    pub top: TopCandidate,
+    /// Literal argv that fetches what was omitted (argv[0] = `atlas`).
+    pub argv: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The other readings of an ambiguous name, each with the argv that asks for it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Choice>,
+}
+
+/// One candidate of an ambiguous name and the literal argv that names it alone.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Choice {
+    pub symbol: String,
+    pub argv: Vec<String>,
+}
+
+/// Sites listed on one evidence entry; `site_count` gives the rest.
+pub const MAX_SITES: usize = 8;
+
+/// Per-reason counters for the receipt.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    pub total: usize,
+    pub cursor_prefix: usize,
+    pub returned: usize,
+    pub above_relevance: usize,
+    pub below_threshold: usize,
+    pub byte_omitted: usize,
+    pub item_capped: usize,
+    pub skeletonized: usize,
+    pub policy_skeletonized: usize,
+    pub source_unavailable: usize,
+    pub slices_read: usize,
+    pub read_back_required: bool,
+}
+
+/// An omitted candidate with its position in the total order.
+struct Omitted {
+    position: usize,
+    class: &'static str,
+    reason: &'static str,
+    id: String,
+    symbol: Option<String>,
+    score: u16,
+}
+
+pub struct Projection {
+    pub evidence: Vec<EvidenceItem>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub counters: Counters,
+    omitted: Vec<Omitted>,
+    /// Ids in total order (for continuation cursors).
+    order: Vec<String>,
+    /// Position (in the total order) of each retained item, parallel to `evidence`.
+    positions: Vec<usize>,
+    required_positions: Vec<bool>,
+}
+
+/// What the projector needs besides candidates.
+pub struct ProjectInput<'a> {
+    pub graph: &'a Graph,
+    pub code_root: &'a Path,
+    pub limits: &'a Limits,
+    pub class_rank: &'a dyn Fn(&str) -> usize,
+    pub after: Option<&'a str>,
+}
+
+/// The total order of R-Q-4: required first, class rank, score descending, evidence id.
+pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(&str) -> usize) {
+    candidates.sort_by(|a, b| {
+        (
+            !a.required,
+            class_rank(a.class),
+            std::cmp::Reverse(a.score),
+            &a.id,
+        )
+            .cmp(&(
+                !b.required,
+                class_rank(b.class),
+                std::cmp::Reverse(b.score),
+                &b.id,
+            ))
+    });
+}
+
+struct SourceFile {
+    text: Option<String>,
+    /// 0-based index of the file's last line (slices are clamped to it, R-PROJ-2).
+    last_line: u32,
+    stale: bool,
+    class: Option<FileClass>,
+}
+
+struct Sources<'a> {
+    graph: &'a Graph,
+    root: &'a Path,
+    files: HashMap<u32, SourceFile>,
+}
+
+impl Sources<'_> {
+    /// The file's current text if its bytes hash to the generation's hash (R-PROJ-2).
+    fn get(&mut self, file: u32) -> &SourceFile {
+        let graph = self.graph;
+        let root = self.root;
+        self.files.entry(file).or_insert_with(|| {
+            let record = &graph.data().files[file as usize];
+            let class = FileClass::from_code(record.class);
+            let path = graph.str(record.path.to_native());
+            match crate::source::read(root, path, record.size.to_native()) {
+                Ok(bytes) if blake3::hash(&bytes).as_bytes() == &record.hash => {
+                    let text = String::from_utf8(bytes).ok();
+                    let last_line = text
+                        .as_deref()
+                        .map_or(0, |t| t.lines().count().saturating_sub(1) as u32);
+                    SourceFile {
+                        text,
+                        last_line,
+                        stale: false,
+                        class,
+                    }
+                }
+                _ => SourceFile {
+                    text: None,
+                    last_line: 0,
+                    stale: true,
+                    class,
+                },
+            }
+        })
+    }
+}
+
+fn lines_of(text: &str, first: u32, last: u32) -> String {
+    text.lines()
+        .skip(first as usize)
+        .take((last.saturating_sub(first) + 1) as usize)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn relation_out(graph: &Graph, r: &RelationInfo) -> RelationOut {
+    RelationOut {
+        kind: r.kind.as_str(),
+        subkind: r.extends.then_some("extends"),
+        from: graph.label(r.from),
+        to: graph.label(r.to),
+        provenance: r.provenance.as_str(),
+        resolution: r.resolution.as_str(),
+        confidence: r.confidence,
+        site: r.site.map(|(file, line)| SiteOut {
+            path: graph.file_path(file).to_string(),
+            line: line + 1,
+        }),
+        dispatch: r.dispatch,
+    }
+}
+
+fn file_of_candidate(graph: &Graph, c: &Candidate) -> Option<u32> {
+    match c.slice {
+        SliceTarget::Site(file, _) => Some(file),
+        SliceTarget::Declaration(node) => {
+            Some(graph.node(node).file.to_native()).filter(|f| *f != NONE)
+        }
+        SliceTarget::None => c
+            .node
+            .map(|n| graph.node(n).file.to_native())
+            .filter(|f| *f != NONE),
+    }
+}
+
+/// The graph-only skeleton of a candidate (no source text).
+fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
+    let node_info = c
+        .node
+        .filter(|_| c.statement.is_none() || c.class == "runtime-boundary")
+        .map(|n| {
+            let record = graph.node(n);
+            let kind = graph.kind(n);
+            let symbolic = !matches!(kind, SymbolKind::Module | SymbolKind::File);
+            (
+                graph.label(n),
+                kind.as_str(),
+                (record.file.to_native() != NONE)
+                    .then(|| graph.file_path(record.file.to_native()).to_string()),
+                symbolic.then(|| {
+                    [
+                        record.span.start_line.to_native() + 1,
+                        record.span.end_line.to_native() + 1,
+                    ]
+                }),
+            )
+        });
+    let (symbol, kind, path, lines) = match node_info {
+        Some((s, k, p, l)) => (Some(s), Some(k), p, l),
+        None => (None, None, None, None),
+    };
+    EvidenceItem {
+        id: c.id.clone(),
+        class: c.class,
+        score: c.score,
+        required: c.required,
+        reasons: c.reasons(graph),
+        symbol,
+        kind,
+        path,
+        lines,
+        relation: c.relation.as_ref().map(|r| relation_out(graph, r)),
+        why: c.why.clone(),
+        sites: if c.sites.len() > 1 {
+            let mut sites: Vec<SiteOut> = c
+                .sites
+                .iter()
+                .map(|&(file, line)| SiteOut {
+                    path: graph.file_path(file).to_string(),
+                    line: line + 1,
+                })
+                .collect();
+            sites.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+            sites.truncate(MAX_SITES);
+            sites
+        } else {
+            Vec::new()
+        },
+        site_count: (c.sites.len() > 1).then_some(c.sites.len()),
+        statement: c.statement.as_ref().map(|s| StatementOut {
+            code: s.code,
+            text: s.text.clone(),
+        }),
+        signature: None,
+        source: None,
+        projection: "graph",
+        diagnostics: Vec::new(),
+    }
+}
+
+fn item_bytes(item: &EvidenceItem) -> usize {
+    serde_json::to_vec(item).map_or(0, |v| v.len()) + 1
+}
+
+/// Percent of the evidence budget optional sibling bodies may fill; past it they are
+/// signature skeletons (R-PROJ-4), so more of the ranked siblings stay on the page.
+const SIBLING_BODY_SHARE: usize = 60;
+
+/// Classes whose optional, off-spine bodies may be reduced to signatures (R-PROJ-4) —
+/// only while the page keeps some implementation in full. A `representative`
+/// (architecture) is such an implementation itself: never a skeleton.
+fn sibling_class(class: &str) -> bool {
+    matches!(
+        class,
+        "caller"
+            | "callee"
+            | "member"
+            | "implementation"
+            | "reference"
+            | "type-use"
+            | "alternative"
+            | "dependent"
+            | "reverse-path"
+    )
+}
+
+/// Where a page starts in the total order: after the cursor's id (R-OMIT-2).
+pub fn cursor_start(candidates: &[Candidate], after: Option<&str>) -> Result<usize, AtlasError> {
+    match after {
+        None | Some("START") => Ok(0),
+        Some(id) => candidates
+            .iter()
+            .position(|c| c.id == id)
+            .map(|position| position + 1)
+            .ok_or_else(|| AtlasError::ContextCursor { id: id.to_string() }),
+    }
+}
+
+pub fn project(
+    input: &ProjectInput,
+    candidates: &[Candidate],
+    budget_for_evidence: usize,
+) -> Result<Projection, AtlasError> {
+    let graph = input.graph;
+    let limits = input.limits;
+    let order: Vec<String> = candidates.iter().map(|c| c.id.clone()).collect();
+    let mut counters = Counters {
+        total: candidates.len(),
+        ..Counters::default()
+    };
+    let start = cursor_start(candidates, input.after)?;
+    counters.cursor_prefix = start;
+    let mut omitted = Vec::new();
+    let omit =
+        |position: usize, c: &Candidate, reason: &'static str, omitted: &mut Vec<Omitted>| {
+            omitted.push(Omitted {
+                position,
+                class: c.class,
+                reason,
+                id: c.id.clone(),
+                symbol: c.node.map(|n| graph.label(n)),
+                score: c.score,
+            });
+        };
+
+    // Retrieval cap (retrieval loss), applied after the cursor.
+    let eligible = &candidates[start..];
+    let returned_len = eligible.len().min(limits.retrieval_cap);
+    counters.returned = returned_len;
+    for (offset, c) in eligible.iter().enumerate().skip(returned_len) {
+        if c.required {
+            return Err(AtlasError::ContextRequiredCandidateCap {
+                cap: limits.retrieval_cap,
+                id: c.id.clone(),
+            });
+        }
+        omit(start + offset, c, "retrieval-cap", &mut omitted);
+    }
+
+    let mut sources = Sources {
+        graph,
+        root: input.code_root,
+        files: HashMap::new(),
+    };
+    let mut evidence = Vec::new();
+    let mut positions = Vec::new();
+    let mut required_positions = Vec::new();
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    let mut paths: Vec<u32> = Vec::new();
+    let mut used = 0usize;
+    let mut stale_reported: Vec<u32> = Vec::new();
+    // Whether some body is kept in full: only then may siblings become skeletons.
+    let mut full_kept = false;
+    // What earlier pages showed is omitted here, with the argv that shows it again.
+    for (position, c) in candidates[..start].iter().enumerate() {
+        omit(position, c, "after-cursor", &mut omitted);
+    }
+
+    for (offset, c) in eligible[..returned_len].iter().enumerate() {
+        let position = start + offset;
+        // Relevance gate, before any byte consideration.
+        if !c.required && c.score < limits.min_score {
+            counters.below_threshold += 1;
+            omit(position, c, "below-relevance", &mut omitted);
+            continue;
+        }
+        counters.above_relevance += 1;
+        let file = file_of_candidate(graph, c);
+        if let Some(file) = file
+            && !paths.contains(&file)
+            && paths.len() >= limits.max_paths
+        {
+            if c.required {
+                return Err(AtlasError::ContextRequiredSourceCap {
+                    limit: "max_paths",
+                    value: limits.max_paths,
+                    id: c.id.clone(),
+                });
+            }
+            counters.item_capped += 1;
+            omit(position, c, "item-cap", &mut omitted);
+            continue;
+        }
+        let mut item = skeleton(graph, c);
+        let skeleton_able = !c.required && !c.on_spine && sibling_class(c.class) && full_kept;
+        let mut wants_source = c.slice != SliceTarget::None;
+        if wants_source && counters.slices_read >= limits.max_slices {
+            if c.required {
+                return Err(AtlasError::ContextRequiredSourceCap {
+                    limit: "max_slices",
+                    value: limits.max_slices,
+                    id: c.id.clone(),
+                });
+            }
+            if !skeleton_able {
+                counters.item_capped += 1;
+                omit(position, c, "item-cap", &mut omitted);
+                continue;
+            }
+            // Out of slices: a sibling keeps its graph skeleton, read from no source.
+            wants_source = false;
+            item.projection = "skeleton";
+            counters.skeletonized += 1;
+        }
+        // Nothing smaller than the graph skeleton can be kept: when even that does not
+        // fit, the source is not read (a full page's tail costs no file reads).
+        if !c.required && used + item_bytes(&item) > budget_for_evidence {
+            if item.projection == "skeleton" {
+                counters.skeletonized -= 1;
+            }
+            counters.byte_omitted += 1;
+            omit(position, c, "byte-ceiling", &mut omitted);
+            continue;
+        }
+        let mut full_item: Option<EvidenceItem> = None;
+        if let (true, Some(file)) = (wants_source, file) {
+            let source = sources.get(file);
+            if source.stale {
+                item.projection = "stale-skeleton";
+                item.diagnostics.push("atlas-context-stale-source");
+                counters.read_back_required = true;
+                counters.source_unavailable += 1;
+                if !stale_reported.contains(&file) {
+                    stale_reported.push(file);
+                    diagnostics.push(Diagnostic {
+                        code: "atlas-context-stale-source",
+                        message: "file changed since the graph was built; evidence keeps its graph skeleton without text — read it back".into(),
+                        path: Some(graph.file_path(file).to_string()),
+                        candidates: Vec::new(),
+                    });
+                }
+                omit(position, c, "source-unavailable", &mut omitted);
+            } else if let Some(text) = &source.text {
+                let policy_class = matches!(
+                    source.class,
+                    Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
+                ) || c.node.is_some_and(|n| {
+                    graph.node(n).flags & crate::graph::data::FLAG_TEST_SCOPE != 0
+                });
+                let admitted = !policy_class || c.named || c.on_spine;
+                let (first, last, signature) = match c.slice {
+                    SliceTarget::Declaration(node) => {
+                        let record = graph.node(node);
+                        let signature = text
+                            .get(
+                                record.signature.start_byte.to_native() as usize
+                                    ..record.signature.end_byte.to_native() as usize,
+                            )
+                            .map(str::to_string);
+                        (
+                            record.span.start_line.to_native(),
+                            record.span.end_line.to_native(),
+                            signature,
+                        )
+                    }
+                    SliceTarget::Site(_, line) => (line.saturating_sub(2), line + 2, None),
+                    SliceTarget::None => (0, 0, None),
+                };
+                // Never past the file's last line (a site near the end of a short file).
+                let last = last.min(source.last_line);
+                let first = first.min(last);
+                let clipped_last = last.min(first + limits.lines_per_slice.saturating_sub(1));
+                item.signature = signature.clone();
+                if admitted {
+                    counters.slices_read += 1;
+                    let mut full = item.clone();
+                    full.projection = "full";
+                    full.source = Some(SourceOut {
+                        lines: [first + 1, clipped_last + 1],
+                        text: lines_of(text, first, clipped_last),
+                        clipped: clipped_last < last,
+                    });
+                    full_item = Some(full);
+                    item.projection = "skeleton";
+                } else {
+                    item.projection = "policy-skeleton";
+                    counters.policy_skeletonized += 1;
+                    omit(position, c, "policy", &mut omitted);
+                }
+            }
+        }
+        // Byte ceiling: the full body if it fits, else a sibling skeleton, else omit. An
+        // optional sibling body may use only the first part of the page, so the rest holds
+        // the signatures of the siblings ranked after it instead of one more body.
+        let full_ceiling = if skeleton_able {
+            budget_for_evidence / 100 * SIBLING_BODY_SHARE
+        } else {
+            budget_for_evidence
+        };
+        let chosen = match full_item {
+            Some(full) => {
+                let size = item_bytes(&full);
+                if used + size <= full_ceiling {
+                    full
+                } else if skeleton_able && used + item_bytes(&item) <= budget_for_evidence {
+                    counters.skeletonized += 1;
+                    counters.slices_read -= 1;
+                    item
+                } else if c.required {
+                    return Err(AtlasError::ContextRequiredBudget {
+                        max_bytes: limits.max_bytes,
+                        id: c.id.clone(),
+                    });
+                } else {
+                    counters.slices_read -= 1;
+                    counters.byte_omitted += 1;
+                    omit(position, c, "byte-ceiling", &mut omitted);
+                    continue;
+                }
+            }
+            None => {
+                if used + item_bytes(&item) > budget_for_evidence {
+                    if c.required {
+                        return Err(AtlasError::ContextRequiredBudget {
+                            max_bytes: limits.max_bytes,
+                            id: c.id.clone(),
+                        });
+                    }
+                    if item.projection == "skeleton" {
+                        counters.skeletonized -= 1;
+                    }
+                    counters.byte_omitted += 1;
+                    omit(position, c, "byte-ceiling", &mut omitted);
+                    continue;
+                }
+                item
+            }
+        };
+        used += item_bytes(&chosen);
+        full_kept |= chosen.projection == "full";
+        if let Some(file) = file
+            && !paths.contains(&file)
+        {
+            paths.push(file);
+        }
+        evidence.push(chosen);
+        positions.push(position);
+        required_positions.push(c.required);
+    }
+    Ok(Projection {
+        evidence,
+        diagnostics,
+        counters,
+        omitted,
+        order,
+        positions,
+        required_positions,
+    })
+}
+
+impl Projection {
+    /// Drops the last optional item (byte pruning after the envelope was measured).
+    /// Returns false when only required evidence is left.
+    pub fn drop_last_optional(&mut self) -> bool {
+        let Some(index) = self.required_positions.iter().rposition(|r| !r) else {
+            return false;
+        };
+        let item = self.evidence.remove(index);
+        let position = self.positions.remove(index);
+        self.required_positions.remove(index);
+        if item.projection == "full" {
+            self.counters.slices_read = self.counters.slices_read.saturating_sub(1);
+        }
+        self.counters.byte_omitted += 1;
+        self.omitted.push(Omitted {
+            position,
+            class: item.class,
+            reason: "byte-ceiling",
+            id: item.id,
+            symbol: item.symbol,
+            score: item.score,
+        });
+        true
+    }
+
+    pub fn retained(&self) -> usize {
+        self.evidence.len()
+    }
+
+    /// The omission manifest: grouped by (class, reason), each with its continuation:
+    /// the request's own argv (every flag that shapes the answer, once) plus what fetches
+    /// the group. A page is a page: a byte-ceiling continuation keeps the ceiling, unless
+    /// the group's first item could not fit even at the top of this page.
+    pub fn omissions(
+        &self,
+        request: &ContextRequest,
+        fingerprint: &str,
+        limits: &Limits,
+    ) -> Vec<Omission> {
+        let mut groups: BTreeMap<(&'static str, &'static str), Vec<&Omitted>> = BTreeMap::new();
+        for o in &self.omitted {
+            groups.entry((o.class, o.reason)).or_default().push(o);
+        }
+        let mut out = Vec::new();
+        for ((class, reason), members) in groups {
+            let first = members.iter().map(|m| m.position).min().unwrap_or(0);
+            let top = members
+                .iter()
+                .max_by(|a, b| a.score.cmp(&b.score).then(b.id.cmp(&a.id)))
+                .map(|m| TopCandidate {
+                    id: m.id.clone(),
+                    symbol: m.symbol.clone(),
+                    score: m.score,
+                });
+            let Some(top) = top else { continue };
+            // What earlier pages showed is fetched again from the beginning.
+            let after = if first == 0 || reason == "after-cursor" {
+                "START".to_string()
+            } else {
+                self.order[first - 1].clone()
+            };
+            let argv = match reason {
+                // Stale source: refresh the graph (no --frozen) and ask again.
+                "source-unavailable" => request.argv_with(ArgvChange {
+                    thaw: true,
+                    ..ArgvChange::default()
+                }),
+                // Policy: name the path to admit its bodies (R-PROJ-6).
+                "policy" => {
+                    let path = top.symbol.as_deref().and_then(|s| s.split("::").next());
+                    request.argv_with(ArgvChange {
+                        query: path,
+                        ..ArgvChange::default()
+                    })
+                }
+                _ => {
+                    let stuck = reason == "byte-ceiling" && first == self.counters.cursor_prefix;
+                    request.argv_with(ArgvChange {
+                        after: Some((fingerprint, &after)),
+                        max_bytes: stuck.then(|| (limits.max_bytes * 2).clamp(1024, 1_000_000)),
+                        min_score: (reason == "below-relevance").then_some(top.score),
+                        ..ArgvChange::default()
+                    })
+                }
+            };
+            out.push(Omission {
+                class,
+                reason,
+                count: members.len(),
+                top,
+                argv,
+            });
+        }
+        out
+    }
+}

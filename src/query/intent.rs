@@ -1,0 +1,796 @@
+//! Query intent (R-Q-1) and name matching (R-Q-2).
+//!
+//! A query is a sentence as often as a name. Which words are names (docs/CLI.md, "Which
+//! words are names"): a word is a name when it is written as code — `snake_case`,
+//! `CamelCase`/`mixedCase`, dotted or `::`-qualified, backticked, a call `f()` — or is a
+//! repository path or file name. A plain word (no separators, no inner capitals) is a
+//! name only when it is the whole query, or when it matches exactly one symbol at a
+//! strong tier (exact or case-insensitive exact) that is not data (a variable, field or
+//! constant) nor a module. Stop words (English and Portuguese) never are. Everything else
+//! is free text for hybrid search — reported, never interpreted by a model.
+
+use crate::graph::codes::EdgeKind;
+use crate::graph::names::{normalize_qualified, split_identifier};
+use crate::graph::{Graph, NameTable};
+use crate::syntax::facts::SymbolKind;
+
+pub const RELATION_WORDS: &[&str] = &[
+    "calls",
+    "callers",
+    "callees",
+    "references",
+    "uses-type",
+    "implements",
+    "contains",
+];
+
+/// Matching tiers, strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MatchTier {
+    ExactId,
+    ExactSymbol,
+    ExactPath,
+    CaseInsensitive,
+    QualifiedSuffix,
+    Segmented,
+    Substring,
+}
+
+impl MatchTier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchTier::ExactId => "exact-id",
+            MatchTier::ExactSymbol => "exact-symbol",
+            MatchTier::ExactPath => "exact-path",
+            MatchTier::CaseInsensitive => "case-insensitive",
+            MatchTier::QualifiedSuffix => "qualified-suffix",
+            MatchTier::Segmented => "segmented",
+            MatchTier::Substring => "substring",
+        }
+    }
+
+    /// Candidates of a strong tier match equally well; those of a weak tier (segmented,
+    /// substring) differ in how much of their name the query spells.
+    pub fn is_strong(self) -> bool {
+        self <= MatchTier::QualifiedSuffix
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relation {
+    Calls,
+    Callers,
+    Callees,
+    References,
+    UsesType,
+    Implements,
+    Contains,
+}
+
+impl Relation {
+    fn parse(word: &str) -> Option<Relation> {
+        Some(match word {
+            "calls" => Relation::Calls,
+            "callers" => Relation::Callers,
+            "callees" => Relation::Callees,
+            "references" => Relation::References,
+            "uses-type" => Relation::UsesType,
+            "implements" => Relation::Implements,
+            "contains" => Relation::Contains,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Relation::Calls => "calls",
+            Relation::Callers => "callers",
+            Relation::Callees => "callees",
+            Relation::References => "references",
+            Relation::UsesType => "uses-type",
+            Relation::Implements => "implements",
+            Relation::Contains => "contains",
+        }
+    }
+
+    pub fn edge_kind(self) -> EdgeKind {
+        match self {
+            Relation::Calls | Relation::Callers | Relation::Callees => EdgeKind::Calls,
+            Relation::References => EdgeKind::References,
+            Relation::UsesType => EdgeKind::UsesType,
+            Relation::Implements => EdgeKind::Implements,
+            Relation::Contains => EdgeKind::Contains,
+        }
+    }
+}
+
+/// Why a node anchors the query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnchorReason {
+    /// The query names it.
+    Named,
+    /// The best-ranked candidate of an ambiguous name in a question (search score,
+    /// non-test before test, centrality); the others are listed in a diagnostic.
+    Ranked,
+    /// A question without a name: the best search hit, found by these arms.
+    Search { arms: Vec<&'static str> },
+}
+
+impl AnchorReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AnchorReason::Named => "name",
+            AnchorReason::Ranked => "ranked",
+            AnchorReason::Search { .. } => "search",
+        }
+    }
+}
+
+/// A query term resolved to a graph node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    pub term: String,
+    pub node: u32,
+    /// How the name matched (`None` for a search anchor).
+    pub tier: Option<MatchTier>,
+    pub reason: AnchorReason,
+}
+
+impl Anchor {
+    /// Why it anchors, as a reason line.
+    pub fn describe(&self) -> String {
+        match (&self.reason, self.tier) {
+            (AnchorReason::Search { arms }, _) => format!(
+                "anchored by search: the best hit for the question ({})",
+                arms.join("+")
+            ),
+            (AnchorReason::Ranked, Some(tier)) => format!(
+                "named by `{}` ({}), the best-ranked of its candidates",
+                self.term,
+                tier.as_str()
+            ),
+            (_, tier) => format!(
+                "named by `{}` ({})",
+                self.term,
+                tier.map_or("name", MatchTier::as_str)
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ambiguity {
+    pub term: String,
+    pub tier: MatchTier,
+    /// Every candidate after the tie rules, by centrality (highest first).
+    pub nodes: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Intent {
+    pub anchors: Vec<Anchor>,
+    pub relations: Vec<Relation>,
+    /// Words that named nothing in the graph: hybrid-search input.
+    pub free_terms: Vec<String>,
+    pub ambiguities: Vec<Ambiguity>,
+    /// The query is one name (relation words aside): an ambiguity at a strong tier is a
+    /// typed error, not a choice.
+    pub single_name: bool,
+    /// The query without its relation words: what hybrid search is asked.
+    pub search_text: String,
+    /// Flow only: the start of an alternative chain (a second strong search hit).
+    pub alternative: Option<Anchor>,
+    /// The query has plain or free words: a question, which search may anchor when it
+    /// names nothing (a lone code-shaped name or path that matches nothing does not).
+    pub question: bool,
+    /// Anchors that a plain word among other words found (`parse`, `command`): prose
+    /// first, so they stand only when search ranks them among its first hits.
+    pub plain_word_anchors: Vec<u32>,
+}
+
+impl Intent {
+    pub fn has_relation(&self, relation: Relation) -> bool {
+        self.relations.contains(&relation)
+    }
+}
+
+/// How one word of a query reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Word {
+    Relation(Relation),
+    /// A repository path or file name (`src/main.rs`, `app.py`).
+    Path(String),
+    /// Written as code: `snake_case`, `CamelCase`/`mixedCase`, dotted or `::`-qualified,
+    /// backticked, or a call `f()`.
+    Code(String),
+    /// A plain word: a name only alone, or as a unique strong match.
+    Plain(String),
+    /// Never a name: stop words, numbers, punctuation.
+    Free(String),
+}
+
+/// Words that never anchor, English and Portuguese (queries come in both). A superset of
+/// the search arm's stop words: question words and auxiliaries carry no name.
+const NEVER_NAMES: &[&str] = &[
+    // English
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "between", "but", "by", "can", "could", "did", "do", "does", "doing",
+    "done", "during", "each", "for", "from", "get", "gets", "got", "happen", "happens", "has",
+    "have", "having", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on",
+    "once", "only", "or", "other", "our", "should", "so", "some", "such", "than", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "under",
+    "until", "up", "via", "was", "we", "were", "what", "when", "where", "whether", "which",
+    "while", "who", "whom", "why", "will", "with", "within", "without", "would", "you", "your",
+    // Portuguese
+    "à", "ao", "aos", "as", "às", "até", "com", "como", "da", "das", "de", "depois", "do", "dos",
+    "e", "é", "ela", "ele", "em", "entre", "essa", "esse", "esta", "está", "este", "eu", "foi",
+    "há", "isso", "já", "mais", "mas", "na", "nas", "no", "nos", "não", "o", "onde", "os", "ou",
+    "para", "pela", "pelo", "por", "porque", "quais", "qual", "quando", "que", "quem", "se", "sem",
+    "ser", "seu", "sua", "são", "sobre", "um", "uma",
+];
+
+/// A word no name is made of. Single letters other than articles may be names (`f`).
+pub fn is_stop_word(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    NEVER_NAMES.contains(&lower.as_str())
+        || (lower.chars().count() > 1 && crate::query::search::text::is_stopword(&lower))
+}
+
+fn is_identifier_shaped(token: &str) -> bool {
+    let normalized = token.replace("::", ".");
+    !normalized.is_empty()
+        && normalized.split('.').all(|part| {
+            // `#name`: a JavaScript private member.
+            let mut chars = part.strip_prefix('#').unwrap_or(part).chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+                && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        })
+}
+
+fn is_path_shaped(token: &str) -> bool {
+    token.contains('/') || crate::build::inventory::role_of(token).is_some()
+}
+
+/// Written as code without any marker: separators or inner capitals after a lowercase
+/// letter (`HTTPAdapter`, `wsgiApp`; not `Flask` nor `HTTP`).
+fn is_code_shaped(token: &str) -> bool {
+    token.contains('_')
+        || token.contains('.')
+        || token.contains("::")
+        || (token.chars().any(char::is_lowercase) && token.chars().skip(1).any(char::is_uppercase))
+}
+
+/// Reads a query into words (R-Q-1 as refined in docs/CLI.md).
+pub fn words(query: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    for raw in query.split_whitespace() {
+        let quoted = raw.starts_with('`') || raw.ends_with('`');
+        // Sentence punctuation around a word is not part of it (`registered?`, `(see`).
+        let mut token = raw.trim_matches(|c: char| {
+            matches!(
+                c,
+                '"' | '\'' | '`' | ',' | ';' | ':' | '?' | '!' | '[' | ']' | '{' | '}' | '<' | '>'
+            )
+        });
+        token = token.trim_start_matches('(');
+        // A call: `f()`, `Session.send(…)`.
+        let called = token.find('(').filter(|&at| at > 0);
+        if let Some(at) = called {
+            token = &token[..at];
+        }
+        let token = token.trim_end_matches(')').trim_end_matches('.');
+        if token.is_empty() {
+            continue;
+        }
+        if let Some(relation) = Relation::parse(&token.to_lowercase()) {
+            out.push(Word::Relation(relation));
+        } else if is_path_shaped(token) {
+            out.push(Word::Path(token.to_string()));
+        } else if !is_identifier_shaped(token) {
+            out.push(Word::Free(token.to_string()));
+        } else if quoted || called.is_some() || is_code_shaped(token) {
+            out.push(Word::Code(token.to_string()));
+        } else if is_stop_word(token) {
+            out.push(Word::Free(token.to_string()));
+        } else {
+            out.push(Word::Plain(token.to_string()));
+        }
+    }
+    out
+}
+
+/// Whether a query may need hybrid search (it has free words or several names): known
+/// before the graph is open, so that the embedding model can load meanwhile.
+pub fn may_search(query: &str) -> bool {
+    let words = words(query);
+    let names = words
+        .iter()
+        .filter(|w| matches!(w, Word::Path(_) | Word::Code(_) | Word::Plain(_)))
+        .count();
+    // A lone name (`simplify`, `simplify calls`) anchors by name; the model is not worth
+    // loading for the rare lone word that names nothing.
+    names > 1 || words.iter().any(|w| matches!(w, Word::Free(_)))
+}
+
+/// Parses `query` and matches its names against `graph`.
+pub fn parse(graph: &Graph, query: &str) -> Intent {
+    let words = words(query);
+    let mut intent = Intent {
+        search_text: query
+            .split_whitespace()
+            .filter(|w| Relation::parse(&w.to_lowercase()).is_none())
+            .collect::<Vec<_>>()
+            .join(" "),
+        ..Intent::default()
+    };
+    intent.question = words
+        .iter()
+        .any(|w| matches!(w, Word::Plain(_) | Word::Free(_)));
+    let mut names: Vec<&Word> = Vec::new();
+    for word in &words {
+        match word {
+            Word::Relation(relation) => intent.relations.push(*relation),
+            Word::Free(text) => intent.free_terms.push(text.clone()),
+            _ => names.push(word),
+        }
+    }
+    // Relation words about calls make callables the meaning of a shared name.
+    let callables_only = intent
+        .relations
+        .iter()
+        .any(|r| matches!(r, Relation::Calls | Relation::Callers | Relation::Callees));
+    let mut matcher = Matcher {
+        graph,
+        intent: &mut intent,
+        callables_only,
+    };
+
+    // Two or three plain words may spell one name (`compile ctx` ~ `compile_context`).
+    let plain: Vec<&str> = names
+        .iter()
+        .filter_map(|w| match w {
+            Word::Plain(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if plain.len() == names.len() && (2..=3).contains(&plain.len()) {
+        let phrase = plain.join(" ");
+        let nodes = segmented(graph, &phrase);
+        if !nodes.is_empty() {
+            matcher.intent.single_name = true;
+            matcher.push(&phrase, MatchTier::Segmented, nodes);
+            return intent;
+        }
+    }
+
+    matcher.intent.single_name = names.len() == 1;
+    let single = matcher.intent.single_name;
+    // Names written as code first: in a question they carry the intent, and plain words
+    // then stay free text (a sentence's `Argument` or `String` is English first).
+    let mut plain_words = Vec::new();
+    for word in names {
+        match word {
+            Word::Path(text) => {
+                let path = text.trim_start_matches("./").trim_end_matches('/');
+                // A label as Atlas prints it (`src/a.py::Class.method`), pasted back.
+                if let Some(nodes) = label_nodes(graph, path) {
+                    matcher.push(text, MatchTier::ExactId, nodes);
+                    continue;
+                }
+                let nodes = path_nodes(graph, path);
+                if nodes.is_empty() {
+                    matcher.intent.free_terms.push(text.clone());
+                } else {
+                    matcher.push(text, MatchTier::ExactPath, nodes);
+                }
+            }
+            // A lone name goes down every tier; in a question, a name spelled only in
+            // part (`NotImplemented` ~ `test_not_implemented`) is noise, not intent.
+            Word::Code(text) => {
+                match ladder(graph, text).filter(|(tier, _)| single || tier.is_strong()) {
+                    Some((tier, nodes)) => matcher.push(text, tier, nodes),
+                    None => matcher.intent.free_terms.push(text.clone()),
+                }
+            }
+            Word::Plain(text) if single => match ladder(graph, text) {
+                Some((tier, nodes)) => matcher.push(text, tier, nodes),
+                None => matcher.intent.free_terms.push(text.clone()),
+            },
+            Word::Plain(text) => plain_words.push(text),
+            Word::Relation(_) | Word::Free(_) => {}
+        }
+    }
+    let named = !matcher.intent.anchors.is_empty() || !matcher.intent.ambiguities.is_empty();
+    for text in plain_words {
+        if named {
+            matcher.intent.free_terms.push(text.clone());
+        } else {
+            matcher.plain_in_question(text);
+        }
+    }
+    intent
+}
+
+/// Every tier, strongest first: strong tiers, then segmented, then substring. A dotted
+/// or `::`-qualified name matches qualified names or a module's file, never by words.
+fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
+    if let Some(found) = strong_match(graph, token) {
+        return Some(found);
+    }
+    if token.contains('.') || token.contains("::") {
+        let files = module_files(graph, &normalize_qualified(token));
+        return (!files.is_empty()).then_some((MatchTier::QualifiedSuffix, files));
+    }
+    let nodes = segmented(graph, token);
+    if !nodes.is_empty() {
+        return Some((MatchTier::Segmented, nodes));
+    }
+    let nodes = substring(graph, token);
+    (!nodes.is_empty()).then_some((MatchTier::Substring, nodes))
+}
+
+struct Matcher<'a> {
+    graph: &'a Graph,
+    intent: &'a mut Intent,
+    callables_only: bool,
+}
+
+impl Matcher<'_> {
+    /// A name's candidates: one anchors, several are an ambiguity.
+    fn push(&mut self, term: &str, tier: MatchTier, nodes: Vec<u32>) {
+        let mut nodes = narrow(self.graph, term, tier, nodes, self.callables_only);
+        if let [node] = nodes[..] {
+            self.intent.anchors.push(Anchor {
+                term: term.to_string(),
+                node,
+                tier: Some(tier),
+                reason: AnchorReason::Named,
+            });
+            return;
+        }
+        let graph = self.graph;
+        nodes.sort_by_key(|&n| (std::cmp::Reverse(graph.node(n).centrality.to_native()), n));
+        self.intent.ambiguities.push(Ambiguity {
+            term: term.to_string(),
+            tier,
+            nodes,
+        });
+    }
+
+    /// A plain word among other words anchors only as a unique strong match that is
+    /// neither data nor a module (prose names those all the time); else it is free text.
+    fn plain_in_question(&mut self, text: &str) {
+        let graph = self.graph;
+        if let Some((tier, nodes)) = strong_match(graph, text) {
+            let nodes: Vec<u32> = narrow(graph, text, tier, nodes, self.callables_only)
+                .into_iter()
+                .filter(|&n| {
+                    !matches!(
+                        graph.kind(n),
+                        SymbolKind::Variable
+                            | SymbolKind::Field
+                            | SymbolKind::Constant
+                            | SymbolKind::Module
+                            | SymbolKind::File
+                    )
+                })
+                .collect();
+            if let [node] = nodes[..] {
+                self.intent.anchors.push(Anchor {
+                    term: text.to_string(),
+                    node,
+                    tier: Some(tier),
+                    reason: AnchorReason::Named,
+                });
+                self.intent.plain_word_anchors.push(node);
+                return;
+            }
+        }
+        self.intent.free_terms.push(text.to_string());
+    }
+}
+
+/// Exact id, exact symbol, case-insensitive and qualified-suffix tiers.
+fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
+    let qualified = token.contains("::") || token.contains('.');
+    if qualified {
+        let normalized = normalize_qualified(token);
+        let nodes = graph.lookup(NameTable::Suffix, &normalized);
+        if !nodes.is_empty() {
+            let exact: Vec<u32> = nodes
+                .iter()
+                .copied()
+                .filter(|&n| full_id(graph, n) == normalized)
+                .collect();
+            return Some(if exact.is_empty() {
+                (MatchTier::QualifiedSuffix, nodes)
+            } else {
+                (MatchTier::ExactId, exact)
+            });
+        }
+        return None;
+    }
+    let nodes = graph.lookup(NameTable::Exact, token);
+    if !nodes.is_empty() {
+        return Some((MatchTier::ExactSymbol, nodes));
+    }
+    let nodes = graph.lookup(NameTable::Folded, &token.to_lowercase());
+    if !nodes.is_empty() {
+        return Some((MatchTier::CaseInsensitive, nodes));
+    }
+    None
+}
+
+/// `module.path.Qualified.name` of a symbol node: a name that matches it alone at the
+/// exact-id tier (what a re-asked query names a chosen candidate by).
+pub fn full_id(graph: &Graph, node: u32) -> String {
+    let record = graph.node(node);
+    let qualified = normalize_qualified(graph.str(record.qualified.to_native()));
+    match graph.file_of(node) {
+        Some(file) => format!(
+            "{}.{qualified}",
+            crate::graph::names::module_path_of(graph.str(file.path.to_native()))
+        ),
+        None => qualified,
+    }
+}
+
+/// The words that name `node` alone when a query is asked again: its exact id when that
+/// matches it alone, else its label (`path::Qualified` for files and modules' paths).
+pub fn unique_name(graph: &Graph, node: u32) -> String {
+    match graph.kind(node) {
+        SymbolKind::Module | SymbolKind::File => graph
+            .str(graph.node(node).qualified.to_native())
+            .to_string(),
+        _ => full_id(graph, node),
+    }
+}
+
+/// File nodes whose dotted module path ends with `dotted` at a dot (`codegen.ast` →
+/// `sympy/codegen/ast.py`).
+fn module_files(graph: &Graph, dotted: &str) -> Vec<u32> {
+    graph
+        .data()
+        .files
+        .iter()
+        .filter(|f| f.language != u8::MAX)
+        .filter(|f| {
+            let module = crate::graph::names::module_path_of(graph.str(f.path.to_native()));
+            module == dotted
+                || (module.ends_with(dotted)
+                    && module.as_bytes()[module.len() - dotted.len() - 1] == b'.')
+        })
+        .map(|f| f.node.to_native())
+        .collect()
+}
+
+/// The symbols a label names (`path::Qualified`, as Atlas prints them): the file's
+/// definitions whose in-file qualified name is the rest. `None` when it is no label.
+fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<u32>> {
+    let (path, qualified) = label.split_once("::")?;
+    let file = graph.file_index(path)?;
+    let first = graph.data().files[file as usize].node.to_native();
+    let nodes: Vec<u32> = (first + 1..graph.node_count() as u32)
+        .take_while(|&n| graph.node(n).file.to_native() == file)
+        .filter(|&n| graph.str(graph.node(n).qualified.to_native()) == qualified)
+        .collect();
+    (!nodes.is_empty()).then_some(nodes)
+}
+
+fn path_nodes(graph: &Graph, path: &str) -> Vec<u32> {
+    let data = graph.data();
+    if let Some(file) = data
+        .files
+        .iter()
+        .find(|f| graph.str(f.path.to_native()) == path)
+    {
+        return vec![file.node.to_native()];
+    }
+    // A directory: its module node.
+    (0..graph.node_count() as u32)
+        .filter(|&n| {
+            graph.kind(n) == SymbolKind::Module
+                && graph.str(graph.node(n).qualified.to_native()) == path
+        })
+        .collect()
+}
+
+/// Nodes whose name segments start with every word of `text`, in order.
+fn segmented(graph: &Graph, text: &str) -> Vec<u32> {
+    let words = split_identifier(text);
+    let Some(first) = words.first() else {
+        return Vec::new();
+    };
+    let mut nodes = graph.lookup_prefix(NameTable::Segments, first, 4096);
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes.retain(|&n| {
+        let name = graph.str(graph.node(n).name.to_native());
+        let segments = split_identifier(name);
+        segments.len() >= words.len() && words_match(&words, &segments)
+    });
+    nodes
+}
+
+/// Each query word is a prefix (or an in-order subsequence starting at the first
+/// letter, `ctx` ~ `context`) of a distinct segment, in order.
+fn words_match(words: &[String], segments: &[String]) -> bool {
+    let mut next = 0;
+    for word in words {
+        let Some(found) = segments[next..].iter().position(|s| abbreviates(word, s)) else {
+            return false;
+        };
+        next += found + 1;
+    }
+    true
+}
+
+fn abbreviates(word: &str, segment: &str) -> bool {
+    if segment.starts_with(word) {
+        return true;
+    }
+    let mut chars = segment.chars();
+    word.chars().next() == segment.chars().next() && word.chars().all(|w| chars.any(|s| s == w))
+}
+
+/// Normalised substring of symbol names (separators and case ignored).
+fn substring(graph: &Graph, token: &str) -> Vec<u32> {
+    let needle: String = token
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .collect();
+    if needle.len() < 3 {
+        return Vec::new();
+    }
+    graph
+        .data()
+        .names_folded
+        .iter()
+        .filter(|e| {
+            let key: String = graph
+                .str(e.key.to_native())
+                .chars()
+                .filter(|c| c.is_alphanumeric())
+                .collect();
+            key.contains(&needle)
+        })
+        .map(|e| e.node.to_native())
+        .take(4096)
+        .collect()
+}
+
+/// The tie rules that make a shared name mean one thing: callables when the query
+/// talks about calls; real definitions over Rust `mod x;` and impl blocks; a whole
+/// in-file qualified name over members named like it; the implementation of overloads.
+fn narrow(
+    graph: &Graph,
+    term: &str,
+    tier: MatchTier,
+    mut nodes: Vec<u32>,
+    callables_only: bool,
+) -> Vec<u32> {
+    nodes.sort_unstable();
+    nodes.dedup();
+    let keep = |nodes: &mut Vec<u32>, rule: &dyn Fn(u32) -> bool| {
+        let kept: Vec<u32> = nodes.iter().copied().filter(|&n| rule(n)).collect();
+        if !kept.is_empty() && kept.len() < nodes.len() {
+            *nodes = kept;
+        }
+    };
+    if callables_only && nodes.len() > 1 {
+        keep(&mut nodes, &|n| graph.kind(n).is_callable());
+    }
+    if nodes.len() > 1 {
+        keep(&mut nodes, &|n| {
+            !matches!(graph.kind(n), SymbolKind::Module | SymbolKind::Impl)
+        });
+    }
+    // A top-level `simplify` against methods `Basic.simplify`.
+    if nodes.len() > 1 && tier == MatchTier::ExactSymbol {
+        keep(&mut nodes, &|n| {
+            graph.str(graph.node(n).qualified.to_native()) == term
+        });
+    }
+    // Overloads (`@overload`, TypeScript signatures) share one label: one implementation.
+    if nodes.len() > 1 {
+        let label = graph.label(nodes[0]);
+        if nodes.iter().all(|&n| graph.label(n) == label) {
+            nodes = vec![graph.implementation(nodes[0])];
+        }
+    }
+    nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_shapes() {
+        assert!(is_identifier_shaped("compile_context"));
+        assert!(is_identifier_shaped("a::b::c"));
+        assert!(is_identifier_shaped("pkg.Class.method"));
+        assert!(!is_identifier_shaped("how?"));
+        assert!(is_path_shaped("src/main.rs"));
+        assert!(is_path_shaped("main.py"));
+        assert!(!is_path_shaped("Cart.total"));
+    }
+
+    fn shapes(query: &str) -> Vec<Word> {
+        words(query)
+    }
+
+    #[test]
+    fn sentences_read_as_names_and_free_words() {
+        use Word::*;
+        assert_eq!(
+            shapes("how does a request get dispatched to the view function?"),
+            vec![
+                Free("how".into()),
+                Free("does".into()),
+                Free("a".into()),
+                Plain("request".into()),
+                Free("get".into()),
+                Plain("dispatched".into()),
+                Free("to".into()),
+                Free("the".into()),
+                Plain("view".into()),
+                Plain("function".into()),
+            ]
+        );
+        assert_eq!(
+            shapes(
+                "Why does `dispatch` call Flask.full_dispatch_request() in app.py, not wsgiApp?"
+            ),
+            vec![
+                Free("Why".into()),
+                Free("does".into()),
+                Code("dispatch".into()),
+                Plain("call".into()),
+                Code("Flask.full_dispatch_request".into()),
+                Free("in".into()),
+                Path("app.py".into()),
+                Free("not".into()),
+                Code("wsgiApp".into()),
+            ]
+        );
+        assert_eq!(
+            shapes("checkout callers"),
+            vec![Plain("checkout".into()), Relation(super::Relation::Callers)]
+        );
+        assert_eq!(
+            shapes("onde a sessão é assinada"),
+            vec![
+                Free("onde".into()),
+                Free("a".into()),
+                Plain("sessão".into()),
+                Free("é".into()),
+                Plain("assinada".into()),
+            ]
+        );
+        assert_eq!(
+            shapes("HTTPAdapter HTTP Flask a::b"),
+            vec![
+                Code("HTTPAdapter".into()),
+                Plain("HTTP".into()),
+                Plain("Flask".into()),
+                Code("a::b".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn abbreviations_and_prefixes() {
+        let segments = split_identifier("compile_context");
+        assert!(words_match(&split_identifier("compile ctx"), &segments));
+        assert!(words_match(&split_identifier("comp cont"), &segments));
+        assert!(!words_match(
+            &split_identifier("context compile"),
+            &segments
+        ));
+        assert!(!words_match(&split_identifier("xyz"), &segments));
+    }
+}

@@ -1,0 +1,169 @@
+//! Query profiles (R-Q-3): versioned TOML files in `profiles/`, embedded at compile time
+//! and validated when loaded.
+
+use serde::Deserialize;
+
+use crate::error::{AtlasError, Result};
+
+/// Evidence classes a profile may rank.
+pub const EVIDENCE_CLASSES: &[&str] = &[
+    "declaration",
+    "failure",
+    "implementation",
+    "caller",
+    "callee",
+    "reference",
+    "type-use",
+    "member",
+    "frontier",
+    "spine",
+    "runtime-boundary",
+    "alternative",
+    "module",
+    "module-relation",
+    "representative",
+    "dependent",
+    "reverse-path",
+    "affected-module",
+    "search-hit",
+];
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub version: u32,
+    pub description: String,
+    pub retrieval_cap: usize,
+    pub max_paths: usize,
+    pub max_slices: usize,
+    pub lines_per_slice: u32,
+    pub max_bytes: usize,
+    pub min_score: u16,
+    pub class_rank: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileName {
+    Symbol,
+    Flow,
+    Architecture,
+    Impact,
+}
+
+impl ProfileName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProfileName::Symbol => "symbol",
+            ProfileName::Flow => "flow",
+            ProfileName::Architecture => "architecture",
+            ProfileName::Impact => "impact",
+        }
+    }
+
+    /// The profile named `name` (the command line's spelling).
+    pub fn parse(name: &str) -> Option<ProfileName> {
+        [
+            ProfileName::Symbol,
+            ProfileName::Flow,
+            ProfileName::Architecture,
+            ProfileName::Impact,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == name)
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            ProfileName::Symbol => include_str!("../../profiles/symbol.toml"),
+            ProfileName::Flow => include_str!("../../profiles/flow.toml"),
+            ProfileName::Architecture => include_str!("../../profiles/architecture.toml"),
+            ProfileName::Impact => include_str!("../../profiles/impact.toml"),
+        }
+    }
+
+    pub fn load(self) -> Result<Profile> {
+        parse(self.source(), self.as_str())
+    }
+}
+
+pub(crate) fn parse(text: &str, expected_name: &str) -> Result<Profile> {
+    let invalid = |reason: String| AtlasError::InvalidInput {
+        what: "profile",
+        reason,
+    };
+    let profile: Profile =
+        toml::from_str(text).map_err(|e| invalid(format!("{expected_name}: {e}")))?;
+    if profile.name != expected_name {
+        return Err(invalid(format!(
+            "file for {expected_name} names itself {}",
+            profile.name
+        )));
+    }
+    for class in &profile.class_rank {
+        if !EVIDENCE_CLASSES.contains(&class.as_str()) {
+            return Err(invalid(format!(
+                "{expected_name}: unknown evidence class `{class}`"
+            )));
+        }
+    }
+    Ok(profile)
+}
+
+impl Profile {
+    /// Rank of an evidence class in this profile (unknown classes sort last).
+    pub fn class_rank(&self, class: &str) -> usize {
+        self.class_rank
+            .iter()
+            .position(|c| c == class)
+            .unwrap_or(self.class_rank.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_profiles_load_with_spec_limits() {
+        let expected = [
+            (ProfileName::Symbol, 256, 8, 8, 32, 16000, 300),
+            (ProfileName::Flow, 384, 16, 16, 48, 32000, 250),
+            (ProfileName::Architecture, 512, 8, 8, 32, 24000, 200),
+            (ProfileName::Impact, 384, 16, 12, 40, 24000, 250),
+        ];
+        for (name, cap, paths, slices, lines, bytes, score) in expected {
+            let p = name.load().unwrap();
+            assert_eq!(
+                (
+                    p.retrieval_cap,
+                    p.max_paths,
+                    p.max_slices,
+                    p.lines_per_slice,
+                    p.max_bytes,
+                    p.min_score
+                ),
+                (cap, paths, slices, lines, bytes, score),
+                "{}",
+                p.name
+            );
+            assert_eq!(p.version, 1);
+        }
+    }
+
+    #[test]
+    fn unknown_classes_and_fields_are_rejected() {
+        let bad = include_str!("../../profiles/symbol.toml").replace("\"caller\"", "\"callr\"");
+        assert!(
+            parse(&bad, "symbol")
+                .unwrap_err()
+                .to_string()
+                .contains("callr")
+        );
+        let extra = format!(
+            "{}\nsurprise = 1\n",
+            include_str!("../../profiles/symbol.toml")
+        );
+        assert!(parse(&extra, "symbol").is_err());
+    }
+}

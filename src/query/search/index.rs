@@ -1,0 +1,924 @@
+//! The on-disk search index of one generation, under `<graph>/search/<fingerprint>/`:
+//!
+//! - `tantivy/`: one document per symbol, Markdown section and commit, with
+//!   identifier-aware text fields; symbols and sections are keyed by `(file, local)` (the
+//!   symbol's offset from its file node, the section's ordinal), which stay the same for
+//!   an unchanged file across generations even when node ids shift;
+//! - `vectors-<model>.bin`: unit vectors, one row per item (a node id, or `node_count +
+//!   i` for section `i`), flat little-endian `f32`, mmapped;
+//! - `sections.json`: the sections table; `index.json`: what was built and how.
+//!
+//! A new generation's index is derived from the previous one when it can be: documents
+//! and vectors of unchanged files are carried over and only changed files are read,
+//! tokenized and embedded again (SCIP-enriched graphs, a different index version or a
+//! mostly-changed tree are rebuilt in full). Either way the result is written into a
+//! temporary directory and renamed into place, so a killed build leaves no half index.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
+use tantivy::{Index, IndexWriter, TantivyDocument, Term};
+
+use super::embed::Embedder;
+use super::sources::{self, Commit, Section};
+use super::text::identifier_tokens;
+use crate::error::{AtlasError, IoContext, Result};
+use crate::graph::Graph;
+use crate::graph::data::NONE;
+use crate::syntax::facts::SymbolKind;
+
+/// Bumped when documents or the layout change: older indexes are rebuilt, not updated.
+/// v4: vectors behind a checksummed header, `index.json` lists every artifact with its
+/// length and blake3.
+pub const INDEX_VERSION: u32 = 4;
+pub const TOKENIZER: &str = "atlas_ident";
+const VECTOR_MAGIC: &[u8; 8] = b"ATLASVEC";
+/// Vector file layout version (graph-schema/README.md, "Search index").
+pub const VECTOR_FORMAT: u32 = 2;
+/// `magic(8) format(4) dim(4) rows(4) reserved(4) payload-length(8) blake3(payload)(32)`,
+/// then the payload: the row → item table (padded to 8 bytes) and the rows.
+const VECTOR_HEADER: usize = 64;
+/// Lines of a symbol's body the embedding sees (a static model averages its tokens:
+/// longer text blurs it).
+const EXCERPT_LINES: usize = 12;
+/// Lines of a function's body BM25 sees: identifiers and messages deep in a body are
+/// evidence (an error message quoted in a bug report). Type containers keep the
+/// excerpt: their members are documents of their own.
+const BODY_LINES: usize = 300;
+/// Beyond this share of changed files, a full rebuild is cheaper than an update.
+const INCREMENTAL_MAX_CHANGED: f64 = 0.5;
+
+pub const KIND_SYMBOL: &str = "symbol";
+pub const KIND_SECTION: &str = "section";
+pub const KIND_COMMIT: &str = "commit";
+
+/// A tantivy failure as Atlas reports it: the disk (an I/O error — a full disk is
+/// `atlas-io`) or the index itself (`atlas-search-corrupt`), never bad input.
+pub fn tantivy_error(dir: &Path, error: tantivy::TantivyError) -> AtlasError {
+    use tantivy::TantivyError as T;
+    use tantivy::directory::error::OpenWriteError;
+    let io = match &error {
+        T::IoError(e) => Some(e.kind()),
+        T::OpenWriteError(OpenWriteError::IoError { io_error, .. }) => Some(io_error.kind()),
+        _ => None,
+    };
+    match io {
+        Some(kind) if kind != std::io::ErrorKind::NotFound => AtlasError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(kind, error.to_string()),
+        },
+        _ => AtlasError::SearchCorrupt {
+            path: dir.to_path_buf(),
+            reason: error.to_string(),
+        },
+    }
+}
+
+fn internal(error: impl std::fmt::Display) -> AtlasError {
+    AtlasError::Internal {
+        what: "search index",
+        reason: error.to_string(),
+    }
+}
+
+#[derive(Clone, Copy)]
+pub struct Fields {
+    pub kind: Field,
+    pub file: Field,
+    pub local: Field,
+    pub title: Field,
+    pub commit: Field,
+    pub time: Field,
+    pub files: Field,
+    pub name: Field,
+    pub qualified: Field,
+    pub path: Field,
+    pub signature: Field,
+    pub doc: Field,
+    pub body: Field,
+}
+
+pub fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        kind: builder.add_text_field("kind", STRING | STORED),
+        file: builder.add_text_field("file", STRING | STORED),
+        local: builder.add_u64_field("local", STORED | INDEXED),
+        title: builder.add_text_field("title", STORED),
+        commit: builder.add_text_field("commit", STORED),
+        time: builder.add_i64_field("time", STORED),
+        files: builder.add_text_field("files", STORED),
+        name: builder.add_text_field("name", text.clone()),
+        qualified: builder.add_text_field("qualified", text.clone()),
+        path: builder.add_text_field("path", text.clone()),
+        signature: builder.add_text_field("signature", text.clone()),
+        doc: builder.add_text_field("doc", text.clone()),
+        body: builder.add_text_field("body", text),
+    };
+    (builder.build(), fields)
+}
+
+pub fn register_tokenizer(index: &Index) {
+    index.tokenizers().register(
+        TOKENIZER,
+        TextAnalyzer::builder(WhitespaceTokenizer::default()).build(),
+    );
+}
+
+/// Symbols worth searching: everything but modules, files and impl blocks.
+pub fn searchable(graph: &Graph, node: u32) -> bool {
+    !matches!(
+        graph.kind(node),
+        SymbolKind::Module | SymbolKind::File | SymbolKind::Impl
+    )
+}
+
+/// What `index.json` records about a built index.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IndexMeta {
+    pub version: u32,
+    pub fingerprint: String,
+    /// `full`, or `incremental` from the index of `base`.
+    pub mode: String,
+    pub base: Option<String>,
+    /// Files whose documents were (re)built.
+    pub files_indexed: usize,
+    pub symbols: usize,
+    pub sections: usize,
+    pub commits: usize,
+    /// Vectors computed (the rest were carried over).
+    pub embedded: usize,
+    /// The git HEAD whose history is indexed, if any.
+    pub head: Option<String>,
+    /// Why history is absent, when git was there but failed.
+    pub history_error: Option<String>,
+    /// Every file of the index (relative path → length and blake3), recorded by the
+    /// build after it read them back: what readers check before trusting the index.
+    #[serde(default)]
+    pub artifacts: std::collections::BTreeMap<String, Artifact>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Artifact {
+    pub bytes: u64,
+    pub blake3: String,
+}
+
+/// Files of an index directory that are not artifacts: its own metadata and markers, and
+/// tantivy's lock files.
+fn is_artifact(relative: &str) -> bool {
+    let name = relative.rsplit('/').next().unwrap_or(relative);
+    let lock = name.starts_with(".tantivy-") && name.ends_with(".lock");
+    !(lock || matches!(name, "index.json" | "COMPLETE"))
+}
+
+/// Every artifact of `dir` with its length and blake3.
+pub fn artifacts(dir: &Path) -> Result<std::collections::BTreeMap<String, Artifact>> {
+    fn walk(
+        dir: &Path,
+        prefix: &str,
+        out: &mut std::collections::BTreeMap<String, Artifact>,
+    ) -> Result<()> {
+        for entry in fs::read_dir(dir).at(dir)? {
+            let entry = entry.at(dir)?;
+            let name = entry.file_name().to_string_lossy().to_string();
+            let relative = format!("{prefix}{name}");
+            let path = entry.path();
+            if entry.file_type().at(&path)?.is_dir() {
+                walk(&path, &format!("{relative}/"), out)?;
+            } else if is_artifact(&relative) {
+                let bytes = fs::read(&path).at(&path)?;
+                out.insert(
+                    relative,
+                    Artifact {
+                        bytes: bytes.len() as u64,
+                        blake3: blake3::hash(&bytes).to_hex().to_string(),
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, "", &mut out)?;
+    Ok(out)
+}
+
+/// Damage a reader can see cheaply: an artifact missing, or of another length.
+pub fn check_lengths(dir: &Path, meta: &IndexMeta) -> std::result::Result<(), String> {
+    if meta.artifacts.is_empty() {
+        return Err("index.json lists no artifacts".into());
+    }
+    for (relative, artifact) in &meta.artifacts {
+        match fs::metadata(dir.join(relative)) {
+            Ok(m) if m.len() == artifact.bytes => {}
+            Ok(m) => {
+                return Err(format!(
+                    "{relative} is {} bytes, the index recorded {}",
+                    m.len(),
+                    artifact.bytes
+                ));
+            }
+            Err(e) => return Err(format!("{relative}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Every artifact byte against its recorded blake3 (what `atlas build` checks before it
+/// trusts an existing index).
+pub fn verify(dir: &Path, meta: &IndexMeta) -> std::result::Result<(), String> {
+    verify_where(dir, meta, |_| true)
+}
+
+/// `verify` for the artifacts `which` selects.
+pub fn verify_where(
+    dir: &Path,
+    meta: &IndexMeta,
+    which: impl Fn(&str) -> bool,
+) -> std::result::Result<(), String> {
+    check_lengths(dir, meta)?;
+    for (relative, artifact) in meta.artifacts.iter().filter(|(name, _)| which(name)) {
+        let path = dir.join(relative);
+        let file = fs::File::open(&path).map_err(|e| format!("{relative}: {e}"))?;
+        // SAFETY: a finished index is never modified (written once, renamed into place);
+        // the mapping lives only for this hash.
+        let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{relative}: {e}"))?;
+        if checksum(&bytes) != artifact.blake3 {
+            return Err(format!("{relative} does not match its checksum"));
+        }
+    }
+    Ok(())
+}
+
+/// blake3 of `bytes` as hex, on every core for large inputs.
+pub fn checksum(bytes: &[u8]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    if bytes.len() > 1 << 20 {
+        hasher.update_rayon(bytes);
+    } else {
+        hasher.update(bytes);
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// The previous generation's index an update starts from.
+pub struct Base<'g> {
+    pub dir: PathBuf,
+    pub fingerprint: String,
+    pub graph: &'g Graph,
+    pub meta: IndexMeta,
+}
+
+/// `(kind, file, local)`: a document's identity that survives generations.
+type Key = (&'static str, String, u32);
+
+/// The file text when it still matches the generation; stale or unreadable files give
+/// `None` (their symbols are indexed by name only).
+fn current_text(graph: &Graph, root: &Path, file: u32) -> Option<String> {
+    let meta = graph.data().files.get(file as usize)?;
+    let bytes = crate::source::read(
+        root,
+        graph.str(meta.path.to_native()),
+        meta.size.to_native(),
+    )
+    .ok()?;
+    (blake3::hash(&bytes).as_bytes() == &meta.hash)
+        .then(|| String::from_utf8(bytes).ok())
+        .flatten()
+}
+
+/// The text of one symbol's parts.
+#[derive(Default)]
+struct SymbolText {
+    signature: String,
+    doc: String,
+    /// The first `EXCERPT_LINES` lines.
+    body: String,
+    /// What BM25 indexes: up to `BODY_LINES` lines of a function, else the excerpt.
+    full_body: String,
+}
+
+fn symbol_text(graph: &Graph, text: Option<&str>, node: u32) -> SymbolText {
+    let Some(text) = text else {
+        return SymbolText::default();
+    };
+    let record = graph.node(node);
+    let slice = |span: &crate::graph::data::ArchivedSpanRecord| {
+        text.get(span.start_byte.to_native() as usize..span.end_byte.to_native() as usize)
+            .unwrap_or("")
+    };
+    let has_doc = record.flags & crate::graph::data::FLAG_HAS_DOC != 0;
+    SymbolText {
+        signature: slice(&record.signature).to_string(),
+        doc: if has_doc {
+            slice(&record.doc).to_string()
+        } else {
+            String::new()
+        },
+        body: slice(&record.span)
+            .lines()
+            .take(EXCERPT_LINES)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        full_body: if graph.kind(node).is_type_container() {
+            String::new()
+        } else {
+            slice(&record.span)
+                .lines()
+                .take(BODY_LINES)
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
+    }
+}
+
+/// Searchable nodes per file, in node order.
+fn nodes_by_file(graph: &Graph) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); graph.data().files.len()];
+    for node in 0..graph.node_count() as u32 {
+        let file = graph.node(node).file.to_native();
+        if file != NONE
+            && searchable(graph, node)
+            && let Some(list) = out.get_mut(file as usize)
+        {
+            list.push(node);
+        }
+    }
+    out
+}
+
+/// A node's offset from its file node: stable while the file's content is.
+pub fn local_of(graph: &Graph, node: u32) -> Option<(u32, u32)> {
+    let file = graph.node(node).file.to_native();
+    let record = graph.data().files.get(file as usize)?;
+    Some((file, node.checked_sub(record.node.to_native())?))
+}
+
+/// Whether symbols can be keyed by offset: SCIP-added symbols are appended after every
+/// file's definitions, so their offsets are not stable.
+fn offsets_are_stable(graph: &Graph) -> bool {
+    (0..graph.node_count() as u32).all(|n| graph.node(n).scip_symbol.to_native() == NONE)
+}
+
+/// Repository path → file index.
+pub type FileLookup<'g> = HashMap<&'g str, u32>;
+
+pub fn file_lookup(graph: &Graph) -> FileLookup<'_> {
+    (0..graph.data().files.len() as u32)
+        .map(|f| (graph.file_path(f), f))
+        .collect()
+}
+
+/// What an update from `base` re-indexes: `(changed or added files, removed paths)`;
+/// `None` when a full build is due (another index version, SCIP-added symbols, or most
+/// files changed).
+fn update_plan(graph: &Graph, base: &Base) -> Option<(Vec<u32>, Vec<String>)> {
+    if base.meta.version != INDEX_VERSION
+        || !offsets_are_stable(graph)
+        || !offsets_are_stable(base.graph)
+    {
+        return None;
+    }
+    let (old, new) = (file_lookup(base.graph), file_lookup(graph));
+    let hash = |g: &Graph, f: u32| g.data().files[f as usize].hash;
+    let changed: Vec<u32> = (0..graph.data().files.len() as u32)
+        .filter(|&f| {
+            old.get(graph.file_path(f))
+                .is_none_or(|&o| hash(base.graph, o) != hash(graph, f))
+        })
+        .collect();
+    let removed: Vec<String> = old
+        .keys()
+        .filter(|p| !new.contains_key(*p))
+        .map(|p| p.to_string())
+        .collect();
+    let limit = INCREMENTAL_MAX_CHANGED * new.len().max(1) as f64;
+    ((changed.len() + removed.len()) as f64 <= limit).then_some((changed, removed))
+}
+
+/// Builds the index of `graph` into `dir` (a fresh temporary directory), from `base`
+/// when given and usable.
+pub fn build(
+    dir: &Path,
+    fingerprint: &str,
+    graph: &Graph,
+    root: &Path,
+    embedder: &Embedder,
+    base: Option<Base>,
+) -> Result<IndexMeta> {
+    let files = &graph.data().files;
+    // Which files need their documents (re)built: all of them unless an update applies.
+    let plan = base.as_ref().and_then(|b| update_plan(graph, b));
+    let (base, changed, removed) = match plan {
+        Some((changed, removed)) => (base, changed, removed),
+        None => (None, (0..files.len() as u32).collect(), Vec::new()),
+    };
+    let changed_set: HashSet<u32> = changed.iter().copied().collect();
+
+    let by_file = nodes_by_file(graph);
+    // Sections of every Markdown file (the table is rewritten each generation; only
+    // changed files' sections are re-indexed).
+    let mut sections: Vec<Section> = Vec::new();
+    let mut texts: HashMap<u32, Option<String>> = HashMap::new();
+    for (f, record) in files.iter().enumerate() {
+        let path = graph.str(record.path.to_native());
+        if !sources::is_markdown(path) {
+            continue;
+        }
+        let f = f as u32;
+        let text = current_text(graph, root, f);
+        if let Some(text) = &text {
+            sections.extend(sources::markdown_sections(path, text));
+        }
+        texts.insert(f, text);
+    }
+
+    let tantivy_dir = dir.join("tantivy");
+    let index = match &base {
+        Some(b) => {
+            fs::create_dir_all(&tantivy_dir).at(&tantivy_dir)?;
+            let from = b.dir.join("tantivy");
+            for entry in fs::read_dir(&from).at(&from)? {
+                let entry = entry.at(&from)?;
+                if entry.file_type().at(&from)?.is_file() {
+                    let name = entry.file_name();
+                    if name.to_string_lossy().starts_with(".tantivy") {
+                        continue; // lock files
+                    }
+                    fs::copy(entry.path(), tantivy_dir.join(&name)).at(entry.path())?;
+                }
+            }
+            Index::open_in_dir(&tantivy_dir).map_err(|e| tantivy_error(&tantivy_dir, e))?
+        }
+        None => {
+            let (schema, _) = schema();
+            fs::create_dir_all(&tantivy_dir).at(&tantivy_dir)?;
+            Index::create_in_dir(&tantivy_dir, schema)
+                .map_err(|e| tantivy_error(&tantivy_dir, e))?
+        }
+    };
+    register_tokenizer(&index);
+    let (_, fields) = schema();
+    let mut writer: IndexWriter = index
+        .writer_with_num_threads(1, 50_000_000)
+        .map_err(|e| tantivy_error(dir, e))?;
+    for path in removed
+        .iter()
+        .map(String::as_str)
+        .chain(changed.iter().map(|&f| graph.file_path(f)))
+    {
+        writer.delete_term(Term::from_field_text(fields.file, path));
+    }
+
+    for &f in &changed {
+        let nodes = &by_file[f as usize];
+        if nodes.is_empty() {
+            continue;
+        }
+        let text = match texts.get(&f) {
+            Some(text) => text.clone(),
+            None => current_text(graph, root, f),
+        };
+        let path = graph.file_path(f);
+        for &node in nodes {
+            let Some((_, local)) = local_of(graph, node) else {
+                continue;
+            };
+            let record = graph.node(node);
+            let parts = symbol_text(graph, text.as_deref(), node);
+            let mut document = TantivyDocument::default();
+            document.add_text(fields.kind, KIND_SYMBOL);
+            document.add_text(fields.file, path);
+            document.add_u64(fields.local, u64::from(local));
+            document.add_text(
+                fields.name,
+                identifier_tokens(graph.str(record.name.to_native())),
+            );
+            document.add_text(
+                fields.qualified,
+                identifier_tokens(graph.str(record.qualified.to_native())),
+            );
+            document.add_text(fields.path, identifier_tokens(path));
+            document.add_text(fields.signature, identifier_tokens(&parts.signature));
+            document.add_text(fields.doc, identifier_tokens(&parts.doc));
+            let body = if parts.full_body.is_empty() {
+                &parts.body
+            } else {
+                &parts.full_body
+            };
+            document.add_text(fields.body, identifier_tokens(body));
+            writer
+                .add_document(document)
+                .map_err(|e| tantivy_error(dir, e))?;
+        }
+    }
+    let changed_paths: HashSet<&str> = changed.iter().map(|&f| graph.file_path(f)).collect();
+    for section in sections
+        .iter()
+        .filter(|s| changed_paths.contains(s.path.as_str()))
+    {
+        let mut document = TantivyDocument::default();
+        document.add_text(fields.kind, KIND_SECTION);
+        document.add_text(fields.file, &section.path);
+        document.add_u64(fields.local, u64::from(section.ordinal));
+        document.add_text(fields.title, &section.heading_path);
+        document.add_text(fields.name, identifier_tokens(&section.title));
+        document.add_text(fields.qualified, identifier_tokens(&section.heading_path));
+        document.add_text(fields.path, identifier_tokens(&section.path));
+        document.add_text(fields.body, identifier_tokens(&section.body));
+        writer
+            .add_document(document)
+            .map_err(|e| tantivy_error(dir, e))?;
+    }
+
+    // History: re-read only when HEAD moved (or the base had none).
+    let indexed: HashSet<&str> = (0..files.len() as u32)
+        .map(|f| graph.file_path(f))
+        .collect();
+    let mut head = None;
+    let mut history_error = None;
+    let mut commits = base.as_ref().map_or(0, |b| b.meta.commits);
+    match sources::git_history(root, &indexed) {
+        Ok(Some((new_head, history))) => {
+            let same = base
+                .as_ref()
+                .is_some_and(|b| b.meta.head.as_deref() == Some(new_head.as_str()));
+            if !same {
+                writer.delete_term(Term::from_field_text(fields.kind, KIND_COMMIT));
+                commits = history.len();
+                for commit in &history {
+                    writer
+                        .add_document(commit_document(&fields, commit))
+                        .map_err(|e| tantivy_error(dir, e))?;
+                }
+            }
+            head = Some(new_head);
+        }
+        Ok(None) => {
+            writer.delete_term(Term::from_field_text(fields.kind, KIND_COMMIT));
+            commits = 0;
+        }
+        Err(reason) => {
+            writer.delete_term(Term::from_field_text(fields.kind, KIND_COMMIT));
+            commits = 0;
+            history_error = Some(reason);
+        }
+    }
+    writer.commit().map_err(|e| tantivy_error(dir, e))?;
+    writer
+        .wait_merging_threads()
+        .map_err(|e| tantivy_error(dir, e))?;
+
+    let embedded = write_vectors(
+        dir,
+        graph,
+        root,
+        embedder,
+        &by_file,
+        &sections,
+        &changed_set,
+        base.as_ref(),
+        &mut texts,
+    )?;
+    let table = serde_json::to_vec(&sections).map_err(internal)?;
+    let table_path = dir.join("sections.json");
+    fs::write(&table_path, table).at(&table_path)?;
+    let meta = IndexMeta {
+        version: INDEX_VERSION,
+        fingerprint: fingerprint.to_string(),
+        mode: if base.is_some() {
+            "incremental"
+        } else {
+            "full"
+        }
+        .into(),
+        base: base.as_ref().map(|b| b.fingerprint.clone()),
+        files_indexed: changed.len(),
+        symbols: by_file.iter().map(Vec::len).sum(),
+        sections: sections.len(),
+        commits,
+        embedded,
+        head,
+        history_error,
+        artifacts: artifacts(dir)?,
+    };
+    let meta_path = dir.join("index.json");
+    fs::write(
+        &meta_path,
+        serde_json::to_vec_pretty(&meta).map_err(internal)?,
+    )
+    .at(&meta_path)?;
+    Ok(meta)
+}
+
+fn commit_document(fields: &Fields, commit: &Commit) -> TantivyDocument {
+    let mut document = TantivyDocument::default();
+    document.add_text(fields.kind, KIND_COMMIT);
+    document.add_text(fields.commit, &commit.hash);
+    document.add_i64(fields.time, commit.time);
+    document.add_text(fields.files, commit.files.join("\n"));
+    let subject = commit.message.lines().next().unwrap_or("");
+    document.add_text(fields.title, subject);
+    document.add_text(fields.doc, identifier_tokens(&commit.message));
+    document.add_text(fields.path, identifier_tokens(&commit.files.join(" ")));
+    document
+}
+
+/// Writes `vectors-<model>.bin`: rows for every searchable node, then every section.
+/// Rows of unchanged files are copied from the base's vectors; the rest are embedded.
+/// Returns how many were embedded.
+#[allow(clippy::too_many_arguments)]
+fn write_vectors(
+    dir: &Path,
+    graph: &Graph,
+    root: &Path,
+    embedder: &Embedder,
+    by_file: &[Vec<u32>],
+    sections: &[Section],
+    changed: &HashSet<u32>,
+    base: Option<&Base>,
+    texts: &mut HashMap<u32, Option<String>>,
+) -> Result<usize> {
+    let dim = embedder.dim;
+    let old = base.and_then(|b| OldVectors::open(b, dim, &embedder.identity));
+    let mut items: Vec<u32> = Vec::new();
+    let mut keys: Vec<Key> = Vec::new();
+    for nodes in by_file {
+        for &node in nodes {
+            if let Some((file, local)) = local_of(graph, node) {
+                items.push(node);
+                keys.push((KIND_SYMBOL, graph.file_path(file).to_string(), local));
+            }
+        }
+    }
+    let node_count = graph.node_count() as u32;
+    for (i, section) in sections.iter().enumerate() {
+        items.push(node_count + i as u32);
+        keys.push((KIND_SECTION, section.path.clone(), section.ordinal));
+    }
+    let path_to_file = file_lookup(graph);
+    let mut rows: Vec<Option<Vec<f32>>> = vec![None; items.len()];
+    let mut to_embed: Vec<usize> = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let unchanged = path_to_file
+            .get(key.1.as_str())
+            .is_some_and(|f| !changed.contains(f));
+        let carried = unchanged
+            .then(|| old.as_ref().and_then(|o| o.row(key)))
+            .flatten();
+        match carried {
+            Some(vector) => rows[i] = Some(vector),
+            None => to_embed.push(i),
+        }
+    }
+    let mut inputs = Vec::with_capacity(to_embed.len());
+    for &i in &to_embed {
+        let item = items[i];
+        if item < node_count {
+            let node = item;
+            let file = graph.node(node).file.to_native();
+            let text = texts
+                .entry(file)
+                .or_insert_with(|| current_text(graph, root, file));
+            let parts = symbol_text(graph, text.as_deref(), node);
+            let qualified = graph.str(graph.node(node).qualified.to_native());
+            let words = crate::graph::names::split_identifier(qualified).join(" ");
+            inputs.push(format!(
+                "{words} {} {} {}",
+                parts.signature, parts.doc, parts.body
+            ));
+        } else {
+            let section = &sections[(item - node_count) as usize];
+            inputs.push(format!("{} {}", section.heading_path, section.body));
+        }
+    }
+    let embedded = embedder.embed(&inputs)?;
+    for (n, &i) in to_embed.iter().enumerate() {
+        rows[i] = Some(embedded[n * dim..(n + 1) * dim].to_vec());
+    }
+
+    let mut payload = Vec::with_capacity(vector_data_offset(items.len()) + items.len() * dim * 4);
+    for &item in &items {
+        payload.extend_from_slice(&item.to_le_bytes());
+    }
+    payload.resize(vector_data_offset(items.len()) - VECTOR_HEADER, 0);
+    for row in rows {
+        for value in row.unwrap_or_else(|| vec![0.0; dim]) {
+            payload.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    let mut bytes = Vec::with_capacity(VECTOR_HEADER + payload.len());
+    bytes.extend_from_slice(VECTOR_MAGIC);
+    bytes.extend_from_slice(&VECTOR_FORMAT.to_le_bytes());
+    bytes.extend_from_slice(&(dim as u32).to_le_bytes());
+    bytes.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
+    bytes.extend_from_slice(&payload);
+    let path = dir.join(format!("vectors-{}.bin", embedder.identity));
+    fs::write(&path, bytes).at(&path)?;
+    Ok(to_embed.len())
+}
+
+/// The base generation's vectors, addressable by document key.
+struct OldVectors {
+    mmap: memmap2::Mmap,
+    dim: usize,
+    offset: usize,
+    rows: HashMap<Key, usize>,
+}
+
+impl OldVectors {
+    fn open(base: &Base, dim: usize, model: &str) -> Option<OldVectors> {
+        let path = base.dir.join(format!("vectors-{model}.bin"));
+        let file = fs::File::open(path).ok()?;
+        // SAFETY: vector files are written once and renamed into place, never modified.
+        let mmap = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        let items = parse_vector_header(&mmap, dim).ok()?;
+        if !vector_checksum_ok(&mmap) {
+            return None;
+        }
+        let sections: Vec<Section> =
+            serde_json::from_slice(&fs::read(base.dir.join("sections.json")).ok()?).ok()?;
+        let graph = base.graph;
+        let node_count = graph.node_count() as u32;
+        let mut rows = HashMap::with_capacity(items.len());
+        for (row, &item) in items.iter().enumerate() {
+            let key = if item < node_count {
+                let (file, local) = local_of(graph, item)?;
+                (KIND_SYMBOL, graph.file_path(file).to_string(), local)
+            } else {
+                let section = sections.get((item - node_count) as usize)?;
+                (KIND_SECTION, section.path.clone(), section.ordinal)
+            };
+            rows.insert(key, row);
+        }
+        Some(OldVectors {
+            offset: vector_data_offset(items.len()),
+            mmap,
+            dim,
+            rows,
+        })
+    }
+
+    fn row(&self, key: &Key) -> Option<Vec<f32>> {
+        let row = *self.rows.get(key)?;
+        let start = self.offset + row * self.dim * 4;
+        let bytes = self.mmap.get(start..start + self.dim * 4)?;
+        Some(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        )
+    }
+}
+
+/// Where the rows start: after the header and the row → item table (padded to 8 bytes).
+pub fn vector_data_offset(rows: usize) -> usize {
+    VECTOR_HEADER + (rows * 4).div_ceil(8) * 8
+}
+
+/// The row → item table of a vector file, after checking its header: magic, format, the
+/// model's dimension, and an exact length. The payload checksum is `vector_checksum_ok`.
+pub fn parse_vector_header(bytes: &[u8], dim: usize) -> std::result::Result<Vec<u32>, String> {
+    if bytes.len() < VECTOR_HEADER || &bytes[..8] != VECTOR_MAGIC {
+        return Err("not a vector file".into());
+    }
+    let u32_at =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    if u32_at(8) != VECTOR_FORMAT {
+        return Err(format!(
+            "vector format {} (this build reads {VECTOR_FORMAT})",
+            u32_at(8)
+        ));
+    }
+    if u32_at(12) as usize != dim {
+        return Err(format!("{} dimensions, the model has {dim}", u32_at(12)));
+    }
+    let rows = u32_at(16) as usize;
+    let mut length = [0u8; 8];
+    length.copy_from_slice(&bytes[24..32]);
+    let payload = u64::from_le_bytes(length);
+    let expected = (vector_data_offset(rows) - VECTOR_HEADER) as u64 + (rows * dim * 4) as u64;
+    if payload != expected || (bytes.len() - VECTOR_HEADER) as u64 != payload {
+        return Err(format!(
+            "{} payload bytes for {rows} rows of {dim} (truncated or padded)",
+            bytes.len() - VECTOR_HEADER
+        ));
+    }
+    Ok((0..rows).map(|r| u32_at(VECTOR_HEADER + r * 4)).collect())
+}
+
+/// Whether a vector file's payload matches the checksum in its header.
+pub fn vector_checksum_ok(bytes: &[u8]) -> bool {
+    bytes.len() >= VECTOR_HEADER
+        && blake3::hash(&bytes[VECTOR_HEADER..]).as_bytes() == &bytes[32..64]
+}
+
+/// tantivy's mmap directory for reading a finished, immutable index: no lock file (a
+/// read-only graph directory stays searchable), no watcher, every write refused.
+#[derive(Clone, Debug)]
+pub struct ReadOnlyDirectory(tantivy::directory::MmapDirectory);
+
+impl ReadOnlyDirectory {
+    pub fn open(dir: &Path) -> Result<ReadOnlyDirectory> {
+        tantivy::directory::MmapDirectory::open(dir)
+            .map(ReadOnlyDirectory)
+            .map_err(|e| AtlasError::SearchCorrupt {
+                path: dir.to_path_buf(),
+                reason: e.to_string(),
+            })
+    }
+}
+
+fn read_only_error() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        "a finished search index is read-only",
+    )
+}
+
+impl tantivy::Directory for ReadOnlyDirectory {
+    fn get_file_handle(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<
+        std::sync::Arc<dyn tantivy::directory::FileHandle>,
+        tantivy::directory::error::OpenReadError,
+    > {
+        self.0.get_file_handle(path)
+    }
+
+    fn delete(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<(), tantivy::directory::error::DeleteError> {
+        Err(tantivy::directory::error::DeleteError::IoError {
+            io_error: std::sync::Arc::new(read_only_error()),
+            filepath: path.to_path_buf(),
+        })
+    }
+
+    fn exists(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<bool, tantivy::directory::error::OpenReadError> {
+        self.0.exists(path)
+    }
+
+    fn open_write(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<tantivy::directory::WritePtr, tantivy::directory::error::OpenWriteError>
+    {
+        Err(tantivy::directory::error::OpenWriteError::IoError {
+            io_error: std::sync::Arc::new(read_only_error()),
+            filepath: path.to_path_buf(),
+        })
+    }
+
+    fn atomic_read(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<Vec<u8>, tantivy::directory::error::OpenReadError> {
+        self.0.atomic_read(path)
+    }
+
+    fn atomic_write(&self, _path: &Path, _data: &[u8]) -> std::io::Result<()> {
+        Err(read_only_error())
+    }
+
+    fn sync_directory(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn acquire_lock(
+        &self,
+        _lock: &tantivy::directory::Lock,
+    ) -> std::result::Result<tantivy::directory::DirectoryLock, tantivy::directory::error::LockError>
+    {
+        // Nothing writes a finished index, so there is nothing to exclude.
+        Ok(tantivy::directory::DirectoryLock::from(Box::new(())))
+    }
+
+    fn watch(
+        &self,
+        _callback: tantivy::directory::WatchCallback,
+    ) -> tantivy::Result<tantivy::directory::WatchHandle> {
+        Ok(tantivy::directory::WatchHandle::empty())
+    }
+}

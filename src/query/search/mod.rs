@@ -1,0 +1,1214 @@
+//! Hybrid search (SPEC §6, R-S-1..5): a BM25 arm (tantivy over identifier-aware tokens of
+//! symbol names, qualified names, paths, signatures, docs and body excerpts, and of
+//! Markdown sections), a vector arm (exact cosine over static embeddings) and a graph arm
+//! (names, qualified names and traceback frames the query mentions), fused by reciprocal
+//! rank fusion (`Σ 1/(60 + rank)`, ranks from 0), then a local lexical rerank (exact
+//! symbol matches first; `ATLAS_RERANK=0` disables every reordering after RRF), dedup
+//! and `top_k`. Commits (git history) only fill slots the fused pool left empty.
+//!
+//! The index lives per generation under `<graph>/search/<fingerprint>/` (see `index`),
+//! built by `atlas build` or lazily by the first search that needs it (a `--frozen` read
+//! never builds it), derived incrementally from the previous generation's index, and
+//! collected with its generation.
+
+pub mod embed;
+pub mod index;
+pub mod signals;
+pub mod sources;
+pub mod text;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use serde::Serialize;
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{Index, IndexReader, TantivyDocument, Term};
+
+use crate::build::store::Store;
+use crate::error::{AtlasError, IoContext, Result};
+use crate::graph::Graph;
+use embed::Embedder;
+use index::{Fields, FileLookup, IndexMeta, file_lookup, tantivy_error};
+use sources::Section;
+
+pub const RRF_K: f64 = 60.0;
+/// Index artifacts up to this size are checksummed at every open (metadata, tables).
+const SMALL_ARTIFACT: u64 = 256 << 10;
+/// Candidates each arm contributes to fusion.
+pub const POOL: usize = 50;
+/// Cosine below which a vector neighbour is noise, not a candidate: unrelated words
+/// score 0.25–0.4 against code with the embedded model, related text 0.6 and more.
+/// Below it the pool stays empty, and history may fill it (R-S-5).
+const VECTOR_FLOOR: f32 = 0.45;
+/// Beyond this many words a query is prose: the vector arm ranks the lexical
+/// candidates only.
+const VECTOR_RERANK_WORDS: usize = 32;
+/// Queries of at most this many words also match name prefixes.
+const PREFIX_MAX_WORDS: usize = 8;
+/// Weight of a test-scope hit's fused score in the rerank (not in the reported `score`).
+const TEST_PRIOR: f64 = 0.6;
+/// The same for Markdown sections.
+const SECTION_PRIOR: f64 = 0.5;
+
+/// An open search index of one generation.
+pub struct SearchIndex {
+    reader: IndexReader,
+    fields: Fields,
+    vectors: Option<Mmap>,
+    dim: usize,
+    /// Vector row → item (a node id, or `node_count + i` for section `i`).
+    rows: Vec<u32>,
+    sections: Vec<Section>,
+    /// `(path, ordinal)` → section index.
+    section_index: HashMap<(String, u32), u32>,
+    pub meta: IndexMeta,
+    /// Why the vector arm cannot run on this index (its vectors are missing or damaged).
+    vectors_unavailable: Option<String>,
+}
+
+/// The commit behind a history hit.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CommitInfo {
+    pub hash: String,
+    /// Author time, seconds since the Unix epoch.
+    pub time: i64,
+    pub subject: String,
+    /// Indexed files it touched (at most 10).
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Hit {
+    pub path: String,
+    /// In-file qualified name (`Class.method`); a section's heading path
+    /// (`Install > From source`); `commit:<hash12>` for history.
+    pub symbol: String,
+    /// A symbol kind, `section` or `commit`.
+    pub kind: &'static str,
+    /// 1-based, inclusive (a commit hit spans its first file).
+    pub lines: [u32; 2],
+    /// The RRF score (0 for commits, which only fill empty slots).
+    pub score: f64,
+    pub match_arms: Vec<&'static str>,
+    /// Expansion reference: `path#Lstart-Lend@<8 hex of the file's blake3>`.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<CommitInfo>,
+    /// The graph node of a symbol hit.
+    #[serde(skip)]
+    pub node: Option<u32>,
+    /// Rank in each arm (`ARM_NAMES` order), from 0.
+    #[serde(skip)]
+    pub ranks: [Option<usize>; 3],
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchOutput {
+    pub query: String,
+    pub hits: Vec<Hit>,
+    /// Candidates each arm returned before fusion.
+    pub arms: ArmCounts,
+    pub reranked: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ArmCounts {
+    pub bm25: usize,
+    pub vector: usize,
+    pub graph: usize,
+    /// Commits that filled empty slots.
+    pub history: usize,
+    /// Requested arms that could not run on this index, with the reason (damaged or
+    /// missing data, a failure inside the arm). The other arms answered.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unavailable: std::collections::BTreeMap<&'static str, String>,
+}
+
+/// Arm names in fusion order; `Hit::ranks` is indexed the same way.
+pub const ARM_NAMES: [&str; 3] = ["bm25", "vector", "graph"];
+
+/// One candidate's fused score and its rank in each arm (from 0).
+#[derive(Debug, Clone, Copy, Default)]
+struct Fused {
+    score: f64,
+    ranks: [Option<usize>; 3],
+}
+
+/// Which arms run: all by default; `ATLAS_SEARCH_ARMS=bm25,vector` (any comma list of
+/// `bm25`, `vector`, `graph`) runs a subset, for ablations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arms {
+    pub bm25: bool,
+    pub vector: bool,
+    pub graph: bool,
+}
+
+impl Arms {
+    pub fn from_env() -> Result<Arms> {
+        match std::env::var("ATLAS_SEARCH_ARMS") {
+            Ok(list) if !list.trim().is_empty() => Arms::parse(&list),
+            _ => Ok(Arms {
+                bm25: true,
+                vector: true,
+                graph: true,
+            }),
+        }
+    }
+
+    pub fn parse(list: &str) -> Result<Arms> {
+        let mut arms = Arms {
+            bm25: false,
+            vector: false,
+            graph: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "bm25" => arms.bm25 = true,
+                "vector" => arms.vector = true,
+                "graph" => arms.graph = true,
+                other => {
+                    return Err(AtlasError::InvalidInput {
+                        what: "ATLAS_SEARCH_ARMS",
+                        reason: format!(
+                            "unknown arm `{other}` (expected a comma list of bm25, vector, graph)"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(arms)
+    }
+}
+
+impl SearchIndex {
+    fn dir(store: &Store, fingerprint: &str) -> PathBuf {
+        store.search_root().join(fingerprint)
+    }
+
+    /// Opens the generation's index if it was built: `Ok(None)` when it was not,
+    /// `atlas-search-corrupt` when it is damaged (damaged vectors only disable the vector
+    /// arm, reported in every answer).
+    pub fn open(
+        store: &Store,
+        fingerprint: &str,
+        embedder: &Embedder,
+    ) -> Result<Option<SearchIndex>> {
+        let dir = SearchIndex::dir(store, fingerprint);
+        if !dir.join("COMPLETE").is_file() {
+            return Ok(None);
+        }
+        SearchIndex::load(&dir, embedder).map(Some)
+    }
+
+    /// Opens the index, building or repairing it first when it is missing or damaged
+    /// (under the build lock, waiting a bounded time for another holder).
+    pub fn open_or_build(
+        store: &Store,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+    ) -> Result<SearchIndex> {
+        match SearchIndex::open(store, fingerprint, embedder) {
+            Ok(Some(index)) if index.vectors_unavailable.is_none() => return Ok(index),
+            Ok(_) | Err(AtlasError::SearchCorrupt { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        SearchIndex::repair(store, fingerprint, graph, root, embedder)
+    }
+
+    /// Verifies the index in full and rebuilds whatever does not verify, then opens it.
+    fn repair(
+        store: &Store,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+    ) -> Result<SearchIndex> {
+        let lock = store.lock_within(crate::build::store::read_lock_patience())?;
+        SearchIndex::ensure_built(store, &lock, fingerprint, graph, root, embedder)?;
+        drop(lock);
+        SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
+    }
+
+    /// The index a query reads: a `frozen` read never builds it (`None` when it is
+    /// missing); otherwise it is built or repaired on first use.
+    pub fn for_query(
+        store: &Store,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+        frozen: bool,
+    ) -> Result<Option<SearchIndex>> {
+        if frozen {
+            SearchIndex::open(store, fingerprint, embedder)
+        } else {
+            SearchIndex::open_or_build(store, fingerprint, graph, root, embedder).map(Some)
+        }
+    }
+
+    /// One query end to end: open (or build) the index, search, and — when not frozen
+    /// and an arm failed on damaged data the cheap checks did not see — verify, rebuild
+    /// and search again once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn query(
+        store: &Store,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+        frozen: bool,
+        text: &str,
+        top_k: usize,
+    ) -> Result<SearchOutput> {
+        let index = SearchIndex::for_query(store, fingerprint, graph, root, embedder, frozen)?
+            .ok_or_else(|| {
+                AtlasError::SearchUnavailable(
+                    "the search index of this generation is not built; run without --frozen once"
+                        .into(),
+                )
+            })?;
+        let output = index.search(graph, embedder, text, top_k);
+        let damaged = match &output {
+            Ok(out) => !out.arms.unavailable.is_empty(),
+            Err(e) => matches!(e, AtlasError::SearchCorrupt { .. }),
+        };
+        if frozen || !damaged {
+            return output;
+        }
+        drop(index);
+        SearchIndex::repair(store, fingerprint, graph, root, embedder)?
+            .search(graph, embedder, text, top_k)
+    }
+
+    /// Builds the generation's index unless it exists, from the newest other index
+    /// whose generation still exists when there is one. The caller holds the build lock.
+    pub fn ensure_built(
+        store: &Store,
+        _lock: &crate::build::store::BuildLock,
+        fingerprint: &str,
+        graph: &Graph,
+        root: &Path,
+        embedder: &Embedder,
+    ) -> Result<Option<IndexMeta>> {
+        let dir = SearchIndex::dir(store, fingerprint);
+        let vectors = format!("vectors-{}.bin", embedder.identity);
+        // An existing index is trusted only when every byte verifies (a build repairs
+        // what damage left behind, issue 10 C).
+        if let Some(meta) = read_meta(&dir)
+            && dir.join("COMPLETE").is_file()
+            && meta.artifacts.contains_key(&vectors)
+            && index::verify(&dir, &meta).is_ok()
+        {
+            return Ok(None);
+        }
+        // Removed again if anything below fails (a full disk, a kill leaves it to the
+        // next lock holder).
+        let tmp = crate::build::store::Scratch::create(
+            dir.with_extension(format!("tmp{}", std::process::id())),
+        )?;
+        let base = newest_base(store, fingerprint, &vectors);
+        let base_graph = base
+            .as_ref()
+            .and_then(|(_, fp, _)| Graph::open(&store.graph_path(fp)).ok());
+        let base = match (base, &base_graph) {
+            (Some((dir, fingerprint, meta)), Some(graph)) => Some(index::Base {
+                dir,
+                fingerprint,
+                graph,
+                meta,
+            }),
+            _ => None,
+        };
+        let meta = index::build(tmp.path(), fingerprint, graph, root, embedder, base)?;
+        fs::write(tmp.join("COMPLETE"), fingerprint).at(tmp.path())?;
+        // Whatever is in the way (a damaged index, a file) goes.
+        if dir.is_dir() {
+            fs::remove_dir_all(&dir).at(&dir)?;
+        } else if dir.exists() {
+            fs::remove_file(&dir).at(&dir)?;
+        }
+        // Fsynced before the rename, like a generation.
+        tmp.persist_as(&dir)?;
+        collect_old(store, fingerprint);
+        Ok(Some(meta))
+    }
+
+    fn load(dir: &Path, embedder: &Embedder) -> Result<SearchIndex> {
+        let corrupt = |reason: String| AtlasError::SearchCorrupt {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        let meta = read_meta(dir).ok_or_else(|| {
+            corrupt(format!(
+                "index.json is missing, unreadable or not version {}",
+                index::INDEX_VERSION
+            ))
+        })?;
+        let vectors_name = format!("vectors-{}.bin", embedder.identity);
+        // Cheap checks of everything but the vectors, which only disable their arm.
+        let lexical = IndexMeta {
+            artifacts: meta
+                .artifacts
+                .iter()
+                .filter(|(name, _)| !name.starts_with("vectors-"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ..meta.clone()
+        };
+        // Every artifact has its recorded length, and the small ones (tantivy's metadata,
+        // the sections table) their checksum. The build verified every byte when it wrote
+        // them, and `atlas build` verifies them all again before it trusts an index;
+        // damage a read does not see here makes one arm fail, typed and isolated, and a
+        // read without --frozen then rebuilds (issue 10, C).
+        let small = |name: &str| {
+            meta.artifacts
+                .get(name)
+                .is_some_and(|a| a.bytes <= SMALL_ARTIFACT)
+        };
+        index::verify_where(dir, &lexical, small).map_err(corrupt)?;
+        let sections_path = dir.join("sections.json");
+        let sections: Vec<Section> = fs::read(&sections_path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| corrupt("sections.json is unreadable".into()))?;
+        let section_index = sections
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ((s.path.clone(), s.ordinal), i as u32))
+            .collect();
+        let tantivy_dir = dir.join("tantivy");
+        let opened = crate::isolate::isolate(|| -> Result<(IndexReader, Fields)> {
+            let directory = index::ReadOnlyDirectory::open(&tantivy_dir)?;
+            let index = Index::open(directory).map_err(|e| tantivy_error(&tantivy_dir, e))?;
+            index::register_tokenizer(&index);
+            let (_, fields) = index::schema();
+            let reader = index
+                .reader_builder()
+                .reload_policy(tantivy::ReloadPolicy::Manual)
+                .try_into()
+                .map_err(|e| tantivy_error(&tantivy_dir, e))?;
+            Ok((reader, fields))
+        });
+        let (reader, fields) = opened.map_err(|panic| corrupt(format!("tantivy: {panic}")))??;
+        let (vectors, rows, vectors_unavailable) =
+            match open_vectors(dir, &meta, &vectors_name, embedder.dim) {
+                Ok((mmap, rows)) => (Some(mmap), rows, None),
+                Err(reason) => (None, Vec::new(), Some(reason)),
+            };
+        Ok(SearchIndex {
+            reader,
+            fields,
+            vectors,
+            dim: embedder.dim,
+            rows,
+            sections,
+            section_index,
+            meta,
+            vectors_unavailable,
+        })
+    }
+
+    /// The text query over identifier tokens, all text fields boosted by weight.
+    fn text_query(&self, query: &str) -> Vec<(Occur, Box<dyn Query>)> {
+        let tokens = text::identifier_tokens(query);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let boosts = [
+            (self.fields.name, 3.0),
+            (self.fields.qualified, 2.0),
+            (self.fields.path, 1.0),
+            (self.fields.signature, 1.0),
+            (self.fields.doc, 1.0),
+            (self.fields.body, 0.5),
+        ];
+        // Partial identifiers are typed as short queries; in prose, every word is the
+        // prefix of some name and prefix terms only add noise.
+        let short = query.split_whitespace().count() <= PREFIX_MAX_WORDS;
+        for token in tokens
+            .split(' ')
+            .filter(|t| !t.is_empty() && !text::is_stopword(t))
+        {
+            for (field, boost) in boosts {
+                let term = TermQuery::new(
+                    Term::from_field_text(field, token),
+                    IndexRecordOption::WithFreqs,
+                );
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(term), boost)),
+                ));
+            }
+            // Partial identifiers (`search_hyb`, `EmbeddingEng`): a word is also a prefix
+            // of a name's words.
+            let plain = token.chars().all(|c| c.is_ascii_alphanumeric());
+            if short && plain && token.len() >= 3 {
+                for field in [self.fields.name, self.fields.qualified] {
+                    if let Ok(prefix) =
+                        tantivy::query::RegexQuery::from_pattern(&format!("{token}.+"), field)
+                    {
+                        clauses.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(Box::new(prefix), 1.5)),
+                        ));
+                    }
+                }
+            }
+        }
+        clauses
+    }
+
+    /// The best `limit` documents of one kind for the text query, best first.
+    fn top_documents(&self, query: &str, kind: &str, limit: usize) -> Result<Vec<TantivyDocument>> {
+        let clauses = self.text_query(query);
+        if clauses.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let of_kind: Box<dyn Query> = Box::new(TermQuery::new(
+            Term::from_field_text(self.fields.kind, kind),
+            IndexRecordOption::Basic,
+        ));
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>,
+            ),
+            (Occur::Must, of_kind),
+        ]);
+        let searcher = self.reader.searcher();
+        let damaged = |e: tantivy::TantivyError| AtlasError::SearchCorrupt {
+            path: PathBuf::from("tantivy"),
+            reason: e.to_string(),
+        };
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .map_err(damaged)?;
+        top.into_iter()
+            .map(|(_, address)| searcher.doc(address).map_err(damaged))
+            .collect()
+    }
+
+    /// BM25 over documents of one kind (symbols or sections): items, best first.
+    fn bm25(&self, graph: &Graph, files: &FileLookup, query: &str, kind: &str) -> Result<Vec<u32>> {
+        Ok(self
+            .top_documents(query, kind, POOL)?
+            .iter()
+            .filter_map(|document| self.item_of(graph, files, document))
+            .collect())
+    }
+
+    /// The item a symbol or section document stands for in this generation.
+    fn item_of(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        document: &TantivyDocument,
+    ) -> Option<u32> {
+        let text = |field| document.get_first(field).and_then(|v| v.as_str());
+        let path = text(self.fields.file)?;
+        let local = document
+            .get_first(self.fields.local)
+            .and_then(|v| v.as_u64())? as u32;
+        match text(self.fields.kind)? {
+            index::KIND_SECTION => self
+                .section_index
+                .get(&(path.to_string(), local))
+                .map(|i| graph.node_count() as u32 + i),
+            _ => {
+                let file = *files.get(path)?;
+                let node = graph.data().files[file as usize].node.to_native() + local;
+                // An offset that no longer lands in its file is a stale document.
+                ((node as usize) < graph.node_count()
+                    && graph.node(node).file.to_native() == file
+                    && index::searchable(graph, node))
+                .then_some(node)
+            }
+        }
+    }
+
+    /// Commits matching the query, best first (R-S-5).
+    fn commits(&self, query: &str, limit: usize) -> Result<Vec<CommitInfo>> {
+        if self.meta.commits == 0 {
+            return Ok(Vec::new());
+        }
+        let documents = self.top_documents(query, index::KIND_COMMIT, limit)?;
+        Ok(documents
+            .iter()
+            .map(|document| {
+                let text = |field| {
+                    document
+                        .get_first(field)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                CommitInfo {
+                    hash: text(self.fields.commit),
+                    time: document
+                        .get_first(self.fields.time)
+                        .and_then(|v| v.as_i64())
+                        .unwrap_or(0),
+                    subject: text(self.fields.title),
+                    files: text(self.fields.files)
+                        .lines()
+                        .take(10)
+                        .map(str::to_string)
+                        .collect(),
+                }
+            })
+            .collect())
+    }
+
+    /// The cosine of every item with the query, `(cosine, item)` in row order; an error
+    /// when the vectors are unavailable or a row is damaged (not a unit vector).
+    fn cosines(
+        &self,
+        embedder: &Embedder,
+        query: &str,
+    ) -> std::result::Result<Vec<(f32, u32)>, String> {
+        let Some(mmap) = &self.vectors else {
+            return Err(self
+                .vectors_unavailable
+                .clone()
+                .unwrap_or_else(|| "no vectors".into()));
+        };
+        let q = embedder
+            .embed(&[query.to_string()])
+            .map_err(|e| e.to_string())?;
+        let offset = index::vector_data_offset(self.rows.len());
+        let width = self.dim * 4;
+        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(self.rows.len());
+        let mut row_values = vec![0f32; self.dim];
+        for (row, &item) in self.rows.iter().enumerate() {
+            let start = offset + row * width;
+            let Some(bytes) = mmap.get(start..start + width) else {
+                break;
+            };
+            for (value, chunk) in row_values.iter_mut().zip(bytes.chunks_exact(4)) {
+                *value = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            }
+            let cosine = dot(&row_values, &q);
+            // Unit vectors: a cosine outside [-1, 1] (or NaN) is a damaged row.
+            if cosine.is_nan() || cosine.abs() > 1.001 {
+                return Err(format!("vector row {row} is damaged (cosine {cosine})"));
+            }
+            scored.push((cosine, item));
+        }
+        Ok(scored)
+    }
+
+    /// Runs the arms, fuses, reranks, dedups and cuts to `top_k`; commits fill what is
+    /// left empty.
+    pub fn search(
+        &self,
+        graph: &Graph,
+        embedder: &Embedder,
+        query: &str,
+        top_k: usize,
+    ) -> Result<SearchOutput> {
+        let arms = Arms::from_env()?;
+        let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
+        let files = file_lookup(graph);
+        let node_count = graph.node_count() as u32;
+        // The vector arm (which may first load the model) runs beside the others.
+        // Sections are ranked in lists of their own so that prose never takes a code
+        // candidate's place in an arm's pool; fusion then weighs them together.
+        // Each arm is isolated: damaged data or a panic inside one (tantivy reading a
+        // bad segment) makes that arm unavailable, reported, and the others answer.
+        let mut unavailable: std::collections::BTreeMap<&'static str, String> =
+            std::collections::BTreeMap::new();
+        let (vectors, lexical, graph_arm) = std::thread::scope(|scope| {
+            let vectors = scope.spawn(|| {
+                arms.vector.then(|| {
+                    crate::isolate::isolate(|| self.cosines(embedder, query))
+                        .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
+                })
+            });
+            let lexical = arms.bm25.then(|| {
+                crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>)> {
+                    Ok((
+                        self.bm25(graph, &files, query, index::KIND_SYMBOL)?,
+                        self.bm25(graph, &files, query, index::KIND_SECTION)?,
+                    ))
+                })
+                .unwrap_or_else(|panic| {
+                    Err(AtlasError::SearchCorrupt {
+                        path: PathBuf::from("tantivy"),
+                        reason: format!("panicked: {panic}"),
+                    })
+                })
+            });
+            let graph_arm = arms.graph.then(|| {
+                crate::isolate::isolate(|| signals::rank(graph, query, POOL))
+                    .map_err(|panic| format!("panicked: {panic}"))
+            });
+            let vectors = vectors
+                .join()
+                .unwrap_or_else(|_| Some(Err("the vector arm's thread failed".into())));
+            (vectors, lexical, graph_arm)
+        });
+        let (bm25, bm25_sections) = match lexical {
+            None => (Vec::new(), Vec::new()),
+            Some(Ok(lists)) => lists,
+            Some(Err(e)) => {
+                unavailable.insert("bm25", e.to_string());
+                (Vec::new(), Vec::new())
+            }
+        };
+        let graph_arm = match graph_arm {
+            None => Vec::new(),
+            Some(Ok(list)) => list,
+            Some(Err(reason)) => {
+                unavailable.insert("graph", reason);
+                Vec::new()
+            }
+        };
+        let mut cosines = match vectors {
+            None => Vec::new(),
+            Some(Ok(list)) => list,
+            Some(Err(reason)) => {
+                unavailable.insert("vector", reason);
+                Vec::new()
+            }
+        };
+        let requested = [arms.bm25, arms.vector, arms.graph]
+            .iter()
+            .filter(|on| **on)
+            .count();
+        if requested > 0 && unavailable.len() == requested {
+            return Err(AtlasError::SearchCorrupt {
+                path: PathBuf::from("search"),
+                reason: unavailable
+                    .iter()
+                    .map(|(arm, reason)| format!("{arm}: {reason}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            });
+        }
+        // A long text (an issue, a bug report) embeds to a blur close to everything: its
+        // nearest neighbours are noise (measured: docs/QUALITY.md), but its similarity
+        // still tells the lexical candidates apart. So on prose the vector arm ranks
+        // those candidates only (alone, it searches everything).
+        if prose && (arms.bm25 || arms.graph) {
+            let candidates: std::collections::HashSet<u32> = bm25
+                .iter()
+                .chain(&bm25_sections)
+                .chain(&graph_arm)
+                .copied()
+                .collect();
+            cosines.retain(|(_, item)| candidates.contains(item));
+        }
+        let (vector_sections, vector): (Vec<_>, Vec<_>) = cosines
+            .into_iter()
+            .partition(|(_, item)| *item >= node_count);
+        let (vector, vector_sections) = (nearest(vector), nearest(vector_sections));
+        let mut fused: HashMap<u32, Fused> = HashMap::new();
+        for (list, arm) in [
+            (&bm25, 0),
+            (&bm25_sections, 0),
+            (&vector, 1),
+            (&vector_sections, 1),
+            (&graph_arm, 2),
+        ] {
+            for (rank, &item) in list.iter().enumerate() {
+                let entry = fused.entry(item).or_default();
+                entry.score += 1.0 / (RRF_K + rank as f64);
+                entry.ranks[arm] = Some(rank);
+            }
+        }
+        let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+        let rerank = std::env::var("ATLAS_RERANK").map_or(true, |v| v != "0");
+        if rerank {
+            // Code first: tests and prose (Markdown sections) keep their order among
+            // themselves but weigh less against the code they test or describe.
+            let prior = |item: u32, score: f64| {
+                if item >= node_count {
+                    score * SECTION_PRIOR
+                } else if graph.is_test(item) {
+                    score * TEST_PRIOR
+                } else {
+                    score
+                }
+            };
+            ranked.sort_by(|a, b| {
+                prior(b.0, b.1.score)
+                    .total_cmp(&prior(a.0, a.1.score))
+                    .then(a.0.cmp(&b.0))
+            });
+            // Exact symbol matches stay first; for a one-identifier query, names that
+            // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
+            // otherwise (the sort is stable).
+            // Only short, identifier-like queries: in prose (an issue text) some word
+            // always equals some name, and promoting it would drown the fused ranking.
+            let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
+            let words: Vec<String> = if words.len() <= 3 { words } else { Vec::new() };
+            let squash = |s: &str| -> String {
+                s.chars()
+                    .filter(|c| c.is_alphanumeric())
+                    .flat_map(char::to_lowercase)
+                    .collect()
+            };
+            let single = (words.len() == 1)
+                .then(|| squash(&words[0]))
+                .filter(|w| w.len() >= 3);
+            let tier = |node: u32| {
+                if node >= node_count {
+                    return 2;
+                }
+                let record = graph.node(node);
+                let name = graph.str(record.name.to_native()).to_lowercase();
+                let qualified = graph.str(record.qualified.to_native()).to_lowercase();
+                if words.iter().any(|w| *w == name || *w == qualified) {
+                    0
+                } else if single
+                    .as_ref()
+                    .is_some_and(|w| squash(&name).contains(w.as_str()))
+                {
+                    1
+                } else {
+                    2
+                }
+            };
+            // Within the promoted tiers the lexical (BM25) rank decides; the rest keep RRF
+            // order (the sort is stable).
+            ranked.sort_by_key(|r| {
+                let t = tier(r.0);
+                (
+                    t,
+                    if t < 2 {
+                        r.1.ranks[0].unwrap_or(usize::MAX)
+                    } else {
+                        0
+                    },
+                )
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut hits = Vec::new();
+        for (item, fused) in ranked {
+            if hits.len() >= top_k {
+                break;
+            }
+            let hit = if item < node_count {
+                if !seen.insert(graph.label(item)) {
+                    continue;
+                }
+                symbol_hit(graph, item)
+            } else {
+                let Some(section) = self.sections.get((item - node_count) as usize) else {
+                    continue;
+                };
+                if !seen.insert(format!("{}#{}", section.path, section.ordinal)) {
+                    continue;
+                }
+                section_hit(graph, &files, section)
+            };
+            hits.push(Hit {
+                score: (fused.score * 1e6).round() / 1e6,
+                match_arms: ARM_NAMES
+                    .iter()
+                    .zip(fused.ranks)
+                    .filter(|(_, rank)| rank.is_some())
+                    .map(|(name, _)| *name)
+                    .collect(),
+                ranks: fused.ranks,
+                ..hit
+            });
+        }
+        // History only takes slots the pool left empty (R-S-5).
+        let mut history = 0;
+        let commits = if arms.bm25 && hits.len() < top_k && !unavailable.contains_key("bm25") {
+            crate::isolate::isolate(|| self.commits(query, top_k - hits.len()))
+                .unwrap_or_else(|panic| {
+                    Err(AtlasError::SearchCorrupt {
+                        path: PathBuf::from("tantivy"),
+                        reason: format!("panicked: {panic}"),
+                    })
+                })
+                .unwrap_or_else(|e| {
+                    unavailable.insert("history", e.to_string());
+                    Vec::new()
+                })
+        } else {
+            Vec::new()
+        };
+        {
+            for commit in commits {
+                let Some(path) = commit.files.first() else {
+                    continue;
+                };
+                let Some(&file) = files.get(path.as_str()) else {
+                    continue;
+                };
+                let record = &graph.data().files[file as usize];
+                history += 1;
+                hits.push(Hit {
+                    path: path.clone(),
+                    symbol: format!(
+                        "commit:{}",
+                        commit.hash.chars().take(12).collect::<String>()
+                    ),
+                    kind: "commit",
+                    lines: [1, record.lines.to_native().max(1)],
+                    score: 0.0,
+                    match_arms: vec!["history"],
+                    reference: format!(
+                        "{path}#L1-L{}@{}",
+                        record.lines.to_native().max(1),
+                        crate::graph::hex(&record.hash[..4])
+                    ),
+                    commit: Some(commit),
+                    node: None,
+                    ranks: [None; 3],
+                });
+            }
+        }
+        Ok(SearchOutput {
+            query: query.to_string(),
+            hits,
+            arms: ArmCounts {
+                bm25: bm25.len() + bm25_sections.len(),
+                vector: vector.len() + vector_sections.len(),
+                graph: graph_arm.len(),
+                history,
+                unavailable,
+            },
+            reranked: rerank,
+        })
+    }
+}
+
+/// Dot product in eight independent lanes, which the compiler vectorises.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (a_chunks, a_rest) = a.as_chunks::<8>();
+    let (b_chunks, b_rest) = b.as_chunks::<8>();
+    for (x, y) in a_chunks.iter().zip(b_chunks) {
+        for lane in 0..8 {
+            lanes[lane] += x[lane] * y[lane];
+        }
+    }
+    let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// The best `POOL` of `(cosine, item)` above the floor, best first.
+fn nearest(mut scored: Vec<(f32, u32)>) -> Vec<u32> {
+    let keep = POOL.min(scored.len());
+    if keep == 0 {
+        return Vec::new();
+    }
+    scored.select_nth_unstable_by(keep - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.truncate(keep);
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .take_while(|(cosine, _)| *cosine >= VECTOR_FLOOR)
+        .map(|(_, item)| item)
+        .collect()
+}
+
+/// The index metadata of `dir`, when it is readable and of this build's version (older
+/// layouts are rebuilt, not read).
+fn read_meta(dir: &Path) -> Option<IndexMeta> {
+    fs::read(dir.join("index.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
+        .filter(|m| m.version == index::INDEX_VERSION)
+}
+
+/// The generation's vectors for this model, mmapped, after the cheap checks: listed in
+/// `index.json` with this length, and a header that fits the model. Why not, otherwise.
+fn open_vectors(
+    dir: &Path,
+    meta: &IndexMeta,
+    name: &str,
+    dim: usize,
+) -> std::result::Result<(Mmap, Vec<u32>), String> {
+    let recorded = meta
+        .artifacts
+        .get(name)
+        .ok_or_else(|| format!("no vectors for this model ({name})"))?;
+    let path = dir.join(name);
+    let file = fs::File::open(&path).map_err(|e| format!("{name}: {e}"))?;
+    let length = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
+    if length != recorded.bytes {
+        return Err(format!(
+            "{name} is {length} bytes, the index recorded {}",
+            recorded.bytes
+        ));
+    }
+    // SAFETY: vector files are written once into a temporary directory and renamed into
+    // place; they are never modified afterwards (a file damaged under us reads as wrong
+    // values, which the scan detects, never as out-of-bounds memory: lengths are checked).
+    let mmap = unsafe { Mmap::map(&file) }.map_err(|e| format!("{name}: {e}"))?;
+    let rows = index::parse_vector_header(&mmap, dim).map_err(|e| format!("{name}: {e}"))?;
+    Ok((mmap, rows))
+}
+
+fn symbol_hit(graph: &Graph, node: u32) -> Hit {
+    let record = graph.node(node);
+    let (path, hash) = graph
+        .file_of(node)
+        .map(|f| {
+            (
+                graph.str(f.path.to_native()).to_string(),
+                crate::graph::hex(&f.hash[..4]),
+            )
+        })
+        .unwrap_or_default();
+    let lines = [
+        record.span.start_line.to_native() + 1,
+        record.span.end_line.to_native() + 1,
+    ];
+    Hit {
+        reference: format!("{path}#L{}-L{}@{hash}", lines[0], lines[1]),
+        path,
+        symbol: graph.str(record.qualified.to_native()).to_string(),
+        kind: graph.kind(node).as_str(),
+        lines,
+        score: 0.0,
+        match_arms: Vec::new(),
+        commit: None,
+        node: Some(node),
+        ranks: [None; 3],
+    }
+}
+
+fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
+    let hash = files
+        .get(section.path.as_str())
+        .map(|&f| crate::graph::hex(&graph.data().files[f as usize].hash[..4]))
+        .unwrap_or_default();
+    Hit {
+        reference: format!(
+            "{}#L{}-L{}@{hash}",
+            section.path, section.lines[0], section.lines[1]
+        ),
+        path: section.path.clone(),
+        symbol: section.heading_path.clone(),
+        kind: "section",
+        lines: section.lines,
+        score: 0.0,
+        match_arms: Vec::new(),
+        commit: None,
+        node: None,
+        ranks: [None; 3],
+    }
+}
+
+/// The newest other complete index of this model whose generation still exists: the
+/// base an update starts from. `(dir, fingerprint, meta)`.
+fn newest_base(store: &Store, keep: &str, vectors: &str) -> Option<(PathBuf, String, IndexMeta)> {
+    let entries = fs::read_dir(store.dir().join("search")).ok()?;
+    let mut best: Option<(std::time::SystemTime, PathBuf, String, IndexMeta)> = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let dir = entry.path();
+        if name == keep || name.contains('.') || !store.graph_path(&name).is_file() {
+            continue;
+        }
+        let Ok(modified) = fs::metadata(dir.join("COMPLETE")).and_then(|m| m.modified()) else {
+            continue;
+        };
+        if !dir.join(vectors).is_file() {
+            continue;
+        }
+        let Some(meta) = fs::read(dir.join("index.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
+        else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|b| modified > b.0) {
+            best = Some((modified, dir, name, meta));
+        }
+    }
+    best.map(|(_, dir, name, meta)| (dir, name, meta))
+}
+
+/// Removes search indexes of generations that no longer exist.
+fn collect_old(store: &Store, keep: &str) {
+    let Ok(entries) = fs::read_dir(store.dir().join("search")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name != keep && !store.generation_dir(&name).is_dir() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Response profiles of `atlas search` (R-S-4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ResponseProfile {
+    /// Every field of every hit.
+    Full,
+    /// Fewer fields per hit (path, symbol, lines, ref), conservative dedup, a budget at
+    /// 70% of the ceiling.
+    Compact,
+}
+
+impl ResponseProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseProfile::Full => "full",
+            ResponseProfile::Compact => "compact",
+        }
+    }
+
+    /// The per-call choice, else `ATLAS_CONTEXT_OPTIMIZATION=1` makes compact the default.
+    pub fn resolve(flag: Option<ResponseProfile>) -> ResponseProfile {
+        flag.unwrap_or_else(|| {
+            if std::env::var("ATLAS_CONTEXT_OPTIMIZATION").is_ok_and(|v| v == "1") {
+                ResponseProfile::Compact
+            } else {
+                ResponseProfile::Full
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactHit {
+    pub path: String,
+    pub symbol: String,
+    pub lines: [u32; 2],
+    #[serde(rename = "ref")]
+    pub reference: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Budget {
+    /// `tokens` (exact, with `tokenizer`) or `chars` (fallback).
+    pub mode: &'static str,
+    pub tokenizer: String,
+    /// The ceiling in tokens; `null` when counting fell back to characters.
+    pub max_tokens: Option<usize>,
+    /// The ceiling in the counting mode's units.
+    pub ceiling: usize,
+    /// What this response was allowed (70% of the ceiling in compact).
+    pub budget: usize,
+    pub used: usize,
+    /// Whole results cut from the tail to fit.
+    pub cut: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResponse {
+    pub query: String,
+    pub profile: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hits: Option<Vec<Hit>>,
+    #[serde(rename = "hits", skip_serializing_if = "Option::is_none")]
+    pub compact_hits: Option<Vec<CompactHit>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arms: Option<ArmCounts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reranked: Option<bool>,
+    /// Present when results were cut to fit the budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
+}
+
+impl SearchResponse {
+    /// Hits in the response, whichever profile shaped it.
+    pub fn hit_count(&self) -> usize {
+        self.hits.as_ref().map_or(0, Vec::len) + self.compact_hits.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// Shapes a search result for a profile and applies the response ceiling (R-OBS-2):
+/// whole results are cut from the tail until the JSON fits.
+pub fn respond(
+    output: SearchOutput,
+    profile: ResponseProfile,
+    max_tokens: usize,
+) -> SearchResponse {
+    let mut response = match profile {
+        ResponseProfile::Full => SearchResponse {
+            query: output.query,
+            profile: "full",
+            hits: Some(output.hits),
+            compact_hits: None,
+            arms: Some(output.arms),
+            reranked: Some(output.reranked),
+            budget: None,
+        },
+        ResponseProfile::Compact => {
+            // Conservative dedup: a hit inside an earlier hit's lines of the same file.
+            let mut kept: Vec<CompactHit> = Vec::new();
+            for hit in output.hits {
+                let inside = kept.iter().any(|k| {
+                    k.path == hit.path && k.lines[0] <= hit.lines[0] && hit.lines[1] <= k.lines[1]
+                });
+                if !inside {
+                    kept.push(CompactHit {
+                        path: hit.path,
+                        symbol: hit.symbol,
+                        lines: hit.lines,
+                        reference: hit.reference,
+                    });
+                }
+            }
+            SearchResponse {
+                query: output.query,
+                profile: "compact",
+                hits: None,
+                compact_hits: Some(kept),
+                arms: None,
+                reranked: None,
+                budget: None,
+            }
+        }
+    };
+    let share = |ceiling: usize| match profile {
+        ResponseProfile::Full => ceiling,
+        ResponseProfile::Compact => ceiling * 7 / 10,
+    };
+    // A text never has more tokens (nor chars) than bytes: a response within the budget
+    // in bytes fits under any counting, and the tokenizer need not be loaded (~100 ms).
+    if serde_json::to_string(&response).map_or(usize::MAX, |t| t.len()) <= share(max_tokens) {
+        return response;
+    }
+    let counter = crate::query::tokens::counter();
+    let exact = counter.mode() == "tokens";
+    // Characters stand in for tokens at ~4 per token when counting is unavailable.
+    let ceiling = if exact { max_tokens } else { max_tokens * 4 };
+    let budget = share(ceiling);
+    let measure = |r: &SearchResponse| counter.count(&serde_json::to_string(r).unwrap_or_default());
+    let mut cut = 0;
+    loop {
+        let used = measure(&response);
+        let remaining = response.hits.as_ref().map_or(0, Vec::len)
+            + response.compact_hits.as_ref().map_or(0, Vec::len);
+        if used <= budget || remaining == 0 {
+            if cut > 0 {
+                response.budget = Some(Budget {
+                    mode: counter.mode(),
+                    tokenizer: counter.name.clone(),
+                    max_tokens: exact.then_some(max_tokens),
+                    ceiling,
+                    budget,
+                    used,
+                    cut,
+                });
+            }
+            return response;
+        }
+        if let Some(hits) = response.hits.as_mut() {
+            hits.pop();
+        }
+        if let Some(hits) = response.compact_hits.as_mut() {
+            hits.pop();
+        }
+        cut += 1;
+    }
+}

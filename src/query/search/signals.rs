@@ -1,0 +1,347 @@
+//! The graph arm of hybrid search: evidence that a query names code the graph knows,
+//! rather than sharing words with it. Issue texts and bug reports carry three such
+//! signals, strongest first:
+//!
+//! - stack-trace frames (`File "…/pkg/mod.py", line 12, in name`): the innermost symbol at
+//!   that line of the repository file whose path ends the frame's path;
+//! - qualified mentions (`Class.method`, `pkg.mod.func`) matched against the qualified-name
+//!   suffix table;
+//! - identifier mentions (`snake_case`, `camelCase`, `` `quoted` ``, `name(`) matched
+//!   against exact names, weighted by how rare the name is (a name defined 40 times says
+//!   little about which definition is meant).
+//!
+//! Ties are broken by centrality. The arm is fused by RRF like the others
+//! (`ATLAS_SEARCH_ARMS` selects arms).
+
+use std::collections::HashMap;
+
+use super::index::searchable;
+use crate::graph::{Graph, NameTable};
+use crate::syntax::facts::SymbolKind;
+
+/// Names defined more often than this are not evidence of any one definition.
+const MAX_DEFINITIONS: usize = 40;
+const FRAME_WEIGHT: f64 = 4.0;
+const QUALIFIED_WEIGHT: f64 = 2.0;
+/// Weight of a word that matches a name but does not look like code (`simplify`,
+/// `Parser`, `version`): prose words collide with names all the time, and the BM25 arm
+/// already weighs them as words.
+const PLAIN_WORD_WEIGHT: f64 = 0.0;
+/// A file named by path contributes this many of its most central symbols …
+const PATH_SYMBOLS: usize = 10;
+/// … with this weight (the first; the rest slightly less).
+const PATH_WEIGHT: f64 = 1.0;
+/// Variables, fields and constants are named by prose as often as by intent.
+const DATA_WEIGHT: f64 = 0.5;
+
+/// One mention of something that may be code, as written in the query.
+#[derive(Debug, PartialEq)]
+struct Mention<'q> {
+    text: &'q str,
+    /// Written as code: backticks, a call, `snake_case`, inner capitals or dots.
+    code_like: bool,
+}
+
+/// A traceback frame: the path as printed, its line (1-based) and function name.
+#[derive(Debug, PartialEq)]
+struct Frame<'q> {
+    path: &'q str,
+    line: u32,
+    name: &'q str,
+}
+
+/// Nodes the query names, best first, at most `limit`.
+pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
+    let mut scores: HashMap<u32, f64> = HashMap::new();
+    let searchable = |node: u32| searchable(graph, node);
+
+    let frames = frames(query);
+    if !frames.is_empty() {
+        let files = frame_files(graph, &frames);
+        for (frame, file) in frames.iter().zip(files) {
+            let Some(file) = file else { continue };
+            if let Some(node) = innermost_at(graph, file, frame.line, frame.name) {
+                *scores.entry(node).or_default() += FRAME_WEIGHT;
+            }
+        }
+    }
+
+    // Files the text names by path (`xarray/core/dataset.py`, `…/autodoc/__init__.py`):
+    // their most central symbols are candidates.
+    for file in mentioned_files(graph, query) {
+        let mut nodes: Vec<u32> = (0..graph.node_count() as u32)
+            .filter(|&n| graph.node(n).file.to_native() == file && searchable(n))
+            .collect();
+        nodes.sort_by_key(|&n| std::cmp::Reverse(graph.node(n).centrality.to_native()));
+        for (i, node) in nodes.into_iter().take(PATH_SYMBOLS).enumerate() {
+            // Decreasing, so that centrality orders the file's symbols.
+            *scores.entry(node).or_default() += PATH_WEIGHT / (1.0 + i as f64 * 0.1);
+        }
+    }
+
+    let mut counts: HashMap<&str, (usize, bool)> = HashMap::new();
+    for mention in mentions(query) {
+        let entry = counts.entry(mention.text).or_default();
+        entry.0 += 1;
+        entry.1 |= mention.code_like;
+    }
+    for (text, (count, code_like)) in counts {
+        let repeat = 1.0 + (count as f64).ln();
+        if text.contains('.') {
+            let nodes = graph.lookup(NameTable::Suffix, text);
+            if !nodes.is_empty() && nodes.len() <= MAX_DEFINITIONS {
+                let weight = QUALIFIED_WEIGHT * repeat / (nodes.len() as f64).sqrt();
+                for node in nodes.into_iter().filter(|&n| searchable(n)) {
+                    *scores.entry(node).or_default() += weight * kind_weight(graph, node);
+                }
+            }
+            continue;
+        }
+        let nodes = graph.lookup(NameTable::Exact, text);
+        if nodes.is_empty() || nodes.len() > MAX_DEFINITIONS {
+            continue;
+        }
+        let base = if code_like { 1.0 } else { PLAIN_WORD_WEIGHT };
+        if base == 0.0 {
+            continue;
+        }
+        let weight = base * repeat / (nodes.len() as f64).sqrt();
+        for node in nodes.into_iter().filter(|&n| searchable(n)) {
+            *scores.entry(node).or_default() += weight * kind_weight(graph, node);
+        }
+    }
+
+    let mut ranked: Vec<(u32, f64)> = scores.into_iter().collect();
+    ranked.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| {
+                let centrality = |n: u32| graph.node(n).centrality.to_native();
+                centrality(b.0).cmp(&centrality(a.0))
+            })
+            .then(a.0.cmp(&b.0))
+    });
+    ranked.truncate(limit);
+    ranked.into_iter().map(|(n, _)| n).collect()
+}
+
+fn kind_weight(graph: &Graph, node: u32) -> f64 {
+    match graph.kind(node) {
+        SymbolKind::Variable | SymbolKind::Field | SymbolKind::Constant => DATA_WEIGHT,
+        _ => 1.0,
+    }
+}
+
+/// Python traceback frames: `File "<path>", line <n>, in <name>`.
+fn frames(query: &str) -> Vec<Frame<'_>> {
+    let mut out = Vec::new();
+    let mut rest = query;
+    while let Some(at) = rest.find("File \"") {
+        rest = &rest[at + 6..];
+        let Some(close) = rest.find('"') else { break };
+        let path = &rest[..close];
+        let after = &rest[close + 1..];
+        let Some(line_part) = after.strip_prefix(", line ") else {
+            continue;
+        };
+        let digits: &str = &line_part[..line_part
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(line_part.len())];
+        let Ok(line) = digits.parse::<u32>() else {
+            continue;
+        };
+        let name = line_part[digits.len()..]
+            .strip_prefix(", in ")
+            .map(|s| {
+                let end = s
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '<' || c == '>'))
+                    .unwrap_or(s.len());
+                &s[..end]
+            })
+            .unwrap_or("");
+        out.push(Frame { path, line, name });
+    }
+    out
+}
+
+/// Repository files the query names by a path with at least one directory, matched by
+/// whole path components in either direction (an absolute path ending with the file's
+/// path, or a partial path the file's path ends with). Traceback frames count too.
+fn mentioned_files(graph: &Graph, query: &str) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    let files = &graph.data().files;
+    for word in query.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-')))
+    {
+        let word = word
+            .trim_matches(|c| c == '.' || c == '/')
+            .replace('\\', "/");
+        let has_extension = word.rsplit_once('.').is_some_and(|(_, ext)| {
+            (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+        if !word.contains('/') || !has_extension {
+            continue;
+        }
+        let aligned = |long: &str, short: &str| {
+            long == short
+                || (long.ends_with(short) && long.as_bytes()[long.len() - short.len() - 1] == b'/')
+        };
+        let matches: Vec<u32> = (0..files.len() as u32)
+            .filter(|&f| {
+                let path = graph.file_path(f);
+                aligned(&word, path) || aligned(path, &word)
+            })
+            .collect();
+        // A partial path that fits several files names none of them.
+        if let [file] = matches[..]
+            && !out.contains(&file)
+        {
+            out.push(file);
+        }
+    }
+    out
+}
+
+/// For each frame, the repository file whose path is the longest whole-component suffix
+/// of the frame's path (`/usr/lib/python3/site-packages/pkg/a.py` → `pkg/a.py`).
+fn frame_files(graph: &Graph, frames: &[Frame]) -> Vec<Option<u32>> {
+    let files = &graph.data().files;
+    frames
+        .iter()
+        .map(|frame| {
+            let printed = frame.path.replace('\\', "/");
+            let mut best: Option<(usize, u32)> = None;
+            for (i, file) in files.iter().enumerate() {
+                let path = graph.str(file.path.to_native());
+                let aligned = printed == path
+                    || (printed.ends_with(path)
+                        && printed.as_bytes()[printed.len() - path.len() - 1] == b'/');
+                if aligned && best.is_none_or(|(len, _)| path.len() > len) {
+                    best = Some((path.len(), i as u32));
+                }
+            }
+            best.map(|(_, i)| i)
+        })
+        .collect()
+}
+
+/// The smallest searchable symbol of `file` whose span holds `line` (1-based), preferring
+/// one named like the frame.
+fn innermost_at(graph: &Graph, file: u32, line: u32, name: &str) -> Option<u32> {
+    let line = line.checked_sub(1)?;
+    let mut best: Option<(bool, u32, u32)> = None;
+    for node in 0..graph.node_count() as u32 {
+        let record = graph.node(node);
+        if record.file.to_native() != file || !searchable(graph, node) {
+            continue;
+        }
+        let (start, end) = (
+            record.span.start_line.to_native(),
+            record.span.end_line.to_native(),
+        );
+        if start > line || line > end {
+            continue;
+        }
+        let named = graph.str(record.name.to_native()) == name;
+        let key = (named, u32::MAX - (end - start), node);
+        if best.is_none_or(|b| (key.0, key.1) > (b.0, b.1)) {
+            best = Some(key);
+        }
+    }
+    best.map(|(_, _, node)| node)
+}
+
+/// Words of the query that could name code, with whether they are written as code.
+fn mentions(query: &str) -> Vec<Mention<'_>> {
+    let bytes = query.as_bytes();
+    let mut out = Vec::new();
+    let mut start = None;
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'.';
+    for i in 0..=bytes.len() {
+        let inside = i < bytes.len() && is_word(bytes[i]);
+        match (inside, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                start = None;
+                let raw = &query[s..i];
+                let text = raw.trim_matches('.');
+                if text.len() < 3 || text.starts_with(|c: char| c.is_ascii_digit()) {
+                    continue;
+                }
+                let lead = s + (raw.len() - raw.trim_start_matches('.').len());
+                let before = query[..lead].chars().next_back();
+                let after = query[lead + text.len()..].chars().next();
+                let quoted = before == Some('`') || after == Some('`');
+                let called = after == Some('(');
+                let shaped = text.contains('_')
+                    || text.contains('.')
+                    || text.chars().skip(1).any(|c| c.is_ascii_uppercase());
+                if text.contains('.') {
+                    // `obj.method` also mentions `method`; `a.b.c` also `b.c`.
+                    let parts: Vec<&str> = text.split('.').filter(|p| !p.is_empty()).collect();
+                    if parts.len() >= 2 {
+                        out.push(Mention {
+                            text,
+                            code_like: true,
+                        });
+                        if let Some(last) = parts.last().filter(|l| l.len() >= 3) {
+                            out.push(Mention {
+                                text: last,
+                                code_like: true,
+                            });
+                        }
+                    }
+                    continue;
+                }
+                out.push(Mention {
+                    text,
+                    code_like: quoted || called || shaped,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceback_frames_are_parsed() {
+        let text = "Traceback (most recent call last):\n  File \"/home/u/env/lib/pkg/core.py\", line 42, in resolve\n    x()\n  File \"<stdin>\", line 1, in <module>\nFile \"broken";
+        let frames = frames(text);
+        assert_eq!(
+            frames,
+            vec![
+                Frame {
+                    path: "/home/u/env/lib/pkg/core.py",
+                    line: 42,
+                    name: "resolve"
+                },
+                Frame {
+                    path: "<stdin>",
+                    line: 1,
+                    name: "<module>"
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn mentions_know_code_from_prose() {
+        let found =
+            mentions("Calling `simplify` on Foo.bar_baz() breaks parse_expr(x), not sympify.");
+        let code: Vec<&str> = found
+            .iter()
+            .filter(|m| m.code_like)
+            .map(|m| m.text)
+            .collect();
+        let plain: Vec<&str> = found
+            .iter()
+            .filter(|m| !m.code_like)
+            .map(|m| m.text)
+            .collect();
+        assert_eq!(code, ["simplify", "Foo.bar_baz", "bar_baz", "parse_expr"]);
+        assert_eq!(plain, ["Calling", "breaks", "not", "sympify"]);
+    }
+}

@@ -1,0 +1,1400 @@
+//! tree-sitter extraction: one file's bytes in, `FileFacts` out (R-EXT-1/2).
+//!
+//! Extraction never fails on broken code: syntax errors make the file `partial` with an
+//! error count and lines, and whatever the parser recovered is still extracted. The only
+//! error is an invalid query file, which is a bug in Atlas, not in the input.
+
+use std::cell::RefCell;
+
+use tree_sitter::{Node, Parser, QueryCursor, StreamingIterator};
+
+use crate::error::Result;
+use crate::syntax::facts::{
+    Definition, FileFacts, Import, ParseStatus, RefRole, Reference, Span, SymbolKind, TypeBinding,
+    Visibility,
+};
+use crate::syntax::lang::Language;
+
+/// Bumped whenever extraction output changes for the same input; part of the cache key
+/// and of the fingerprint.
+pub const EXTRACTOR_VERSION: u32 = 6;
+
+/// Syntax nested deeper than this is not extracted: hostile or generated files
+/// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
+/// `truncated`, and the reason says so (issue 10, E). Real code nests a few dozen deep.
+pub const MAX_NESTING: u32 = 512;
+
+const MAX_ERROR_LINES: usize = 8;
+/// Receiver and qualifier texts are clipped: they are evidence, not payload.
+const MAX_AUX_TEXT: usize = 160;
+
+thread_local! {
+    static PARSERS: RefCell<Vec<(Language, Parser)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Extracts the facts of one source file.
+pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
+    let query = &language.query()?.query;
+    let tree = PARSERS.with(|parsers| {
+        let mut parsers = parsers.borrow_mut();
+        let index = match parsers.iter().position(|(l, _)| *l == language) {
+            Some(i) => i,
+            None => {
+                let mut parser = Parser::new();
+                // A grammar/ABI mismatch is impossible at run time: the grammars are linked
+                // crates checked by the query test. Fall back to "no tree" rather than panic.
+                if parser.set_language(&language.grammar()).is_err() {
+                    return None;
+                }
+                parsers.push((language, parser));
+                parsers.len() - 1
+            }
+        };
+        parsers[index].1.parse(source, None)
+    });
+    let line_count = source.lines().count() as u32;
+    let Some(tree) = tree else {
+        return Ok(FileFacts {
+            parse_status: ParseStatus::Partial,
+            limit: None,
+            error_count: 1,
+            error_lines: vec![0],
+            line_count,
+            package: None,
+            defs: Vec::new(),
+            refs: Vec::new(),
+            imports: Vec::new(),
+            bindings: Vec::new(),
+        });
+    };
+    let root = tree.root_node();
+    let (error_count, error_lines) = count_errors(root);
+
+    let depth = max_depth(root);
+    let mut collector = Collector::new(language, source);
+    let mut cursor = QueryCursor::new();
+    cursor.set_max_start_depth(Some(MAX_NESTING));
+    let mut matches = cursor.matches(query, root, source.as_bytes());
+    let names = query.capture_names();
+    while let Some(m) = matches.next() {
+        let captures: Vec<(&str, Node)> = m
+            .captures()
+            .iter()
+            .map(|c| (names[c.index as usize], c.node))
+            .collect();
+        collector.add_match(&captures);
+    }
+    drop(matches);
+    let mut facts = collector.finish();
+    facts.line_count = line_count;
+    facts.error_count = error_count;
+    facts.error_lines = error_lines;
+    facts.parse_status = if error_count > 0 {
+        ParseStatus::Partial
+    } else {
+        ParseStatus::Complete
+    };
+    // A limit that cut extraction short is reported, never silent.
+    if depth > MAX_NESTING {
+        facts.parse_status = ParseStatus::Truncated;
+        facts.limit = Some(format!(
+            "syntax nested {depth} deep; nothing deeper than {MAX_NESTING} is extracted"
+        ));
+    } else if cursor.did_exceed_match_limit() {
+        facts.parse_status = ParseStatus::Truncated;
+        facts.limit = Some("tree-sitter's query match limit was exceeded".into());
+    }
+    Ok(facts)
+}
+
+/// Where a call sits in its function (`facts::site`): in an error handler, in the body of
+/// an early-return guard, and whether its value is carried on. Walks up to the enclosing
+/// function only.
+fn call_site_flags(language: Language, call: Node, source: &str) -> u8 {
+    use crate::syntax::facts::site;
+    let text = |n: Node| source.get(n.byte_range()).unwrap_or("");
+    let mut flags = 0;
+    // The value: through `await`, parentheses, `?`.
+    let mut value = call;
+    while let Some(parent) = value.parent() {
+        match parent.kind() {
+            "await"
+            | "await_expression"
+            | "parenthesized_expression"
+            | "try_expression"
+            | "non_null_expression"
+            | "as_expression" => value = parent,
+            _ => break,
+        }
+    }
+    if let Some(parent) = value.parent() {
+        let kind = parent.kind();
+        let returned = matches!(kind, "return_statement" | "return_expression")
+            // A Rust block's tail expression, or an arrow function's expression body.
+            || (kind == "block"
+                && language == Language::Rust
+                && parent.named_child(parent.named_child_count().saturating_sub(1) as u32)
+                    == Some(value))
+            || (kind == "arrow_function" || kind == "lambda")
+            || (kind == "expression_list"
+                && parent
+                    .parent()
+                    .is_some_and(|p| p.kind() == "return_statement"));
+        let assigned_to = match kind {
+            "assignment" | "assignment_expression" | "assignment_statement" => {
+                parent.child_by_field_name("left")
+            }
+            "variable_declarator" => parent.child_by_field_name("name"),
+            "let_declaration" => parent.child_by_field_name("pattern"),
+            "short_var_declaration" | "var_spec" | "expression_list" => parent
+                .parent()
+                .filter(|p| p.kind() == "short_var_declaration")
+                .and_then(|p| p.child_by_field_name("left"))
+                .or_else(|| parent.child_by_field_name("left"))
+                .or_else(|| parent.child_by_field_name("name")),
+            _ => None,
+        };
+        // The iterable of a loop: its items are what the body works on.
+        let iterated = matches!(
+            kind,
+            "for_statement"
+                | "for_in_clause"
+                | "for_in_statement"
+                | "for_expression"
+                | "range_clause"
+        ) && parent
+            .child_by_field_name("right")
+            .or_else(|| parent.child_by_field_name("value"))
+            .is_some_and(|n| n.id() == value.id());
+        let carried = returned
+            || iterated
+            || assigned_to.is_some()
+            || matches!(
+                kind,
+                "augmented_assignment"
+                    | "local_variable_declaration"
+                    | "argument_list"
+                    | "arguments"
+                    | "attribute"
+                    | "member_expression"
+                    | "field_expression"
+                    | "selector_expression"
+                    | "field_access"
+                    | "method_invocation"
+                    | "yield"
+                    | "yield_expression"
+                    | "as_pattern"
+            );
+        if carried {
+            flags |= site::RESULT;
+        }
+        // The function's value comes from this call: returned, or assigned to a name the
+        // function returns (`rv = self.invoke(ctx) … return rv`).
+        if returned
+            || assigned_to
+                .map(|name| text(name).trim())
+                .filter(|name| !name.is_empty())
+                .is_some_and(|name| returns_name(call, name, source))
+        {
+            flags |= site::RETURNED;
+        }
+    }
+    // Where it sits: up to the enclosing function.
+    let mut child = call;
+    while let Some(parent) = child.parent() {
+        let kind = parent.kind();
+        if kind.contains("function")
+            || kind.contains("method")
+            || kind == "lambda"
+            || kind == "closure_expression"
+            || kind == "arrow_function"
+        {
+            break;
+        }
+        match kind {
+            "except_clause" | "finally_clause" | "catch_clause" | "finally_block" | "rescue" => {
+                flags |= site::HANDLER;
+            }
+            "raise_statement" | "throw_statement" => flags |= site::RAISED,
+            "call_expression"
+                if language == Language::Go
+                    && parent
+                        .child_by_field_name("function")
+                        .is_some_and(|f| text(f) == "panic") =>
+            {
+                flags |= site::RAISED;
+            }
+            "match_arm"
+                if language == Language::Rust
+                    && parent
+                        .child_by_field_name("pattern")
+                        .is_some_and(|p| text(p).trim_start().starts_with("Err")) =>
+            {
+                flags |= site::HANDLER;
+            }
+            "if_statement" | "if_expression" | "if_let_expression" => {
+                let consequence = parent.child_by_field_name("consequence");
+                if consequence.is_some_and(|c| c.id() == child.id()) {
+                    let condition = parent
+                        .child_by_field_name("condition")
+                        .map(text)
+                        .unwrap_or("");
+                    if (language == Language::Go && condition.contains("err != nil"))
+                        || (language == Language::Rust
+                            && condition.trim_start().starts_with("let Err"))
+                    {
+                        flags |= site::HANDLER;
+                    } else if consequence.is_some_and(|c| ends_in_exit(c))
+                        && flags & site::RETURNED == 0
+                    {
+                        // An early exit — unless this call is the value it returns: then
+                        // the branch is where the result comes from, not a detour.
+                        flags |= site::GUARD;
+                    }
+                }
+            }
+            _ => {}
+        }
+        child = parent;
+    }
+    flags
+}
+
+/// Whether the function enclosing `node` returns the bare name `name` somewhere
+/// (`return rv`, `return rv, err`), looking at a bounded number of nodes.
+fn returns_name(node: Node, name: &str, source: &str) -> bool {
+    let mut function = node;
+    while let Some(parent) = function.parent() {
+        function = parent;
+        let kind = parent.kind();
+        if kind.contains("function") || kind.contains("method") || kind == "lambda" {
+            break;
+        }
+    }
+    let mut cursor = function.walk();
+    let mut visited = 0;
+    loop {
+        let current = cursor.node();
+        visited += 1;
+        if matches!(current.kind(), "return_statement" | "return_expression") {
+            let returned = source.get(current.byte_range()).unwrap_or("");
+            let value = returned
+                .trim_start_matches("return")
+                .trim()
+                .trim_end_matches(';');
+            let first = value.split(',').next().unwrap_or("").trim();
+            // `return rv` or `return rv, err`; not `return rv.other()`, whose value comes
+            // from another call.
+            if value == name || first == name {
+                return true;
+            }
+        }
+        if visited > 20_000 {
+            return false;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() || cursor.node() == function {
+                return false;
+            }
+        }
+    }
+}
+
+/// Whether a block's last statement leaves it (`return`, `raise`, `throw`, `continue`,
+/// `break`): the block is an early exit.
+fn ends_in_exit(block: Node) -> bool {
+    let last = match block.named_child_count() {
+        0 => block,
+        n => block.named_child((n - 1) as u32).unwrap_or(block),
+    };
+    let kind = last.kind();
+    let exit = |k: &str| {
+        matches!(
+            k,
+            "return_statement"
+                | "raise_statement"
+                | "throw_statement"
+                | "continue_statement"
+                | "break_statement"
+                | "return_expression"
+                | "continue_expression"
+                | "break_expression"
+        )
+    };
+    exit(kind)
+        || (kind == "expression_statement" && last.named_child(0).is_some_and(|c| exit(c.kind())))
+}
+
+/// Whether a callable only declares what overrides define: no body (an abstract or
+/// interface signature), `@abstractmethod`/`abstract`, or a body of nothing but a
+/// docstring, `pass`, `...` and `raise NotImplementedError`.
+fn declares_only(node: Node, outer: Node, source: &str) -> bool {
+    let text = |n: Node| source.get(n.byte_range()).unwrap_or("");
+    if matches!(
+        node.kind(),
+        "abstract_method_signature" | "method_signature" | "function_signature_item"
+    ) {
+        return true;
+    }
+    let mut walk = outer.walk();
+    let decorated = outer
+        .children(&mut walk)
+        .any(|c| c.kind() == "decorator" && text(c).contains("abstractmethod"));
+    if decorated {
+        return true;
+    }
+    let Some(body) = node.child_by_field_name("body") else {
+        // A method signature without a body (Java `abstract`, TypeScript overloads).
+        return node.kind().contains("method");
+    };
+    let mut walk = body.walk();
+    let mut statements = 0;
+    for statement in body.named_children(&mut walk) {
+        let inner = if statement.kind() == "expression_statement" {
+            statement.named_child(0).unwrap_or(statement)
+        } else {
+            statement
+        };
+        let declares = match inner.kind() {
+            "comment" | "string" | "pass_statement" | "ellipsis" => true,
+            "raise_statement" | "throw_statement" => text(inner).contains("NotImplemented"),
+            _ => false,
+        };
+        if !declares {
+            return false;
+        }
+        statements += 1;
+    }
+    // An empty body (`{}`) is a no-op that runs, not a declaration.
+    statements > 0
+}
+
+/// A function's declared return type as written (clipped), from the grammar's field:
+/// Python, Rust, TypeScript `return_type`, Go `result`, Java `type`.
+fn return_type(node: Node, language: Language, source: &str) -> Option<String> {
+    // A function held by a name (`const f = (x): T => …`, a field `f = function (): T {…}`)
+    // declares its return type on the function.
+    let node = match node.child_by_field_name("value").filter(|v| {
+        matches!(
+            v.kind(),
+            "arrow_function" | "function_expression" | "function"
+        )
+    }) {
+        Some(function) => function,
+        None => node,
+    };
+    let field = match language {
+        Language::Go => "result",
+        Language::Java => "type",
+        Language::JavaScript => return None,
+        _ => "return_type",
+    };
+    let text = source.get(node.child_by_field_name(field)?.byte_range())?;
+    let text = text
+        .trim()
+        .trim_start_matches(':')
+        .trim_start_matches("->")
+        .trim();
+    (!text.is_empty()).then(|| text.chars().take(MAX_AUX_TEXT).collect())
+}
+
+/// The deepest node's depth, by an iterative walk (linear, no recursion).
+fn max_depth(root: Node) -> u32 {
+    let mut cursor = root.walk();
+    let (mut depth, mut deepest) = (0u32, 0u32);
+    loop {
+        deepest = deepest.max(depth);
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return deepest;
+            }
+            depth -= 1;
+        }
+    }
+}
+
+fn count_errors(root: Node) -> (u32, Vec<u32>) {
+    if !root.has_error() {
+        return (0, Vec::new());
+    }
+    let mut count = 0u32;
+    let mut lines = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            count += 1;
+            if lines.len() < MAX_ERROR_LINES {
+                lines.push(node.start_position().row as u32);
+            }
+            continue;
+        }
+        if node.has_error() {
+            let mut walk = node.walk();
+            stack.extend(
+                node.children(&mut walk)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev(),
+            );
+        }
+    }
+    lines.sort_unstable();
+    (count.max(1), lines)
+}
+
+fn span_of(node: Node) -> Span {
+    Span {
+        start_byte: node.start_byte() as u32,
+        end_byte: node.end_byte() as u32,
+        start_line: node.start_position().row as u32,
+        end_line: node.end_position().row as u32,
+    }
+}
+
+struct RawDef<'t> {
+    kind: SymbolKind,
+    node: Node<'t>,
+    name: String,
+    name_span: Span,
+    member_scope: String,
+    /// Go method receiver type: qualifies and parents the method.
+    receiver_scope: Option<String>,
+    trait_node: Option<Node<'t>>,
+}
+
+struct RawRef {
+    role: RefRole,
+    name: String,
+    receiver: Option<String>,
+    qualifier: Option<String>,
+    site: Span,
+    site_flags: u8,
+}
+
+struct RawBinding {
+    name: String,
+    type_name: Option<String>,
+    items: Option<String>,
+    initializer: Option<String>,
+    /// The initialising expression's text (clipped).
+    value: Option<String>,
+    /// The binding is an element of `value` (a `for` loop).
+    element: bool,
+    site: Span,
+    /// A TypeScript parameter property (`constructor(private repo: Repo)`).
+    parameter_property: bool,
+}
+
+struct Collector<'s, 't> {
+    language: Language,
+    source: &'s str,
+    defs: Vec<RawDef<'t>>,
+    refs: Vec<RawRef>,
+    bindings: Vec<RawBinding>,
+    imports: Vec<Import>,
+    test_scopes: Vec<Span>,
+    package: Option<String>,
+}
+
+impl<'s, 't> Collector<'s, 't> {
+    fn new(language: Language, source: &'s str) -> Self {
+        Collector {
+            language,
+            source,
+            defs: Vec::new(),
+            refs: Vec::new(),
+            bindings: Vec::new(),
+            imports: Vec::new(),
+            test_scopes: Vec::new(),
+            package: None,
+        }
+    }
+
+    fn text(&self, node: Node) -> &'s str {
+        self.source.get(node.byte_range()).unwrap_or("")
+    }
+
+    fn clipped(&self, node: Node) -> String {
+        let text = self.text(node);
+        match text.char_indices().nth(MAX_AUX_TEXT) {
+            Some((cut, _)) => text[..cut].to_string(),
+            None => text.to_string(),
+        }
+    }
+
+    fn add_match(&mut self, captures: &[(&str, Node<'t>)]) {
+        let find = |name: &str| {
+            captures
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, node)| *node)
+        };
+        let Some((main, node)) = captures.iter().copied().find(|(n, _)| {
+            n.starts_with("def.")
+                || n.starts_with("ref.")
+                || *n == "import"
+                || *n == "package"
+                || *n == "test.scope"
+                || *n == "binding"
+        }) else {
+            return;
+        };
+        match main {
+            "package" => self.package = Some(self.text(node).to_string()),
+            "test.scope" => self.test_scopes.push(span_of(node)),
+            "import" => self.add_import(node, &find),
+            "binding" => {
+                let Some(name) = find("binding.name") else {
+                    return;
+                };
+                let mut text = self.text(name).to_string();
+                let attribute = name.parent().is_some_and(|p| p.kind() == "attribute");
+                if attribute && self.language == Language::Python {
+                    text = format!("self.{text}");
+                }
+                let mut walk = node.walk();
+                let parameter_property = node.kind() == "required_parameter"
+                    && node
+                        .children(&mut walk)
+                        .any(|c| c.kind() == "accessibility_modifier");
+                let iterable = find("binding.iterable");
+                let value = find("binding.value").or(iterable).map(|v| self.clipped(v));
+                self.bindings.push(RawBinding {
+                    name: text,
+                    type_name: find("binding.type").and_then(|t| normalize_type(self.text(t))),
+                    items: find("binding.type").and_then(|t| collection_items(self.text(t))),
+                    initializer: find("binding.ctor").and_then(|c| normalize_type(self.text(c))),
+                    value,
+                    element: iterable.is_some(),
+                    site: span_of(name),
+                    parameter_property,
+                });
+            }
+            m if m.starts_with("def.") => self.add_def(&m[4..], node, &find),
+            m => {
+                let role = match &m[4..] {
+                    "call" => RefRole::Call,
+                    "type" => RefRole::TypeUse,
+                    "implement" => RefRole::Implement,
+                    "inherit" => RefRole::Inherit,
+                    "write" => RefRole::Write,
+                    _ => RefRole::Read,
+                };
+                let Some(name_node) = find("name") else {
+                    return;
+                };
+                let name = self.text(name_node);
+                if name.is_empty() {
+                    return;
+                }
+                let site_flags = if role == RefRole::Call {
+                    call_site_flags(self.language, node, self.source)
+                } else {
+                    0
+                };
+                self.refs.push(RawRef {
+                    role,
+                    name: name.to_string(),
+                    receiver: find("receiver").map(|n| self.clipped(n)),
+                    qualifier: find("qualifier").map(|n| self.clipped(n)),
+                    site: span_of(name_node),
+                    site_flags,
+                });
+            }
+        }
+    }
+
+    fn add_def(&mut self, kind: &str, node: Node<'t>, find: &dyn Fn(&str) -> Option<Node<'t>>) {
+        let kind = match kind {
+            "function" => SymbolKind::Function,
+            "method" => SymbolKind::Method,
+            "class" => SymbolKind::Class,
+            "struct" => SymbolKind::Struct,
+            "enum" => SymbolKind::Enum,
+            "interface" => SymbolKind::Interface,
+            "impl" => SymbolKind::Impl,
+            "field" => SymbolKind::Field,
+            "constant" => SymbolKind::Constant,
+            "type" => SymbolKind::TypeAlias,
+            "macro" => SymbolKind::Macro,
+            "module" => SymbolKind::Module,
+            _ => SymbolKind::Variable,
+        };
+        let scope = find("scope");
+        let trait_node = find("trait");
+        let (name, name_span, member_scope) = if kind == SymbolKind::Impl {
+            let Some(scope) = scope else { return };
+            let self_type = strip_generics(self.text(scope));
+            let name = match trait_node {
+                Some(t) => format!("impl {} for {}", strip_generics(self.text(t)), self_type),
+                None => format!("impl {self_type}"),
+            };
+            let member = crate::syntax::facts::last_segment(&self_type).to_string();
+            (name, span_of(scope), member)
+        } else {
+            let Some(name_node) = find("name") else {
+                return;
+            };
+            let name = self.text(name_node).to_string();
+            if name.is_empty() {
+                return;
+            }
+            (name.clone(), span_of(name_node), name)
+        };
+        let receiver_scope = if kind == SymbolKind::Impl {
+            None
+        } else {
+            scope.map(|s| self.text(s).to_string())
+        };
+        self.defs.push(RawDef {
+            kind,
+            node,
+            name,
+            name_span,
+            member_scope,
+            receiver_scope,
+            trait_node,
+        });
+    }
+
+    fn add_import(&mut self, node: Node<'t>, find: &dyn Fn(&str) -> Option<Node<'t>>) {
+        let site = span_of(node);
+        if let Some(tree) = find("import.tree") {
+            let mut out = Vec::new();
+            self.use_tree(tree, "", site, &mut out);
+            self.imports.extend(out);
+            return;
+        }
+        let Some(module) = find("import.module") else {
+            return;
+        };
+        let module_text = self.text(module).trim_matches(['"', '`', '\'']).to_string();
+        let wildcard = find("import.wildcard").is_some();
+        let alias = find("import.alias").map(|n| self.text(n).to_string());
+        let mut import = Import {
+            module: module_text,
+            name: find("import.name").map(|n| self.text(n).to_string()),
+            alias,
+            wildcard,
+            site,
+        };
+        if let Some(default) = find("import.default") {
+            import.name = Some("default".to_string());
+            import.alias = Some(self.text(default).to_string());
+        }
+        // Java names the class in the path: `import a.b.C;` binds `C` from package `a.b`.
+        if self.language == Language::Java
+            && !wildcard
+            && let Some((package, class)) = import.module.rsplit_once('.')
+        {
+            import.name = Some(class.to_string());
+            import.module = package.to_string();
+        }
+        self.imports.push(import);
+    }
+
+    /// Flattens a Rust `use` tree into one `Import` per bound name.
+    fn use_tree(&self, node: Node, prefix: &str, site: Span, out: &mut Vec<Import>) {
+        let join = |a: &str, b: &str| {
+            if a.is_empty() {
+                b.to_string()
+            } else {
+                format!("{a}::{b}")
+            }
+        };
+        match node.kind() {
+            "scoped_use_list" => {
+                let path = node
+                    .child_by_field_name("path")
+                    .map(|p| self.text(p))
+                    .unwrap_or("");
+                let prefix = join(prefix, path);
+                if let Some(list) = node.child_by_field_name("list") {
+                    self.use_tree(list, &prefix, site, out);
+                }
+            }
+            "use_list" => {
+                let mut walk = node.walk();
+                for child in node.named_children(&mut walk) {
+                    self.use_tree(child, prefix, site, out);
+                }
+            }
+            "use_as_clause" => {
+                let path = node
+                    .child_by_field_name("path")
+                    .map(|p| self.text(p))
+                    .unwrap_or("");
+                let alias = node
+                    .child_by_field_name("alias")
+                    .map(|a| self.text(a).to_string());
+                let mut import = split_rust_path(&join(prefix, path), site);
+                import.alias = alias;
+                out.push(import);
+            }
+            "use_wildcard" => {
+                let text = self.text(node).trim_end_matches('*').trim_end_matches("::");
+                out.push(Import {
+                    module: join(prefix, text),
+                    name: None,
+                    alias: None,
+                    wildcard: true,
+                    site,
+                });
+            }
+            "self" => out.push(Import {
+                module: prefix.to_string(),
+                name: None,
+                alias: None,
+                wildcard: false,
+                site,
+            }),
+            "identifier" | "scoped_identifier" | "crate" | "super" => {
+                out.push(split_rust_path(&join(prefix, self.text(node)), site));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self) -> FileFacts {
+        let language = self.language;
+        let source = self.source;
+        let mut raw = self.defs;
+        // The same node may be tagged by two patterns (e.g. a top-level arrow function is
+        // both a function and a variable): keep the most specific kind.
+        raw.sort_by(|a, b| {
+            (a.node.start_byte(), std::cmp::Reverse(a.node.end_byte()))
+                .cmp(&(b.node.start_byte(), std::cmp::Reverse(b.node.end_byte())))
+                .then(generality(a.kind).cmp(&generality(b.kind)))
+        });
+        raw.dedup_by(|b, a| a.node.id() == b.node.id() && a.name == b.name);
+
+        let mut defs: Vec<Definition> = Vec::with_capacity(raw.len());
+        let mut stack: Vec<usize> = Vec::new();
+        for r in &raw {
+            let span = span_of(r.node);
+            while let Some(&top) = stack.last() {
+                if defs[top].span.contains(&span) {
+                    break;
+                }
+                stack.pop();
+            }
+            let mut parent = stack.last().map(|&p| p as u32);
+            let mut kind = r.kind;
+            if let Some(p) = parent {
+                let parent_def = &defs[p as usize];
+                if kind == SymbolKind::Function && parent_def.kind.is_type_container() {
+                    kind = SymbolKind::Method;
+                }
+                // Locals inside functions are not symbols of the graph.
+                if parent_def.kind.is_callable() && matches!(kind, SymbolKind::Variable) {
+                    continue;
+                }
+            }
+            if kind == SymbolKind::Variable && is_constant_name(&r.name) {
+                kind = SymbolKind::Constant;
+            }
+            if parent.is_none()
+                && let Some(receiver) = &r.receiver_scope
+            {
+                parent = defs
+                    .iter()
+                    .position(|d| d.kind.is_type() && &d.name == receiver)
+                    .map(|i| i as u32);
+            }
+            let qualified = match (parent, &r.receiver_scope) {
+                (Some(p), _) => format!(
+                    "{}{}{}",
+                    qualified_scope(&defs, p as usize, language),
+                    language.separator(),
+                    r.name
+                ),
+                (None, Some(receiver)) => format!("{receiver}{}{}", language.separator(), r.name),
+                (None, None) => r.name.clone(),
+            };
+            let (outer, doc) = wrapper_and_doc(r.node, language, source);
+            let mut full_span = span_of(outer);
+            full_span.end_byte = full_span.end_byte.max(span.end_byte);
+            full_span.end_line = full_span.end_line.max(span.end_line);
+            let in_test_scope = self.test_scopes.iter().any(|t| t.contains(&span))
+                || parent.is_some_and(|p| defs[p as usize].in_test_scope);
+            defs.push(Definition {
+                kind,
+                name: r.name.clone(),
+                qualified,
+                member_scope: r.member_scope.clone(),
+                span: full_span,
+                name_span: r.name_span,
+                signature: signature_of(r.node, full_span, source),
+                doc,
+                parent,
+                visibility: visibility_of(r.node, outer, &r.name, language, source),
+                in_test_scope,
+                returns: kind
+                    .is_callable()
+                    .then(|| return_type(r.node, language, source))
+                    .flatten(),
+                declares_only: kind.is_callable() && declares_only(r.node, outer, source),
+            });
+            if kind.is_type_container() || kind.is_callable() || matches!(kind, SymbolKind::Module)
+            {
+                stack.push(defs.len() - 1);
+            }
+        }
+
+        // Trait implementations declared by Rust impls.
+        let mut refs = self.refs;
+        for r in &raw {
+            if let Some(t) = r.trait_node {
+                let (name_node, qualifier) = type_name_and_qualifier(t, source);
+                refs.push(RawRef {
+                    role: RefRole::Implement,
+                    name: source.get(name_node.byte_range()).unwrap_or("").to_string(),
+                    receiver: None,
+                    qualifier,
+                    site: span_of(name_node),
+                    site_flags: 0,
+                });
+            }
+        }
+
+        let def_name_sites: std::collections::HashSet<(u32, u32)> = defs
+            .iter()
+            .map(|d| (d.name_span.start_byte, d.name_span.end_byte))
+            .collect();
+        refs.retain(|r| !def_name_sites.contains(&(r.site.start_byte, r.site.end_byte)));
+        refs.sort_by(|a, b| {
+            (a.site.start_byte, a.site.end_byte, a.role.specificity())
+                .cmp(&(b.site.start_byte, b.site.end_byte, b.role.specificity()))
+                .then(b.qualifier.is_some().cmp(&a.qualifier.is_some()))
+                .then(b.receiver.is_some().cmp(&a.receiver.is_some()))
+        });
+        refs.dedup_by(|b, a| a.site == b.site);
+
+        let refs = refs
+            .into_iter()
+            .map(|r| Reference {
+                from: enclosing_def(&defs, &r.site),
+                role: r.role,
+                name: r.name,
+                receiver: r.receiver,
+                qualifier: r.qualifier,
+                site: r.site,
+                site_flags: r.site_flags,
+            })
+            .collect();
+
+        let bindings = bindings_in_scope(&defs, self.bindings);
+        let mut imports = self.imports;
+        imports.sort_by(|a, b| {
+            (a.site.start_byte, &a.module, &a.name, &a.alias).cmp(&(
+                b.site.start_byte,
+                &b.module,
+                &b.name,
+                &b.alias,
+            ))
+        });
+        imports.dedup();
+
+        FileFacts {
+            parse_status: ParseStatus::Complete,
+            limit: None,
+            error_count: 0,
+            error_lines: Vec::new(),
+            line_count: 0,
+            package: self.package,
+            defs,
+            refs,
+            imports,
+            bindings,
+        }
+    }
+}
+
+/// Places bindings in their scope: the innermost enclosing function, type or module —
+/// fields and variables are not scopes — and `self.x` / parameter properties in the
+/// enclosing type, as `self.x` / `this.x`.
+fn bindings_in_scope(defs: &[Definition], mut raw: Vec<RawBinding>) -> Vec<TypeBinding> {
+    // One binding per (site, name): several patterns may describe it, each adding a part.
+    raw.sort_by(|a, b| (a.site.start_byte, &a.name).cmp(&(b.site.start_byte, &b.name)));
+    let mut merged: Vec<RawBinding> = Vec::with_capacity(raw.len());
+    for b in raw {
+        match merged.last_mut() {
+            Some(a) if a.site == b.site && a.name == b.name => {
+                a.type_name = a.type_name.take().or(b.type_name);
+                a.initializer = a.initializer.take().or(b.initializer);
+                a.value = a.value.take().or(b.value);
+                a.element |= b.element;
+                a.parameter_property |= b.parameter_property;
+            }
+            _ => merged.push(b),
+        }
+    }
+    let raw = merged;
+    let scope_of = |site: &Span| {
+        let mut scope = enclosing_def(defs, site);
+        while let Some(s) = scope {
+            if !matches!(
+                defs[s as usize].kind,
+                SymbolKind::Field | SymbolKind::Variable | SymbolKind::Constant
+            ) {
+                break;
+            }
+            scope = defs[s as usize].parent;
+        }
+        scope
+    };
+    let type_scope = |mut scope: Option<u32>| {
+        while let Some(s) = scope {
+            if defs[s as usize].kind.is_type_container() {
+                return Some(s);
+            }
+            scope = defs[s as usize].parent;
+        }
+        None
+    };
+    let mut out = Vec::with_capacity(raw.len());
+    for b in raw {
+        let value_scope = scope_of(&b.site);
+        let (name, scope) = if b.name.starts_with("self.") {
+            (b.name.clone(), type_scope(value_scope))
+        } else {
+            (b.name.clone(), value_scope)
+        };
+        if b.parameter_property {
+            out.push(TypeBinding {
+                scope: type_scope(scope),
+                name: format!("this.{name}"),
+                type_name: b.type_name.clone(),
+                items: b.items.clone(),
+                initializer: b.initializer.clone(),
+                site: b.site,
+                value: Some(name.clone()),
+                value_scope,
+                element: false,
+            });
+        }
+        out.push(TypeBinding {
+            scope,
+            name,
+            type_name: b.type_name,
+            items: b.items,
+            initializer: b.initializer,
+            site: b.site,
+            value: b.value,
+            value_scope,
+            element: b.element,
+        });
+    }
+    out
+}
+
+/// The bare type name of a declared type: `&mut dyn Shape` → `Shape`,
+/// `Optional[app.Flask]` → `Flask`, `List<User>` → `List`, `*Memory` → `Memory`,
+/// `Foo | None` → `Foo`; `None` for anything that is not a named type.
+pub fn normalize_type(text: &str) -> Option<String> {
+    let mut t = text.trim().trim_matches(|c| c == '"' || c == '\'');
+    for prefix in ["&", "mut ", "*", "dyn ", "impl ", "?", "'static ", "const "] {
+        while let Some(rest) = t.strip_prefix(prefix) {
+            t = rest.trim_start();
+        }
+    }
+    // `Optional[X]` and `X | None` name X.
+    for wrapper in [
+        "Optional[",
+        "typing.Optional[",
+        "t.Optional[",
+        "Option<",
+        "Box<",
+        "Rc<",
+        "Arc<",
+        "Ref<",
+        "RefCell<",
+        "Mutex<",
+        "Result<",
+        "io::Result<",
+        "Promise<",
+    ] {
+        if let Some(inner) = t.strip_prefix(wrapper) {
+            return normalize_type(inner.trim_end_matches([']', '>']));
+        }
+    }
+    if let Some((first, rest)) = t.split_once('|') {
+        let first = first.trim();
+        return if first == "None" || first == "null" || first == "undefined" {
+            normalize_type(rest)
+        } else {
+            normalize_type(first)
+        };
+    }
+    let end = t.find(['<', '[', '(', ' ', ',', '{']).unwrap_or(t.len());
+    let path = &t[..end];
+    let name = crate::syntax::facts::last_segment(path);
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+    valid.then(|| name.to_string())
+}
+
+/// The element type of a declared collection type, normalised: `Sequence[Route] | None`,
+/// `Optional[list[Route]]`, `Vec<Route>`, `Route[]` → `Route`.
+pub fn collection_items(text: &str) -> Option<String> {
+    let mut t = text.trim().trim_matches(|c| c == '"' || c == '\'');
+    for wrapper in ["Optional[", "typing.Optional[", "t.Optional[", "Option<"] {
+        if let Some(inner) = t.strip_prefix(wrapper) {
+            t = inner.strip_suffix([']', '>']).unwrap_or(inner);
+        }
+    }
+    let parts: Vec<&str> = t.split('|').map(str::trim).collect();
+    if let [a, b] = parts.as_slice() {
+        t = if matches!(*a, "None" | "null" | "undefined") {
+            b
+        } else {
+            a
+        };
+    }
+    normalize_type(first_of_tuple(element_type(t)?))
+}
+
+/// The element type of a collection type text: `list[Param]`, `Vec<Param>`,
+/// `Iterator[Param]`, `Param[]`.
+pub fn element_type(text: &str) -> Option<&str> {
+    let text = text.trim();
+    if let Some(inner) = text.strip_suffix("[]") {
+        return Some(inner);
+    }
+    let open = text.find(['[', '<'])?;
+    let outer = crate::syntax::facts::last_segment(&text[..open]).to_lowercase();
+    let collections = [
+        "list",
+        "sequence",
+        "iterable",
+        "iterator",
+        "set",
+        "frozenset",
+        "tuple",
+        "generator",
+        "vec",
+        "vecdeque",
+        "array",
+        "readonlyarray",
+        "slice",
+        "mutablesequence",
+        "collection",
+        "abstractset",
+        "hashset",
+        "btreeset",
+    ];
+    if !collections.contains(&outer.as_str()) {
+        return None;
+    }
+    let rest = &text[open + 1..];
+    let inner = rest.strip_suffix(']').or_else(|| rest.strip_suffix('>'))?;
+    Some(first_of_tuple(inner))
+}
+
+/// The first element of a tuple or generic argument list (`(*Server, error)` → `*Server`).
+pub fn first_of_tuple(text: &str) -> &str {
+    let t = text.trim().trim_start_matches('(').trim_end_matches(')');
+    let mut depth = 0i32;
+    for (at, c) in t.char_indices() {
+        match c {
+            '[' | '<' | '(' => depth += 1,
+            ']' | '>' | ')' => depth -= 1,
+            ',' if depth == 0 => return t[..at].trim(),
+            _ => {}
+        }
+    }
+    t.trim()
+}
+
+/// Lower is more specific; used to pick one kind for a node tagged twice.
+fn generality(kind: SymbolKind) -> u8 {
+    match kind {
+        SymbolKind::Variable => 2,
+        SymbolKind::Field | SymbolKind::Constant => 1,
+        _ => 0,
+    }
+}
+
+fn is_constant_name(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn qualified_scope(defs: &[Definition], index: usize, language: Language) -> String {
+    let def = &defs[index];
+    match def.parent {
+        Some(p) if def.kind != SymbolKind::Impl => format!(
+            "{}{}{}",
+            qualified_scope(defs, p as usize, language),
+            language.separator(),
+            def.member_scope
+        ),
+        Some(p) => {
+            // Members of an impl are qualified by the self type, under the impl's module.
+            let outer = qualified_scope(defs, p as usize, language);
+            format!("{outer}{}{}", language.separator(), def.member_scope)
+        }
+        None => def.member_scope.clone(),
+    }
+}
+
+/// Innermost definition whose span contains `site`. Definitions are sorted by start and
+/// properly nested, so the answer is the nearest preceding definition or one of its
+/// ancestors.
+fn enclosing_def(defs: &[Definition], site: &Span) -> Option<u32> {
+    let after = defs.partition_point(|d| d.span.start_byte <= site.start_byte);
+    let mut candidate = after.checked_sub(1);
+    while let Some(i) = candidate {
+        if defs[i].span.contains(site) {
+            return Some(i as u32);
+        }
+        candidate = defs[i].parent.map(|p| p as usize);
+    }
+    None
+}
+
+/// The node that carries decorators/export/doc for a definition, and its doc span.
+fn wrapper_and_doc<'t>(
+    node: Node<'t>,
+    language: Language,
+    source: &str,
+) -> (Node<'t>, Option<Span>) {
+    // Climb through wrappers that carry decorators, `export`, or the declaration keyword
+    // (`type X struct`, `const x = () => …`), so spans and docs cover what a reader sees.
+    let mut outer = node;
+    while let Some(parent) = outer.parent() {
+        let wraps = match parent.kind() {
+            "decorated_definition" | "export_statement" => true,
+            "type_declaration"
+            | "lexical_declaration"
+            | "variable_declaration"
+            | "const_declaration"
+            | "var_declaration" => parent.named_child_count() == 1,
+            _ => false,
+        };
+        if !wraps {
+            break;
+        }
+        outer = parent;
+    }
+    if language == Language::Python
+        && let Some(doc) = python_docstring(node)
+    {
+        return (outer, Some(span_of(doc)));
+    }
+    // Contiguous comments right above the definition (attributes may sit in between).
+    let mut first: Option<Node> = None;
+    let mut last: Option<Node> = None;
+    let mut expected_line = outer.start_position().row;
+    let mut cursor = outer.prev_sibling();
+    while let Some(sibling) = cursor {
+        let kind = sibling.kind();
+        let is_comment = kind.contains("comment");
+        let is_attribute = matches!(kind, "attribute_item" | "decorator" | "annotation");
+        if !(is_comment || is_attribute) || sibling.end_position().row + 1 < expected_line {
+            break;
+        }
+        if is_comment {
+            let text = source.get(sibling.byte_range()).unwrap_or("");
+            // `//!` and `/*!` document the enclosing module, not the next item.
+            if text.starts_with("//!") || text.starts_with("/*!") {
+                break;
+            }
+            if last.is_none() {
+                last = Some(sibling);
+            }
+            first = Some(sibling);
+        }
+        expected_line = sibling.start_position().row;
+        cursor = sibling.prev_sibling();
+    }
+    let doc = match (first, last) {
+        (Some(f), Some(l)) => {
+            let mut span = span_of(f);
+            let end = span_of(l);
+            span.end_byte = end.end_byte;
+            span.end_line = end.end_line;
+            Some(span)
+        }
+        _ => None,
+    };
+    (outer, doc)
+}
+
+fn python_docstring(node: Node) -> Option<Node> {
+    let body = node.child_by_field_name("body")?;
+    let first = body.named_child(0)?;
+    if first.kind() != "expression_statement" {
+        return None;
+    }
+    let string = first.named_child(0)?;
+    (string.kind() == "string").then_some(string)
+}
+
+/// Signature: from the definition's start to its body, or its first line.
+fn signature_of(node: Node, full: Span, source: &str) -> Span {
+    let start = full.start_byte as usize;
+    let end = match node.child_by_field_name("body") {
+        Some(body) => body.start_byte(),
+        None => {
+            let node_end = node.end_byte();
+            source
+                .get(node.start_byte()..node_end)
+                .and_then(|t| t.find('\n'))
+                .map(|i| node.start_byte() + i)
+                .unwrap_or(node_end)
+        }
+    };
+    let text = source.get(start..end.max(start)).unwrap_or("");
+    let trimmed = text.trim_end();
+    let end_byte = start + trimmed.len();
+    let end_line = full.start_line + trimmed.matches('\n').count() as u32;
+    Span {
+        start_byte: full.start_byte,
+        end_byte: end_byte as u32,
+        start_line: full.start_line,
+        end_line,
+    }
+}
+
+fn visibility_of(
+    node: Node,
+    outer: Node,
+    name: &str,
+    language: Language,
+    source: &str,
+) -> Visibility {
+    let has_child_kind = |n: Node, kind: &str| {
+        let mut walk = n.walk();
+
+        n.children(&mut walk).any(|c| c.kind() == kind)
+    };
+    match language {
+        Language::Rust => {
+            if has_child_kind(node, "visibility_modifier") {
+                Visibility::Public
+            } else {
+                Visibility::Internal
+            }
+        }
+        Language::Python => {
+            if name.starts_with("__") && name.ends_with("__") {
+                Visibility::Public
+            } else if name.starts_with('_') {
+                Visibility::Private
+            } else {
+                Visibility::Public
+            }
+        }
+        Language::Go => {
+            if name.chars().next().is_some_and(|c| c.is_uppercase()) {
+                Visibility::Public
+            } else {
+                Visibility::Internal
+            }
+        }
+        Language::Java => {
+            let modifiers = {
+                let mut walk = node.walk();
+
+                node.children(&mut walk)
+                    .find(|c| c.kind() == "modifiers")
+                    .and_then(|m| source.get(m.byte_range()))
+                    .unwrap_or("")
+            };
+            if modifiers.contains("public") {
+                Visibility::Public
+            } else if modifiers.contains("private") {
+                Visibility::Private
+            } else {
+                Visibility::Internal
+            }
+        }
+        Language::TypeScript | Language::Tsx | Language::JavaScript => {
+            let text = source.get(node.byte_range()).unwrap_or("");
+            if outer.kind() == "export_statement" {
+                Visibility::Public
+            } else if has_child_kind(node, "accessibility_modifier") {
+                if text.starts_with("private") || text.starts_with("protected") {
+                    Visibility::Private
+                } else {
+                    Visibility::Public
+                }
+            } else if name.starts_with('#') {
+                Visibility::Private
+            } else {
+                Visibility::Internal
+            }
+        }
+    }
+}
+
+fn strip_generics(text: &str) -> String {
+    let text = text.trim_start_matches('&').trim();
+    match text.find('<') {
+        Some(i) => text[..i].trim().to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// For a type node (`a::B<T>`, `B<T>`, `B`), the node of its bare name and the path text.
+fn type_name_and_qualifier<'t>(node: Node<'t>, source: &str) -> (Node<'t>, Option<String>) {
+    match node.kind() {
+        "generic_type" => match node.child_by_field_name("type") {
+            Some(inner) => type_name_and_qualifier(inner, source),
+            None => (node, None),
+        },
+        "scoped_type_identifier" => match node.child_by_field_name("name") {
+            Some(name) => (
+                name,
+                node.child_by_field_name("path")
+                    .and_then(|p| source.get(p.byte_range()))
+                    .map(str::to_string),
+            ),
+            None => (node, None),
+        },
+        _ => (node, None),
+    }
+}
+
+fn split_rust_path(path: &str, site: Span) -> Import {
+    match path.rsplit_once("::") {
+        Some((module, name)) => Import {
+            module: module.to_string(),
+            name: Some(name.to_string()),
+            alias: None,
+            wildcard: false,
+            site,
+        },
+        None => Import {
+            module: path.to_string(),
+            name: None,
+            alias: None,
+            wildcard: false,
+            site,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(atlas::cli::run(std::env::args_os()));
+    std::process::exit(atlas::cli::app::run(std::env::args_os()));
 }

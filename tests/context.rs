@@ -1205,9 +1205,10 @@ fn continuation_argv_replays_byte_for_byte_in_a_new_process() {
     // The same request in this process, through the library.
     let request = atlas::query::context::ContextRequest::from_argv(&argv).unwrap();
     assert!(request.after.is_some() && request.freshness.frozen);
-    let location = atlas::build::store::locate(None, Some(&s.repo()), s.path(), &|_| None);
+    let location =
+        atlas::build::store::locate(None, Some(&s.repo()), s.path(), &Default::default());
     let in_process: Value = serde_json::from_str(
-        &atlas::query::context::run(&location, &request)
+        &atlas::query::context::run(&location, &request, &Default::default())
             .unwrap()
             .json,
     )

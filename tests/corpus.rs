@@ -45,8 +45,12 @@ fn corpus_outputs_match_snapshots_and_the_schema() {
     let corpus_path = root().join("corpus/context.toml");
     let corpus = atlas::cli::eval::load(&corpus_path).unwrap();
     assert!(corpus.cases.len() >= 12);
-    let workspaces =
-        atlas::cli::eval::Workspaces::new(root().join("fixtures"), None, corpus.repos.clone());
+    let workspaces = atlas::cli::eval::Workspaces::new(
+        root().join("fixtures"),
+        None,
+        corpus.repos.clone(),
+        atlas::config::Config::default(),
+    );
     let validator = validator();
     for case in &corpus.cases {
         let run = atlas::cli::eval::run_case(&workspaces, case).unwrap();

@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use atlas::graph::Graph;
+use atlas::graph::reader::Graph;
 use atlas::query::context::{ContextRequest, OpenGraph, compile_context};
 use atlas::query::profile::ProfileName;
 use atlas::syntax::lang::Language;
@@ -181,7 +181,8 @@ proptest! {
         mutate(&mut bytes, 0, &edits);
         std::fs::write(&file, &bytes).unwrap();
         let graph = Graph::open(&store.graph_path(&b.sandbox.current())).unwrap();
-        let embedder = atlas::query::search::embed::Embedder::load().unwrap();
+        let config = atlas::config::Config::default();
+        let embedder = atlas::query::search::embed::Embedder::load(&config.embed).unwrap();
         let _ = atlas::query::search::SearchIndex::query(
             &store,
             &b.sandbox.current(),
@@ -191,6 +192,7 @@ proptest! {
             true,
             &query,
             10,
+            &config,
         );
     }
 
@@ -213,7 +215,7 @@ proptest! {
             let _ = compile_context(&open, &ContextRequest::new(query.clone(), profile), None);
         }
         let _ = atlas::query::intent::parse(&graph, &query);
-        let _ = atlas::query::expand::expand(&graph, &root, std::slice::from_ref(&reference));
+        let _ = atlas::query::expand::expand(&graph, &root, std::slice::from_ref(&reference), true);
         let _ = ContextRequest::from_argv(&[String::from("atlas"), String::from("context"), query, reference]);
     }
 

@@ -153,7 +153,7 @@ fn golden_graphs_of_every_format_still_open() {
     for version in 1..=atlas::graph::format::FORMAT_VERSION {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("tests/golden/v{version}"));
-        let graph = atlas::graph::Graph::open(&dir.join("python.graph.atlas"))
+        let graph = atlas::graph::reader::Graph::open(&dir.join("python.graph.atlas"))
             .unwrap_or_else(|e| panic!("v{version} golden opens: {e}"));
         assert_eq!(graph.format_version(), version);
         let expected = std::fs::read_to_string(dir.join("python.dump.txt")).unwrap();

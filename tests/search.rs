@@ -755,3 +755,69 @@ fn on_prose_the_vector_arm_only_reorders_lexical_candidates() {
         "alone, the vector arm finds what BM25 did not: {alone}"
     );
 }
+
+#[test]
+fn one_process_runs_searches_with_different_configurations() {
+    // The MCP server and daemon answer each request with its own configuration: the arms
+    // are a setting passed down, not a process-wide variable.
+    use atlas::config::{Arms, Config, SearchConfig};
+    use atlas::query::search::{SearchIndex, embed::Embedder};
+    let s = Sandbox::with_fixture("python");
+    s.atlas(&["build"]).success();
+    let store = atlas::build::store::Store::new(s.graph());
+    let fingerprint = s.current();
+    let graph = atlas::graph::reader::Graph::open(&store.graph_path(&fingerprint)).unwrap();
+    let query = |arms: Arms| {
+        let config = Config {
+            search: SearchConfig::with_arms(arms),
+            ..Config::default()
+        };
+        let embedder = Embedder::load(&config.embed).unwrap();
+        SearchIndex::query(
+            &store,
+            &fingerprint,
+            &graph,
+            &s.repo(),
+            &embedder,
+            true,
+            "apply discount to the amount",
+            10,
+            &config,
+        )
+        .unwrap()
+    };
+    let lexical = query(Arms {
+        bm25: true,
+        vector: false,
+        graph: false,
+    });
+    let semantic = query(Arms {
+        bm25: false,
+        vector: true,
+        graph: false,
+    });
+    assert!(!lexical.hits.is_empty() && !semantic.hits.is_empty());
+    for hit in lexical.hits.iter().filter(|h| h.kind != "commit") {
+        assert_eq!(hit.match_arms, ["bm25"], "{hit:?}");
+    }
+    for hit in semantic.hits.iter().filter(|h| h.kind != "commit") {
+        assert_eq!(hit.match_arms, ["vector"], "{hit:?}");
+    }
+    // And a wrong arm list fails only the search that uses it.
+    let broken =
+        Config::from_lookup(&|name| (name == "ATLAS_SEARCH_ARMS").then(|| "bm25,colbert".into()));
+    let embedder = Embedder::load(&broken.embed).unwrap();
+    let err = SearchIndex::query(
+        &store,
+        &fingerprint,
+        &graph,
+        &s.repo(),
+        &embedder,
+        true,
+        "discount",
+        10,
+        &broken,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "atlas-invalid-input");
+}

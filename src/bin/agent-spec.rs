@@ -5,7 +5,7 @@ fn main() {
     match args.next() {
         Some(first) if first == "atlas" => {
             let argv = std::iter::once("atlas".into()).chain(args);
-            std::process::exit(atlas::cli::run(argv));
+            std::process::exit(atlas::cli::app::run(argv));
         }
         _ => {
             eprintln!("usage: agent-spec atlas <command> [args…]  (an alias of `atlas`)");

@@ -10,9 +10,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::build::inventory::FileClass;
 use crate::build::resolve::{Resolved, Site};
 use crate::graph::codes::EdgeKind;
+use crate::graph::codes::FileClass;
 use crate::graph::data::*;
 use crate::graph::names::{module_path_of, normalize_qualified, split_identifier};
 use crate::syntax::facts::{ParseStatus, Span, SymbolKind};

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{AtlasError, Result};
+use crate::graph::codes::FileClass;
 use crate::syntax::lang::Language;
 
 /// Limits of one inventory (R-INV-3). Defaults follow the spec.
@@ -25,43 +26,6 @@ impl Default for InventoryLimits {
             max_total_bytes: 128 * 1024 * 1024,
             max_file_bytes: 1_000_000,
         }
-    }
-}
-
-/// File classes (R-INV-4); they drive projection's source-admission rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FileClass {
-    Source = 0,
-    Test = 1,
-    Generated = 2,
-    Vendored = 3,
-    Doc = 4,
-    Manifest = 5,
-}
-
-impl FileClass {
-    pub const ALL: [FileClass; 6] = [
-        FileClass::Source,
-        FileClass::Test,
-        FileClass::Generated,
-        FileClass::Vendored,
-        FileClass::Doc,
-        FileClass::Manifest,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FileClass::Source => "source",
-            FileClass::Test => "test",
-            FileClass::Generated => "generated",
-            FileClass::Vendored => "vendored",
-            FileClass::Doc => "doc",
-            FileClass::Manifest => "manifest",
-        }
-    }
-
-    pub fn from_code(code: u8) -> Option<FileClass> {
-        FileClass::ALL.get(code as usize).copied()
     }
 }
 

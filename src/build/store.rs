@@ -18,8 +18,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::config::Placement;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::graph::Graph;
+use crate::graph::reader::Graph;
 use crate::syntax::facts::FileFacts;
 
 pub const DEFAULT_GRAPH_DIR: &str = ".agent-spec/graph";
@@ -27,18 +28,6 @@ pub const GRAPH_FILE: &str = "graph.atlas";
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// Generations kept by garbage collection, the committed one included (R-GEN-2: ≥ 2).
 pub const KEEP_GENERATIONS: usize = 2;
-/// How long a read that must write (refresh the graph, build or repair a search index)
-/// waits for another process's build before it answers without writing:
-/// `ATLAS_LOCK_WAIT_MS`, default 10 s.
-pub fn read_lock_patience() -> std::time::Duration {
-    std::env::var("ATLAS_LOCK_WAIT_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(
-            std::time::Duration::from_secs(10),
-            std::time::Duration::from_millis,
-        )
-}
 
 /// Which R-GEN-1 rule chose the graph directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +94,7 @@ pub fn locate(
     graph_flag: Option<&Path>,
     code_flag: Option<&Path>,
     cwd: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
+    placement: &Placement,
 ) -> Location {
     let absolute = |p: &Path| {
         if p.is_absolute() {
@@ -115,14 +104,17 @@ pub fn locate(
         }
     };
     let code = code_flag.map(absolute);
-    let env_dir = |name: &str| {
-        env(name)
+    let env_dir = |value: &Option<String>| {
+        value
+            .as_deref()
             .filter(|v| !v.is_empty())
-            .map(|v| absolute(Path::new(&v)))
+            .map(|v| absolute(Path::new(v)))
     };
     let editor_root = || {
-        env_dir("CLAUDE_PROJECT_DIR").or_else(|| {
-            env("WORKSPACE_FOLDER_PATHS")
+        env_dir(&placement.claude_project_dir).or_else(|| {
+            placement
+                .workspace_folder_paths
+                .as_deref()
                 .and_then(|v| {
                     v.split([',', ':', ';'])
                         .find(|s| !s.is_empty())
@@ -144,9 +136,9 @@ pub fn locate(
 
     let (graph_dir, rule) = if let Some(flag) = graph_flag {
         (absolute(flag), GraphDirRule::Flag)
-    } else if let Some(dir) = env_dir("ATLAS_GRAPH_DIR") {
+    } else if let Some(dir) = env_dir(&placement.graph_dir) {
         (dir, GraphDirRule::EnvGraphDir)
-    } else if let Some(dir) = env_dir("ATLAS_INDEX_DIR") {
+    } else if let Some(dir) = env_dir(&placement.index_dir) {
         (dir, GraphDirRule::EnvIndexDir)
     } else if let Some(root) = ascending {
         (root.join(DEFAULT_GRAPH_DIR), GraphDirRule::Ascending)
@@ -595,13 +587,14 @@ fn sync_dir(dir: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> Placement {
+        crate::config::Config::from_lookup(&|name| {
             pairs
                 .iter()
                 .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        }
+                .map(|(_, v)| (*v).into())
+        })
+        .placement
     }
 
     #[test]

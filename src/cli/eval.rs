@@ -7,12 +7,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use clap::Subcommand;
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use crate::build::pipeline::{self, BuildOptions};
 use crate::build::store::Location;
-use crate::build::{self, BuildOptions};
+use crate::config::Config;
+use crate::query::search::IndexCompanion;
+
+use super::call::Call;
+use super::output::{Format, absolute, error_body, pretty_json, print_json, print_stdout};
+use crate::build::session::Freshness;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::query::context::{self, ContextRequest, Freshness};
+use crate::query::context::{self, ContextRequest};
 use crate::query::profile::ProfileName;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -227,6 +236,8 @@ pub struct Workspaces {
     repos: Option<PathBuf>,
     specs: BTreeMap<String, RepoSpec>,
     built: std::cell::RefCell<BTreeMap<String, (Scratch, Location)>>,
+    /// The configuration cases run with.
+    config: Config,
 }
 
 impl Workspaces {
@@ -234,13 +245,25 @@ impl Workspaces {
         fixtures: PathBuf,
         repos: Option<PathBuf>,
         specs: BTreeMap<String, RepoSpec>,
+        config: Config,
     ) -> Self {
         Workspaces {
             fixtures,
             repos,
             specs,
             built: Default::default(),
+            config,
         }
+    }
+
+    /// Build options that publish the search index with the generation.
+    fn build_options(&self, root: &Path, graph_dir: &Path) -> BuildOptions {
+        let mut options = BuildOptions::configured(root, graph_dir, &self.config);
+        options.scip_run = false;
+        options.companion = Some(Arc::new(IndexCompanion {
+            embed: self.config.embed.clone(),
+        }));
+        options
     }
 
     /// The language a case is scored under.
@@ -273,9 +296,7 @@ impl Workspaces {
         }
         let scratch = scratch(key);
         let graph_dir = scratch.0.join("graph");
-        let mut options = BuildOptions::new(&root, &graph_dir);
-        options.search = true;
-        build::build(&options)?;
+        pipeline::build(&self.build_options(&root, &graph_dir))?;
         let location = Location {
             graph_dir,
             rule: crate::build::store::GraphDirRule::Flag,
@@ -301,9 +322,7 @@ pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
             let graph_dir = repo.join(crate::build::store::DEFAULT_GRAPH_DIR);
             // Free words use hybrid search and the queries below are frozen: build its
             // index too.
-            let mut options = BuildOptions::new(&repo, &graph_dir);
-            options.search = true;
-            build::build(&options)?;
+            pipeline::build(&workspaces.build_options(&repo, &graph_dir))?;
             for mutation in &case.mutate {
                 let path = repo.join(&mutation.path);
                 let mut text = std::fs::read_to_string(&path).at(&path)?;
@@ -330,7 +349,7 @@ pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
     let mut pages = Vec::new();
     let mut outputs = Vec::new();
     let mut error = None;
-    match context::run(&location, &request) {
+    match context::run(&location, &request, &workspaces.config) {
         Ok(result) => {
             pages.push(result.json);
             outputs.push(result.output);
@@ -341,7 +360,7 @@ pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
         && let Some(omission) = first.omissions.iter().find(|o| o.reason == reason)
     {
         let next = ContextRequest::from_argv(&omission.argv)?;
-        let result = context::run(&location, &next)?;
+        let result = context::run(&location, &next, &workspaces.config)?;
         pages.push(result.json);
         outputs.push(result.output);
     }
@@ -356,10 +375,7 @@ pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
         ..CaseMetrics::default()
     };
     let mut failures = Vec::new();
-    let error_body = error.as_ref().map(|e| {
-        serde_json::json!({ "error": { "code": e.code(), "message": e.to_string(), "exit_code": e.exit_code(), "details": e.details() } })
-            .to_string()
-    });
+    let error_body = error.as_ref().map(|e| error_body(e).to_string());
     match (&case.expect_error, &error) {
         (Some(expected), Some(e)) if e.code() == expected => {}
         (Some(expected), Some(e)) => {
@@ -534,13 +550,18 @@ fn summarize<'a>(cases: impl Iterator<Item = &'a CaseMetrics>) -> ClassSummary {
 
 /// Runs every case; a case that cannot run at all is a failed case, not an abort.
 /// Repository cases need `repos`: a directory holding each `[repos]` key checked out.
-pub fn run_corpus(path: &Path, repos: Option<&Path>) -> Result<EvalReport> {
+pub fn run_corpus(path: &Path, repos: Option<&Path>, config: &Config) -> Result<EvalReport> {
     let corpus = load(path)?;
     let fixtures = path
         .parent()
         .unwrap_or(Path::new("."))
         .join(&corpus.fixtures);
-    let workspaces = Workspaces::new(fixtures, repos.map(Path::to_path_buf), corpus.repos.clone());
+    let workspaces = Workspaces::new(
+        fixtures,
+        repos.map(Path::to_path_buf),
+        corpus.repos.clone(),
+        config.clone(),
+    );
     let mut cases = Vec::new();
     for case in &corpus.cases {
         let metrics = match run_case(&workspaces, case) {
@@ -580,4 +601,124 @@ pub fn run_corpus(path: &Path, repos: Option<&Path>) -> Result<EvalReport> {
         languages,
         overall,
     })
+}
+
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub what: Option<EvalCommand>,
+    /// Corpus file (TOML, see corpus/context.toml).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    /// Also write the receipt to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Where the corpus's `[repos]` are checked out (`DIR/<key>`, at their `rev`).
+    #[arg(long, value_name = "DIR")]
+    pub repos: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EvalCommand {
+    /// Compare tree-sitter call/reference edges with a SCIP index's precise edges at the
+    /// same sites: precision, recall and F1 per language and resolution kind.
+    #[command(after_help = "Example:\n  atlas eval edges --scip index.scip --code .")]
+    Edges {
+        /// SCIP index (repeatable).
+        #[arg(long, required = true, value_name = "FILE")]
+        scip: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+}
+
+/// `atlas eval`: a corpus, or `eval edges`.
+pub fn run(call: &Call, args: &EvalArgs) -> Result<()> {
+    match args {
+        EvalArgs {
+            what: Some(EvalCommand::Edges { scip, format }),
+            ..
+        } => {
+            let location = call.location()?;
+            let mut options = BuildOptions::new(&location.code_root, &location.graph_dir);
+            options.scip = scip.iter().map(|p| absolute(p)).collect();
+            let report = pipeline::evaluate_edges(&options)?;
+            match format {
+                Format::Json => print_json(&report),
+                Format::Text => print_stdout(&render_edge_evaluation(&report)),
+            }
+        }
+        EvalArgs {
+            corpus: Some(corpus),
+            out,
+            repos,
+            ..
+        } => {
+            let report = run_corpus(corpus, repos.as_deref(), &call.config)?;
+            let text = pretty_json(&report)?;
+            if let Some(out) = out {
+                std::fs::write(out, text.trim_end()).map_err(|e| AtlasError::io(out, e))?;
+            }
+            print_stdout(&text)?;
+            for case in report.cases.iter().filter(|c| !c.passed) {
+                eprintln!("FAIL {}: {}", case.name, case.failures.join("; "));
+            }
+            eprintln!(
+                "{} of {} cases passed; recall {:.3}, MRR {:.3}, evidence recall {:.3}",
+                report.overall.passed,
+                report.overall.cases,
+                report.overall.recall,
+                report.overall.mrr,
+                report.overall.evidence_recall
+            );
+            if !report.passed {
+                return Err(AtlasError::EvalFailed {
+                    failed: report.overall.cases - report.overall.passed,
+                });
+            }
+            Ok(())
+        }
+        _ => Err(AtlasError::InvalidInput {
+            what: "eval",
+            reason: "give --corpus FILE or the `edges` subcommand".into(),
+        }),
+    }
+}
+
+fn render_edge_evaluation(r: &pipeline::EdgeReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "SCIP: {} documents ingested, {} stale, {} outside the inventory\n\nlanguage/edges        precision  recall     F1   TP    FP  precise\n",
+        r.scip.documents_ingested, r.scip.documents_stale, r.scip.documents_outside_inventory
+    ));
+    for (key, s) in &r.evaluation.by_language {
+        out.push_str(&format!(
+            "{key:<21} {:>9.3} {:>7.3} {:>6.3} {:>4} {:>5} {:>8}\n",
+            s.precision, s.recall, s.f1, s.true_positives, s.false_positives, s.precise_edges
+        ));
+    }
+    out.push_str("\nby resolution                     precision   TP   FP  unjudged\n");
+    for (key, b) in &r.evaluation.by_resolution {
+        out.push_str(&format!(
+            "{key:<33} {:>9.3} {:>4} {:>4} {:>9}\n",
+            b.precision, b.true_positives, b.false_positives, b.unjudged
+        ));
+    }
+    if !r.evaluation.top_missed_calls.is_empty() {
+        out.push_str("\nmost missed precise call targets\n");
+        for (target, count) in &r.evaluation.top_missed_calls {
+            out.push_str(&format!("  {count:>4} × `{target}`\n"));
+        }
+    }
+    if !r.evaluation.top_false_sources.is_empty() {
+        out.push_str("\ntop sources of false edges\n");
+        for f in &r.evaluation.top_false_sources {
+            out.push_str(&format!(
+                "  {:>4} × {} → `{}` ({})\n",
+                f.count, f.resolution, f.target, f.reason
+            ));
+        }
+    }
+    out
 }

@@ -25,11 +25,6 @@ pub const FILE_LIMIT: u64 = 1024 * 1024;
 /// How long a writer waits for another writer's lock before dropping its event.
 const LOCK_PATIENCE: Duration = Duration::from_millis(200);
 
-/// `ATLAS_OBSERVABILITY=1`.
-pub fn enabled() -> bool {
-    std::env::var("ATLAS_OBSERVABILITY").is_ok_and(|v| v == "1")
-}
-
 /// One tool call. Sizes and codes only.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Event {
@@ -56,9 +51,17 @@ pub struct Event {
 }
 
 impl Event {
-    /// An event for `output`, counted with the process's token counter.
-    pub fn builder(tool: &str, format: &str, profile: Option<&str>, outcome: &str) -> EventBuilder {
+    /// An event for `output`, counted with the configured token counter (`tokenizer`).
+    pub fn builder(
+        tool: &str,
+        format: &str,
+        profile: Option<&str>,
+        outcome: &str,
+        tokenizer: Option<&Path>,
+    ) -> EventBuilder {
+        let counter = crate::query::tokens::counter(tokenizer);
         EventBuilder {
+            counter,
             event: Event {
                 ts_ms: SystemTime::now()
                     .duration_since(UNIX_EPOCH)
@@ -70,7 +73,7 @@ impl Event {
                 chars: 0,
                 bytes: 0,
                 tokens: None,
-                tokenizer: crate::query::tokens::counter().identity.clone(),
+                tokenizer: counter.identity.clone(),
                 items: 0,
                 latency_ms: 0,
                 dropped_events: 0,
@@ -80,12 +83,13 @@ impl Event {
 }
 
 pub struct EventBuilder {
+    counter: &'static crate::query::tokens::TokenCounter,
     event: Event,
 }
 
 impl EventBuilder {
     pub fn output(mut self, output: &str, items: usize) -> EventBuilder {
-        let counter = crate::query::tokens::counter();
+        let counter = self.counter;
         self.event.chars = output.chars().count();
         self.event.bytes = output.len();
         self.event.tokens = (counter.mode() == "tokens").then(|| counter.count(output));
@@ -255,10 +259,11 @@ pub struct Status {
     pub last: Option<Event>,
 }
 
-pub fn status(graph_dir: &Path) -> Status {
+/// What is recorded under `graph_dir`; `enabled`: whether this process records.
+pub fn status(graph_dir: &Path, enabled: bool) -> Status {
     let dir = graph_dir.join(DIR);
     let mut status = Status {
-        enabled: enabled(),
+        enabled,
         files: 0,
         bytes: 0,
         events: 0,
@@ -291,7 +296,7 @@ mod tests {
     use super::*;
 
     fn event(tool: &str) -> Event {
-        Event::builder(tool, "json", Some("compact"), "ok")
+        Event::builder(tool, "json", Some("compact"), "ok", None)
             .output("{\"hits\":[]}", 0)
             .build()
     }
@@ -315,7 +320,7 @@ mod tests {
             let size = fs::metadata(obs.join(name)).unwrap().len();
             assert!(size <= 1024, "{name} is {size} bytes");
         }
-        let status = status(dir.path());
+        let status = status(dir.path(), true);
         assert_eq!(status.files, 3);
         assert!(
             status.events > 3 && status.events < 100,
@@ -361,13 +366,13 @@ mod tests {
 
     #[test]
     fn sizes_are_counted_in_chars_bytes_and_tokens() {
-        let e = Event::builder("search", "json", None, "ok")
+        let e = Event::builder("search", "json", None, "ok", None)
             .output("héllo world", 1)
             .build();
         assert_eq!((e.chars, e.bytes, e.items), (11, 12, 1));
         assert_eq!(
             e.tokens,
-            Some(crate::query::tokens::counter().count("héllo world"))
+            Some(crate::query::tokens::counter(None).count("héllo world"))
         );
         assert!(!e.tokenizer.name.is_empty());
     }

@@ -1,15 +1,18 @@
 //! `atlas status`: what the committed graph holds and how far it can be trusted —
 //! coverage (R-INV-5), staleness, edges by kind × provenance × resolution, the frontier.
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::build::inventory::{self, FileClass, InventoryLimits};
+use crate::build::session::{Staleness, staleness};
 use crate::build::store::{Location, Store};
 use crate::error::Result;
-use crate::graph::Graph;
+use crate::graph::codes::FileClass;
+
+use super::call::Call;
+use super::output::{Format, print_json, print_stdout};
 use crate::graph::codes::{EdgeKind, Provenance, Resolution};
 use crate::syntax::facts::{ParseStatus, SymbolKind};
 use crate::syntax::lang::Language;
@@ -68,20 +71,8 @@ pub struct Coverage {
     pub truncated: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct Staleness {
-    pub stale: bool,
-    pub changed: usize,
-    pub added: usize,
-    pub removed: usize,
-    /// The generation was built by another atlas (extractor, resolver, queries or format):
-    /// the next read rebuilds it even though no source changed.
-    pub builder_changed: bool,
-    /// Up to 20 example paths.
-    pub examples: Vec<String>,
-}
-
-pub fn status(location: &Location) -> Result<StatusReport> {
+/// What the committed graph holds; `observing`: whether this process records events.
+pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
     let store = Store::new(&location.graph_dir);
     let (fingerprint, graph) = store.open_current()?;
     let manifest = store
@@ -195,63 +186,115 @@ pub fn status(location: &Location) -> Result<StatusReport> {
             .filter(|v| !v.is_null())
             .map(|scip| serde_json::json!({ "merge": scip, "runs": manifest.get("scip_runs") })),
         staleness,
-        observability: crate::cli::observe::status(&location.graph_dir),
+        observability: crate::cli::observe::status(&location.graph_dir, observing),
     })
 }
 
-/// Files changed, added or removed since the committed generation.
-/// Files skipped by the build (binary, too large, …) are not counted as added.
-pub fn staleness(
-    graph: &Graph,
-    manifest: &serde_json::Value,
-    code_root: &Path,
-    skipped: &std::collections::HashSet<String>,
-) -> Result<Staleness> {
-    let builder_changed = !crate::build::built_by_this(manifest);
-    let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
-    let committed: HashMap<&str, &[u8; 32]> = graph
-        .data()
-        .files
-        .iter()
-        .map(|f| (graph.str(f.path.to_native()), &f.hash))
-        .collect();
-    let mut changed = Vec::new();
-    let mut added = Vec::new();
-    for file in &inventory.files {
-        match committed.get(file.path.as_str()) {
-            Some(hash) => {
-                let current =
-                    crate::source::read(code_root, &file.path, file.size.max(1).saturating_mul(2))
-                        .map(|b| *blake3::hash(&b).as_bytes());
-                if current.ok().as_ref() != Some(*hash) {
-                    changed.push(file.path.clone());
-                }
-            }
-            None if skipped.contains(&file.path) => {}
-            None => added.push(file.path.clone()),
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `atlas status`.
+pub fn run(call: &Call, args: &StatusArgs) -> Result<()> {
+    let report = status(&call.location()?, call.config.observability)?;
+    match args.format {
+        Format::Json => print_json(&report),
+        Format::Text => print_stdout(&render(&report)),
+    }
+}
+
+fn render(s: &StatusReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "graph dir   {} ({})\n",
+        s.graph_dir.display(),
+        s.graph_dir_rule
+    ));
+    out.push_str(&format!("code root   {}\n", s.code_root.display()));
+    out.push_str(&format!(
+        "fingerprint {} (format {}, {} bytes)\n",
+        s.fingerprint, s.format_version, s.graph_bytes
+    ));
+    let join = |m: &std::collections::BTreeMap<String, usize>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out.push_str(&format!("languages   {}\n", join(&s.files_by_language)));
+    out.push_str(&format!("classes     {}\n", join(&s.files_by_class)));
+    out.push_str(&format!("symbols     {}\n", join(&s.symbols_by_kind)));
+    out.push_str("edges\n");
+    for (kind, by_provenance) in &s.edges {
+        for (provenance, by_resolution) in by_provenance {
+            out.push_str(&format!(
+                "  {kind:<11} {provenance:<12} {}\n",
+                join(by_resolution)
+            ));
         }
     }
-    let current_paths: std::collections::HashSet<&str> =
-        inventory.files.iter().map(|f| f.path.as_str()).collect();
-    let removed: Vec<String> = committed
-        .keys()
-        .filter(|p| !current_paths.contains(*p))
-        .map(|p| p.to_string())
-        .collect();
-    let mut examples: Vec<String> = changed
-        .iter()
-        .chain(&added)
-        .chain(&removed)
-        .cloned()
-        .collect();
-    examples.sort();
-    examples.truncate(20);
-    Ok(Staleness {
-        stale: builder_changed || !(changed.is_empty() && added.is_empty() && removed.is_empty()),
-        changed: changed.len(),
-        added: added.len(),
-        removed: removed.len(),
-        builder_changed,
-        examples,
-    })
+    out.push_str(&format!(
+        "frontier    {} entries ({} ambiguous), {} external references\n",
+        s.frontier.entries, s.frontier.ambiguous, s.frontier.external_references
+    ));
+    let c = &s.coverage;
+    out.push_str(&format!(
+        "coverage    {} inventoried: {} extracted ({} with parse errors), {} text only, {} skipped\n",
+        c.files_inventoried, c.files_extracted, c.files_with_parse_errors, c.files_text_only, c.files_skipped
+    ));
+    if !c.unsupported_by_extension.is_empty() {
+        let list: Vec<String> = c
+            .unsupported_by_extension
+            .iter()
+            .map(|(k, v)| format!(".{k} {v}"))
+            .collect();
+        out.push_str(&format!("unsupported {}\n", list.join(", ")));
+    }
+    if let Some(t) = &c.truncated {
+        out.push_str(&format!("truncated   {t}\n"));
+    }
+    if let Some(scip) = &s.scip {
+        let stats = &scip["merge"]["stats"];
+        out.push_str(&format!(
+            "scip        {} documents ingested, {} stale, {} outside the inventory; {} precise edges, {} heuristic edges replaced, {} symbols added\n",
+            stats["documents_ingested"], stats["documents_stale"], stats["documents_outside_inventory"],
+            scip["merge"]["precise_edges"], scip["merge"]["heuristic_edges_replaced"], scip["merge"]["symbols_added"]
+        ));
+    }
+    for p in &s.partial_files {
+        out.push_str(&format!("partial     {} ({} errors)\n", p.path, p.errors));
+    }
+    let st = &s.staleness;
+    if st.builder_changed {
+        out.push_str("stale       built by another atlas version; the next read rebuilds it\n");
+    }
+    if st.changed + st.added + st.removed > 0 {
+        out.push_str(&format!(
+            "stale       {} changed, {} added, {} removed since this generation: {}\n",
+            st.changed,
+            st.added,
+            st.removed,
+            st.examples.join(", ")
+        ));
+    } else if !st.stale {
+        out.push_str("fresh       the working tree matches this generation\n");
+    }
+    let o = &s.observability;
+    if o.enabled || o.events > 0 {
+        out.push_str(&format!(
+            "observed    {} events in {} files ({} bytes), {} dropped{}\n",
+            o.events,
+            o.files,
+            o.bytes,
+            o.dropped_events,
+            if o.enabled {
+                ""
+            } else {
+                " (ATLAS_OBSERVABILITY is off)"
+            }
+        ));
+    }
+    out
 }

@@ -117,3 +117,40 @@ impl Resolution {
         }
     }
 }
+
+/// File classes (R-INV-4); they drive projection's source-admission rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileClass {
+    Source = 0,
+    Test = 1,
+    Generated = 2,
+    Vendored = 3,
+    Doc = 4,
+    Manifest = 5,
+}
+
+impl FileClass {
+    pub const ALL: [FileClass; 6] = [
+        FileClass::Source,
+        FileClass::Test,
+        FileClass::Generated,
+        FileClass::Vendored,
+        FileClass::Doc,
+        FileClass::Manifest,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileClass::Source => "source",
+            FileClass::Test => "test",
+            FileClass::Generated => "generated",
+            FileClass::Vendored => "vendored",
+            FileClass::Doc => "doc",
+            FileClass::Manifest => "manifest",
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<FileClass> {
+        FileClass::ALL.get(code as usize).copied()
+    }
+}

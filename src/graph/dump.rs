@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::build::inventory::FileClass;
-use crate::graph::Graph;
+use crate::graph::codes::FileClass;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 use crate::graph::data::NONE;
+use crate::graph::reader::Graph;
 use crate::syntax::facts::{RefRole, SymbolKind};
 use crate::syntax::lang::Language;
 

@@ -272,3 +272,12 @@ pub fn check_references(data: &ArchivedGraphData) -> std::result::Result<(), Str
     }
     Ok(())
 }
+
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}

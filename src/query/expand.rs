@@ -6,7 +6,8 @@
 use serde::Serialize;
 
 use crate::error::{AtlasError, Result};
-use crate::graph::{Graph, hex};
+use crate::graph::format::hex;
+use crate::graph::reader::Graph;
 use crate::source::Refusal;
 use crate::syntax::facts::SymbolKind;
 
@@ -110,15 +111,21 @@ pub struct ExpandOutput {
     pub items: Vec<Expanded>,
 }
 
-/// Expands up to `MAX_REFS` refs against the files under `root`.
-pub fn expand(graph: &Graph, root: &std::path::Path, refs: &[String]) -> Result<ExpandOutput> {
+/// Expands up to `MAX_REFS` refs against the files under `root`. `outline`: a large class
+/// is its header plus a method outline (else it is returned whole, paginated).
+pub fn expand(
+    graph: &Graph,
+    root: &std::path::Path,
+    refs: &[String],
+    outline: bool,
+) -> Result<ExpandOutput> {
     if refs.len() > MAX_REFS {
         return Err(AtlasError::InvalidInput {
             what: "refs",
             reason: format!("{} refs given; at most {MAX_REFS} per call", refs.len()),
         });
     }
-    let outline_enabled = std::env::var("ATLAS_EXPAND_OUTLINE").map_or(true, |v| v != "0");
+    let outline_enabled = outline;
     let mut items = Vec::new();
     for text in refs {
         let r = Ref::parse(text)?;

@@ -11,7 +11,7 @@
 
 use crate::graph::codes::EdgeKind;
 use crate::graph::names::{normalize_qualified, split_identifier};
-use crate::graph::{Graph, NameTable};
+use crate::graph::reader::{Graph, NameTable};
 use crate::syntax::facts::SymbolKind;
 
 pub const RELATION_WORDS: &[&str] = &[

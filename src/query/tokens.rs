@@ -3,8 +3,9 @@
 //! `tokenizer.json` named by `ATLAS_TOKENIZER_PATH`. When no counter can be had, budgets
 //! fall back to characters and say so.
 
-use std::path::Path;
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -101,7 +102,7 @@ impl TokenCounter {
                     identity: TokenizerIdentity {
                         name,
                         revision: format!("tokenizers 0.21, {} bytes", bytes.len()),
-                        sha256: crate::graph::hex(&Sha256::digest(&bytes)),
+                        sha256: crate::graph::format::hex(&Sha256::digest(&bytes)),
                     },
                 }
             }
@@ -122,16 +123,22 @@ impl TokenCounter {
     }
 }
 
-/// The process-wide counter: `ATLAS_TOKENIZER_PATH` (a HuggingFace `tokenizer.json`) or
-/// the embedded o200k, built on first use.
-pub fn counter() -> &'static TokenCounter {
-    static COUNTER: OnceLock<TokenCounter> = OnceLock::new();
-    COUNTER.get_or_init(|| {
-        match std::env::var_os("ATLAS_TOKENIZER_PATH").filter(|p| !p.is_empty()) {
-            Some(path) => TokenCounter::hugging_face(Path::new(&path)),
-            None => TokenCounter::o200k(),
-        }
-    })
+/// The counter of a configured tokenizer (a HuggingFace `tokenizer.json`,
+/// `ATLAS_TOKENIZER_PATH`) or of the embedded o200k: built on first use, then kept for
+/// the process (a server's requests may name different ones).
+pub fn counter(tokenizer: Option<&Path>) -> &'static TokenCounter {
+    static O200K: OnceLock<TokenCounter> = OnceLock::new();
+    static FILES: OnceLock<Mutex<HashMap<PathBuf, &'static TokenCounter>>> = OnceLock::new();
+    let Some(path) = tokenizer else {
+        return O200K.get_or_init(TokenCounter::o200k);
+    };
+    let mut files = FILES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    files
+        .entry(path.to_path_buf())
+        .or_insert_with(|| Box::leak(Box::new(TokenCounter::hugging_face(path))))
 }
 
 #[cfg(test)]

@@ -34,10 +34,9 @@ fn indexer_of(language: Language) -> (&'static str, &'static str) {
     }
 }
 
-/// An executable named `name` on PATH.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+/// An executable named `name` in the directories of `search_path` (a `PATH` value).
+pub fn find_on_path(name: &str, search_path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(search_path?)
         .map(|dir| dir.join(name))
         .find(|candidate| {
             use std::os::unix::fs::PermissionsExt;
@@ -92,13 +91,14 @@ pub fn run_indexers(
     root: &Path,
     languages: &BTreeSet<Language>,
     output_dir: &Path,
+    search_path: Option<&std::ffi::OsStr>,
 ) -> Vec<IndexerRun> {
     let families: BTreeSet<(&'static str, &'static str)> =
         languages.iter().map(|l| indexer_of(*l)).collect();
     families
         .into_iter()
         .map(|(family, indexer)| {
-            let Some(binary) = find_on_path(indexer) else {
+            let Some(binary) = find_on_path(indexer, search_path) else {
                 return IndexerRun {
                     language: family,
                     indexer,

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use super::ContextRequest;
 use super::project::{Choice, Diagnostic};
 use crate::error::AtlasError;
-use crate::graph::Graph;
+use crate::graph::reader::Graph;
 use crate::query::intent::{Ambiguity, Anchor, AnchorReason, Intent, unique_name};
 use crate::query::profile::ProfileName;
 use crate::query::search::Hit;

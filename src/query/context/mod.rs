@@ -12,17 +12,21 @@ pub mod retrieve;
 pub mod spine;
 pub mod text;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::build::pipeline::Companion;
+use crate::build::session::{Freshness, Session, open_session};
 use crate::build::store::{Location, Store};
-use crate::build::{self, BuildOptions};
+use crate::config::Config;
 use crate::error::{AtlasError, Result};
-use crate::graph::Graph;
+use crate::graph::reader::Graph;
 use crate::query::intent::{self, Intent};
 use crate::query::profile::{Profile, ProfileName};
+use crate::query::search;
 use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
 
 /// v2: one evidence entry per (class, symbol) with `sites`, anchors with
@@ -229,15 +233,6 @@ impl ContextRequest {
     }
 }
 
-/// R-GEN-8: whether a read may refresh the graph first.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Freshness {
-    /// Read the committed generation as it is; never build, never write.
-    pub frozen: bool,
-    /// Do not build a missing graph (fail instead).
-    pub no_build: bool,
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphOut {
     pub fingerprint: String,
@@ -382,80 +377,6 @@ fn ms(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// The committed generation a read works on, and how it was reached.
-pub struct Session {
-    pub fingerprint: String,
-    pub graph: Graph,
-    /// The code root the graph is compared with (`Location::read_root`).
-    pub root: PathBuf,
-    /// The graph was rebuilt (incrementally) before this read.
-    pub refreshed: bool,
-    /// Why the graph could not be refreshed although sources changed (another build held
-    /// the lock past the bound): the read answers from the committed generation.
-    pub stale: Option<String>,
-}
-
-/// Opens the committed graph, refreshing it first unless frozen (R-GEN-8). Another
-/// process's build never fails a read: it waits for it (bounded), then answers from the
-/// committed generation with a staleness note when the lock is still held.
-pub fn open_session(
-    location: &Location,
-    freshness: Freshness,
-    with_search: bool,
-) -> Result<Session> {
-    let store = Store::new(&location.graph_dir);
-    let root = location.read_root(&store);
-    let mut refreshed = false;
-    let mut stale = None;
-    if !freshness.frozen {
-        let needs_build = match store.open_current() {
-            Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
-                return Err(AtlasError::GraphMissing(location.graph_dir.clone()));
-            }
-            Err(AtlasError::GraphMissing(_)) => true,
-            // An unreadable committed generation is rebuilt, not fatal, when we may write.
-            Err(AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. })
-                if !freshness.no_build =>
-            {
-                true
-            }
-            Err(e) => return Err(e),
-            Ok((fingerprint, graph)) => {
-                // A missing or unreadable manifest reads as another builder: rebuilt.
-                let manifest = store
-                    .read_manifest(&fingerprint)
-                    .unwrap_or(serde_json::Value::Null);
-                crate::cli::status::staleness(&graph, &manifest, &root, &Default::default())?.stale
-            }
-        };
-        if needs_build {
-            let mut options = BuildOptions::new(&root, &location.graph_dir);
-            let patience = crate::build::store::read_lock_patience();
-            options.lock_wait = build::LockWait::Within(patience);
-            // A read that searches publishes the refreshed generation with its index.
-            options.search = with_search;
-            match build::build(&options) {
-                Ok(_) => refreshed = true,
-                Err(AtlasError::BuildLocked(_)) if store.current().ok().flatten().is_some() => {
-                    stale = Some(format!(
-                        "sources changed, but another build held the lock for more than {} ms; this answer reads the committed generation",
-                        patience.as_millis()
-                    ));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    let (fingerprint, graph) = store.open_current()?;
-    Ok(Session {
-        fingerprint,
-        graph,
-        root,
-        refreshed,
-        stale,
-    })
-}
-
 /// A committed generation opened for one query, with how it was opened.
 #[derive(Clone, Copy)]
 pub struct OpenGraph<'a> {
@@ -473,14 +394,18 @@ pub struct OpenGraph<'a> {
 /// Free-text search over the open graph: returns hits, or why search is unavailable.
 pub type SearchFn<'a> = dyn Fn(&str) -> Result<Vec<crate::query::search::Hit>> + 'a;
 
-/// Runs one context query end to end.
-pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResult> {
+/// Runs one context query end to end, with `config`'s search, model and lock settings.
+pub fn run(
+    location: &Location,
+    request: &ContextRequest,
+    config: &Config,
+) -> Result<ContextResult> {
     let started = Instant::now();
     let freshness = request.freshness;
     let may_search = intent::may_search(&request.query);
-    if may_search {
+    if may_search && config.search.wants_vectors() {
         // A question searches: the model loads while the graph opens.
-        crate::query::search::embed::warm_up();
+        search::embed::warm_up(&config.embed);
     }
     let Session {
         fingerprint,
@@ -488,12 +413,21 @@ pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResul
         root,
         refreshed,
         stale,
-    } = open_session(location, freshness, may_search)?;
+    } = open_session(
+        location,
+        freshness,
+        may_search.then(|| {
+            Arc::new(search::IndexCompanion {
+                embed: config.embed.clone(),
+            }) as Arc<dyn Companion>
+        }),
+        config,
+    )?;
     let freshness_ms = ms(started);
     let store = Store::new(&location.graph_dir);
-    let search = |text: &str| -> Result<Vec<crate::query::search::Hit>> {
-        let embedder = crate::query::search::embed::Embedder::load()?;
-        crate::query::search::SearchIndex::query(
+    let search = |text: &str| -> Result<Vec<search::Hit>> {
+        let embedder = search::embed::Embedder::load(&config.embed)?;
+        search::SearchIndex::query(
             &store,
             &fingerprint,
             &graph,
@@ -501,7 +435,8 @@ pub fn run(location: &Location, request: &ContextRequest) -> Result<ContextResul
             &embedder,
             freshness.frozen,
             text,
-            crate::query::search::POOL,
+            search::POOL,
+            config,
         )
         .map(|out| out.hits)
     };

@@ -12,10 +12,10 @@ use serde::Serialize;
 
 use super::retrieve::{Candidate, RelationInfo, SliceTarget};
 use super::{ArgvChange, ContextRequest};
-use crate::build::inventory::FileClass;
 use crate::error::AtlasError;
-use crate::graph::Graph;
+use crate::graph::codes::FileClass;
 use crate::graph::data::NONE;
+use crate::graph::reader::Graph;
 use crate::syntax::facts::SymbolKind;
 
 #[derive(Debug, Clone, Serialize)]

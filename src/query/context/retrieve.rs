@@ -5,10 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use super::spine::{Hop, SPINE_MAX, SpineBudget, Spines};
-use crate::build::inventory::FileClass;
-use crate::graph::Graph;
+use crate::graph::codes::FileClass;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 use crate::graph::data::{ArchivedEdgeRecord, NONE};
+use crate::graph::reader::Graph;
 use crate::query::intent::{Intent, Relation};
 use crate::query::profile::ProfileName;
 use crate::syntax::facts::SymbolKind;

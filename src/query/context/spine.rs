@@ -11,9 +11,9 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::retrieve::{RelationInfo, relation_of};
-use crate::graph::Graph;
 use crate::graph::codes::EdgeKind;
 use crate::graph::data::{FLAG_DECLARES_ONLY, NONE};
+use crate::graph::reader::Graph;
 use crate::syntax::facts::{SymbolKind, site};
 
 /// Spine hops at most.

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use model2vec_rs::model::StaticModel;
 use serde::Deserialize;
 
+use crate::config::EmbedSource;
 use crate::error::{AtlasError, Result};
 
 const MODEL: &[u8] = include_bytes!("model/model.safetensors");
@@ -32,8 +33,8 @@ fn embedded_model() -> &'static std::result::Result<StaticModel, String> {
 /// Starts loading the embedded model on a background thread, so that a search can open
 /// its graph and index (and run its lexical arms) meanwhile. Does nothing when a model
 /// directory is configured.
-pub fn warm_up() {
-    if std::env::var_os("ATLAS_EMBED_MODEL").is_some_and(|d| !d.is_empty()) {
+pub fn warm_up(source: &EmbedSource) {
+    if *source != EmbedSource::Embedded {
         return;
     }
     // Detached: a process that never needs the model exits without waiting for it.
@@ -61,11 +62,12 @@ fn invalid(reason: String) -> AtlasError {
 }
 
 impl Embedder {
-    /// The configured model: `ATLAS_EMBED_MODEL=<dir>` or the embedded default.
-    pub fn load() -> Result<Embedder> {
-        match std::env::var_os("ATLAS_EMBED_MODEL") {
-            Some(dir) if !dir.is_empty() => Embedder::from_dir(Path::new(&dir)),
-            _ => Embedder::embedded(),
+    /// The configured model: a model directory (`ATLAS_EMBED_MODEL`) or the embedded
+    /// default.
+    pub fn load(source: &EmbedSource) -> Result<Embedder> {
+        match source {
+            EmbedSource::Dir(dir) => Embedder::from_dir(dir),
+            EmbedSource::Embedded => Embedder::embedded(),
         }
     }
 
@@ -164,7 +166,7 @@ mod tests {
             ("tokenizer.json", TOKENIZER),
             ("config.json", CONFIG),
         ] {
-            let digest = crate::graph::hex(&Sha256::digest(bytes));
+            let digest = crate::graph::format::hex(&Sha256::digest(bytes));
             assert!(
                 sums.lines()
                     .any(|l| l.split_whitespace().collect::<Vec<_>>() == [digest.as_str(), name]),

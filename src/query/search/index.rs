@@ -29,8 +29,8 @@ use super::embed::Embedder;
 use super::sources::{self, Commit, Section};
 use super::text::identifier_tokens;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::graph::Graph;
 use crate::graph::data::NONE;
+use crate::graph::reader::Graph;
 use crate::syntax::facts::SymbolKind;
 
 /// Bumped when documents or the layout change: older indexes are rebuilt, not updated.

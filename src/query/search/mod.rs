@@ -17,6 +17,9 @@ pub mod signals;
 pub mod sources;
 pub mod text;
 
+use std::time::Duration;
+
+use crate::config::{Config, EmbedSource, SearchConfig};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -30,7 +33,7 @@ use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
 use crate::build::store::Store;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::graph::Graph;
+use crate::graph::reader::Graph;
 use embed::Embedder;
 use index::{Fields, FileLookup, IndexMeta, file_lookup, tantivy_error};
 use sources::Section;
@@ -139,51 +142,7 @@ struct Fused {
     ranks: [Option<usize>; 3],
 }
 
-/// Which arms run: all by default; `ATLAS_SEARCH_ARMS=bm25,vector` (any comma list of
-/// `bm25`, `vector`, `graph`) runs a subset, for ablations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Arms {
-    pub bm25: bool,
-    pub vector: bool,
-    pub graph: bool,
-}
-
-impl Arms {
-    pub fn from_env() -> Result<Arms> {
-        match std::env::var("ATLAS_SEARCH_ARMS") {
-            Ok(list) if !list.trim().is_empty() => Arms::parse(&list),
-            _ => Ok(Arms {
-                bm25: true,
-                vector: true,
-                graph: true,
-            }),
-        }
-    }
-
-    pub fn parse(list: &str) -> Result<Arms> {
-        let mut arms = Arms {
-            bm25: false,
-            vector: false,
-            graph: false,
-        };
-        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            match name {
-                "bm25" => arms.bm25 = true,
-                "vector" => arms.vector = true,
-                "graph" => arms.graph = true,
-                other => {
-                    return Err(AtlasError::InvalidInput {
-                        what: "ATLAS_SEARCH_ARMS",
-                        reason: format!(
-                            "unknown arm `{other}` (expected a comma list of bm25, vector, graph)"
-                        ),
-                    });
-                }
-            }
-        }
-        Ok(arms)
-    }
-}
+pub use crate::config::Arms;
 
 impl SearchIndex {
     fn dir(store: &Store, fingerprint: &str) -> PathBuf {
@@ -213,13 +172,14 @@ impl SearchIndex {
         graph: &Graph,
         root: &Path,
         embedder: &Embedder,
+        lock_wait: Duration,
     ) -> Result<SearchIndex> {
         match SearchIndex::open(store, fingerprint, embedder) {
             Ok(Some(index)) if index.vectors_unavailable.is_none() => return Ok(index),
             Ok(_) | Err(AtlasError::SearchCorrupt { .. }) => {}
             Err(e) => return Err(e),
         }
-        SearchIndex::repair(store, fingerprint, graph, root, embedder)
+        SearchIndex::repair(store, fingerprint, graph, root, embedder, lock_wait)
     }
 
     /// Verifies the index in full and rebuilds whatever does not verify, then opens it.
@@ -229,8 +189,9 @@ impl SearchIndex {
         graph: &Graph,
         root: &Path,
         embedder: &Embedder,
+        lock_wait: Duration,
     ) -> Result<SearchIndex> {
-        let lock = store.lock_within(crate::build::store::read_lock_patience())?;
+        let lock = store.lock_within(lock_wait)?;
         SearchIndex::ensure_built(store, &lock, fingerprint, graph, root, embedder)?;
         drop(lock);
         SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
@@ -245,11 +206,13 @@ impl SearchIndex {
         root: &Path,
         embedder: &Embedder,
         frozen: bool,
+        lock_wait: Duration,
     ) -> Result<Option<SearchIndex>> {
         if frozen {
             SearchIndex::open(store, fingerprint, embedder)
         } else {
-            SearchIndex::open_or_build(store, fingerprint, graph, root, embedder).map(Some)
+            SearchIndex::open_or_build(store, fingerprint, graph, root, embedder, lock_wait)
+                .map(Some)
         }
     }
 
@@ -266,15 +229,18 @@ impl SearchIndex {
         frozen: bool,
         text: &str,
         top_k: usize,
+        config: &Config,
     ) -> Result<SearchOutput> {
-        let index = SearchIndex::for_query(store, fingerprint, graph, root, embedder, frozen)?
-            .ok_or_else(|| {
+        let lock_wait = config.lock_wait;
+        let index =
+            SearchIndex::for_query(store, fingerprint, graph, root, embedder, frozen, lock_wait)?
+                .ok_or_else(|| {
                 AtlasError::SearchUnavailable(
                     "the search index of this generation is not built; run without --frozen once"
                         .into(),
                 )
             })?;
-        let output = index.search(graph, embedder, text, top_k);
+        let output = index.search(graph, embedder, text, top_k, &config.search);
         let damaged = match &output {
             Ok(out) => !out.arms.unavailable.is_empty(),
             Err(e) => matches!(e, AtlasError::SearchCorrupt { .. }),
@@ -283,8 +249,13 @@ impl SearchIndex {
             return output;
         }
         drop(index);
-        SearchIndex::repair(store, fingerprint, graph, root, embedder)?
-            .search(graph, embedder, text, top_k)
+        SearchIndex::repair(store, fingerprint, graph, root, embedder, lock_wait)?.search(
+            graph,
+            embedder,
+            text,
+            top_k,
+            &config.search,
+        )
     }
 
     /// Builds the generation's index unless it exists, from the newest other index
@@ -610,8 +581,9 @@ impl SearchIndex {
         embedder: &Embedder,
         query: &str,
         top_k: usize,
+        config: &SearchConfig,
     ) -> Result<SearchOutput> {
-        let arms = Arms::from_env()?;
+        let arms = config.arms()?;
         let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
         let files = file_lookup(graph);
         let node_count = graph.node_count() as u32;
@@ -723,7 +695,7 @@ impl SearchIndex {
         }
         let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
         ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
-        let rerank = std::env::var("ATLAS_RERANK").map_or(true, |v| v != "0");
+        let rerank = config.rerank;
         if rerank {
             // Code first: tests and prose (Markdown sections) keep their order among
             // themselves but weigh less against the code they test or describe.
@@ -861,7 +833,7 @@ impl SearchIndex {
                     reference: format!(
                         "{path}#L1-L{}@{}",
                         record.lines.to_native().max(1),
-                        crate::graph::hex(&record.hash[..4])
+                        crate::graph::format::hex(&record.hash[..4])
                     ),
                     commit: Some(commit),
                     node: None,
@@ -959,7 +931,7 @@ fn symbol_hit(graph: &Graph, node: u32) -> Hit {
         .map(|f| {
             (
                 graph.str(f.path.to_native()).to_string(),
-                crate::graph::hex(&f.hash[..4]),
+                crate::graph::format::hex(&f.hash[..4]),
             )
         })
         .unwrap_or_default();
@@ -984,7 +956,7 @@ fn symbol_hit(graph: &Graph, node: u32) -> Hit {
 fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
     let hash = files
         .get(section.path.as_str())
-        .map(|&f| crate::graph::hex(&graph.data().files[f as usize].hash[..4]))
+        .map(|&f| crate::graph::format::hex(&graph.data().files[f as usize].hash[..4]))
         .unwrap_or_default();
     Hit {
         reference: format!(
@@ -1064,14 +1036,13 @@ impl ResponseProfile {
         }
     }
 
-    /// The per-call choice, else `ATLAS_CONTEXT_OPTIMIZATION=1` makes compact the default.
-    pub fn resolve(flag: Option<ResponseProfile>) -> ResponseProfile {
-        flag.unwrap_or_else(|| {
-            if std::env::var("ATLAS_CONTEXT_OPTIMIZATION").is_ok_and(|v| v == "1") {
-                ResponseProfile::Compact
-            } else {
-                ResponseProfile::Full
-            }
+    /// The per-call choice, else the configured default (`ATLAS_CONTEXT_OPTIMIZATION=1`
+    /// makes it compact).
+    pub fn resolve(flag: Option<ResponseProfile>, config: &SearchConfig) -> ResponseProfile {
+        flag.unwrap_or(if config.compact_by_default {
+            ResponseProfile::Compact
+        } else {
+            ResponseProfile::Full
         })
     }
 }
@@ -1131,6 +1102,7 @@ pub fn respond(
     output: SearchOutput,
     profile: ResponseProfile,
     max_tokens: usize,
+    tokenizer: Option<&Path>,
 ) -> SearchResponse {
     let mut response = match profile {
         ResponseProfile::Full => SearchResponse {
@@ -1178,7 +1150,7 @@ pub fn respond(
     if serde_json::to_string(&response).map_or(usize::MAX, |t| t.len()) <= share(max_tokens) {
         return response;
     }
-    let counter = crate::query::tokens::counter();
+    let counter = crate::query::tokens::counter(tokenizer);
     let exact = counter.mode() == "tokens";
     // Characters stand in for tokens at ~4 per token when counting is unavailable.
     let ceiling = if exact { max_tokens } else { max_tokens * 4 };
@@ -1210,5 +1182,27 @@ pub fn respond(
             hits.pop();
         }
         cut += 1;
+    }
+}
+
+/// The search index as the build's companion: built and published with its generation,
+/// with the configured embedding model.
+#[derive(Debug)]
+pub struct IndexCompanion {
+    pub embed: EmbedSource,
+}
+
+impl crate::build::pipeline::Companion for IndexCompanion {
+    fn build(
+        &self,
+        store: &Store,
+        lock: &crate::build::store::BuildLock,
+        fingerprint: &str,
+        code_root: &Path,
+    ) -> Result<()> {
+        let graph = Graph::open(&store.graph_path(fingerprint))?;
+        let embedder = embed::Embedder::load(&self.embed)?;
+        SearchIndex::ensure_built(store, lock, fingerprint, &graph, code_root, &embedder)
+            .map(|_| ())
     }
 }

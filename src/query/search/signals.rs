@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use super::index::searchable;
-use crate::graph::{Graph, NameTable};
+use crate::graph::reader::{Graph, NameTable};
 use crate::syntax::facts::SymbolKind;
 
 /// Names defined more often than this are not evidence of any one definition.

@@ -1,0 +1,803 @@
+//! The build pipeline: inventory → read + extract (cached) → resolve → compile → publish.
+//!
+//! One call, one generation. The build lock is held throughout, the generation is written
+//! into staging and published atomically (R-GEN-2), and unchanged inputs publish nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::compile::FileMeta;
+use super::inventory::{FileRole, InventoryLimits, SkipReason, Skipped, Truncation};
+use super::resolve::SourceUnit;
+use crate::build::store::{CachedFacts, GRAPH_FILE, MANIFEST_FILE, Store};
+use crate::config::Config;
+use crate::error::{AtlasError, IoContext, Result};
+use crate::graph::codes::FileClass;
+use crate::graph::format::{self, hex};
+use crate::syntax::extract::{self, EXTRACTOR_VERSION};
+use crate::syntax::facts::{FileFacts, ParseStatus};
+use crate::syntax::lang::Language;
+
+/// What a build does when another process holds the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockWait {
+    /// Fail at once with `atlas-build-locked`.
+    Fail,
+    /// Block until the lock is free (`build --wait`).
+    Forever,
+    /// Wait at most this long (reads that refresh the graph first).
+    Within(std::time::Duration),
+}
+
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    pub code_root: PathBuf,
+    pub graph_dir: PathBuf,
+    pub strict: bool,
+    /// Wait for a concurrent build instead of failing with `atlas-build-locked`.
+    /// What to do when another build holds the lock.
+    pub lock_wait: LockWait,
+    pub limits: InventoryLimits,
+    /// Told how extraction advances (the CLI draws a bar).
+    pub progress: Option<Arc<dyn Progress>>,
+    /// SCIP indexes to ingest (`index.scip` at the code root is added automatically).
+    pub scip: Vec<PathBuf>,
+    /// Run the SCIP indexers found on PATH first (R-SCIP-3).
+    pub scip_run: bool,
+    /// What a later stage builds beside the generation before it is committed (the
+    /// hybrid-search index): published together, or not at all.
+    pub companion: Option<Arc<dyn Companion>>,
+    /// Where SCIP indexers are looked for (a `PATH` value).
+    pub search_path: Option<std::ffi::OsString>,
+    /// Test hook: fail at this point (`after-extract`, `before-publish`).
+    pub inject_failure: Option<String>,
+}
+
+/// Progress of a long stage, reported to whoever shows it.
+pub trait Progress: Send + Sync + std::fmt::Debug {
+    fn start(&self, stage: &str, total: usize);
+    fn advance(&self, done: usize);
+    fn finish(&self);
+}
+
+/// An artifact built beside a generation, inside the build lock, after the generation is
+/// installed and before `CURRENT` names it. A later stage (search) provides it, so the
+/// build never depends on that stage.
+pub trait Companion: Send + Sync + std::fmt::Debug {
+    fn build(
+        &self,
+        store: &Store,
+        lock: &super::store::BuildLock,
+        fingerprint: &str,
+        code_root: &Path,
+    ) -> Result<()>;
+}
+
+impl BuildOptions {
+    pub fn new(code_root: impl Into<PathBuf>, graph_dir: impl Into<PathBuf>) -> Self {
+        BuildOptions {
+            code_root: code_root.into(),
+            graph_dir: graph_dir.into(),
+            strict: false,
+            lock_wait: LockWait::Fail,
+            limits: InventoryLimits::default(),
+            progress: None,
+            scip: Vec::new(),
+            scip_run: false,
+            companion: None,
+            search_path: None,
+            inject_failure: None,
+        }
+    }
+
+    /// Options for `code_root` and `graph_dir` with what the configuration says about
+    /// builds (SCIP indexers, `PATH`, the failure hook).
+    pub fn configured(
+        code_root: impl Into<PathBuf>,
+        graph_dir: impl Into<PathBuf>,
+        config: &Config,
+    ) -> Self {
+        BuildOptions {
+            scip_run: config.scip_run,
+            search_path: config.search_path.clone(),
+            inject_failure: config.inject_failure.clone(),
+            ..BuildOptions::new(code_root, graph_dir)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TruncationReport {
+    pub limit: &'static str,
+    pub files_seen: usize,
+    pub files_kept: usize,
+    pub bytes_seen: u64,
+    pub bytes_kept: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartialFile {
+    pub path: String,
+    /// `partial` (syntax errors) or `truncated` (an extraction limit was hit).
+    pub status: &'static str,
+    pub errors: u32,
+    /// 1-based lines of the first errors.
+    pub lines: Vec<u32>,
+    /// The limit that truncated extraction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildReport {
+    pub fingerprint: String,
+    pub generation: PathBuf,
+    /// True when the inputs matched the committed generation and nothing was written.
+    pub unchanged: bool,
+    pub files: usize,
+    /// Lines of the compiled files.
+    pub lines: u64,
+    /// Files whose facts were extracted by this build (cache misses).
+    pub parsed: usize,
+    /// Files whose facts came from the cache.
+    pub cached: usize,
+    /// Damaged fact-cache entries (checksum, key or consistency) that were re-extracted.
+    pub cache_repaired: usize,
+    pub symbols: usize,
+    pub edges: usize,
+    pub frontier: usize,
+    pub graph_bytes: u64,
+    pub partial: Vec<PartialFile>,
+    pub skipped: Vec<SkippedFile>,
+    pub truncated: Option<TruncationReport>,
+    /// What SCIP contributed (when an index was ingested).
+    pub scip: Option<crate::build::resolve::merge_scip::ScipMerge>,
+    /// Per-language indexer runs (`--scip-run`).
+    pub scip_runs: Vec<crate::build::scip::run::IndexerRun>,
+    pub timings_ms: Timings,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    pub inventory: f64,
+    pub extract: f64,
+    pub resolve: f64,
+    pub compile: f64,
+    pub scip: f64,
+    pub publish: f64,
+    pub search: f64,
+    pub total: f64,
+}
+
+/// What loading the inventory did, counted across threads.
+#[derive(Default)]
+struct LoadCounters {
+    /// Files extracted (cache misses).
+    parsed: AtomicUsize,
+    /// Cache entries that could not be trusted and were re-extracted.
+    repaired: AtomicUsize,
+}
+
+/// A file after reading and extraction.
+struct Loaded {
+    path: String,
+    language: Option<Language>,
+    class: FileClass,
+    hash: [u8; 32],
+    size: u64,
+    lines: u32,
+    facts: Option<Arc<FileFacts>>,
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e5).round() / 100.0
+}
+
+/// Test hook (`ATLAS_INJECT_FAILURE=<point>`): fails the build at that point, to prove a
+/// failed build leaves the committed generation intact. Points: `after-extract`,
+/// `before-publish`.
+fn inject(options: &BuildOptions, point: &str) -> Result<()> {
+    match &options.inject_failure {
+        Some(value) if value == point => Err(AtlasError::InjectedFailure(point.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// Which extractor, resolver, queries and format built a generation: a graph built by
+/// another atlas is stale even when no source changed (recorded as `builder` in the manifest).
+pub fn builder_id() -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&format::FORMAT_VERSION.to_le_bytes());
+    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    hasher.update(&super::resolve::RESOLVER_VERSION.to_le_bytes());
+    for language in Language::ALL {
+        hasher.update(language.query_hash().as_bytes());
+    }
+    hasher.finalize().to_hex()[..16].to_string()
+}
+
+/// Whether a generation's manifest says this atlas built it. Manifests written before
+/// `builder` existed name only their extractor.
+pub fn built_by_this(manifest: &serde_json::Value) -> bool {
+    match manifest.get("builder").and_then(|b| b.as_str()) {
+        Some(builder) => builder == builder_id(),
+        None => {
+            manifest.get("extractor_version").and_then(|v| v.as_u64())
+                == Some(u64::from(EXTRACTOR_VERSION))
+        }
+    }
+}
+
+/// Cache key of a file's facts (R-EXT-3).
+fn fact_key(hash: &[u8; 32], language: Language) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(hash);
+    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    hasher.update(&[language.code()]);
+    hasher.update(language.query_hash().as_bytes());
+    hasher.finalize()
+}
+
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8000)].contains(&0)
+}
+
+pub fn build(options: &BuildOptions) -> Result<BuildReport> {
+    let started = Instant::now();
+    let mut timings = Timings::default();
+    if !options.code_root.is_dir() {
+        return Err(AtlasError::CodeDirMissing(options.code_root.clone()));
+    }
+    let store = Store::new(&options.graph_dir);
+    let lock = match options.lock_wait {
+        LockWait::Fail => store.lock(false)?,
+        LockWait::Forever => store.lock(true)?,
+        LockWait::Within(patience) => store.lock_within(patience)?,
+    };
+
+    let stage = Instant::now();
+    let inventory = super::inventory::scan(&options.code_root, &options.limits)?;
+    timings.inventory = ms(stage);
+
+    let stage = Instant::now();
+    let progress = options.progress.as_deref();
+    if let Some(progress) = progress {
+        progress.start("extracting", inventory.files.len());
+    }
+    let counters = LoadCounters::default();
+    let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
+        .files
+        .par_iter()
+        .map(|file| {
+            let result = load(
+                &store,
+                &options.code_root,
+                file,
+                options.limits.max_file_bytes,
+                &counters,
+            );
+            if let Some(progress) = progress {
+                progress.advance(1);
+            }
+            result
+        })
+        .collect();
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    let mut files = Vec::with_capacity(loaded.len());
+    let mut skipped = inventory.skipped.clone();
+    for item in loaded {
+        match item {
+            Ok(file) => files.push(file),
+            Err(skip) => skipped.push(skip),
+        }
+    }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    store.cache_writes_done();
+    timings.extract = ms(stage);
+    inject(options, "after-extract")?;
+
+    let partial: Vec<PartialFile> = files
+        .iter()
+        .filter_map(|f| {
+            let facts = f.facts.as_ref()?;
+            (facts.parse_status != ParseStatus::Complete).then(|| PartialFile {
+                path: f.path.clone(),
+                status: facts.parse_status.as_str(),
+                errors: facts.error_count,
+                lines: facts.error_lines.iter().map(|l| l + 1).collect(),
+                limit: facts.limit.clone(),
+            })
+        })
+        .collect();
+    if options.strict
+        && let Some(first) = partial.first()
+    {
+        return Err(AtlasError::StrictPartial {
+            count: partial.len(),
+            first: first.path.clone(),
+        });
+    }
+
+    let stage = Instant::now();
+    let mut scip_paths: Vec<PathBuf> = options.scip.clone();
+    let mut scip_runs = Vec::new();
+    if options.scip_run {
+        let languages: std::collections::BTreeSet<Language> =
+            files.iter().filter_map(|f| f.language).collect();
+        let output_dir = options.graph_dir.join("scip");
+        std::fs::create_dir_all(&output_dir).at(&output_dir)?;
+        scip_runs = crate::build::scip::run::run_indexers(
+            &options.code_root,
+            &languages,
+            &output_dir,
+            options.search_path.as_deref(),
+        );
+        scip_paths.extend(scip_runs.iter().filter_map(|r| r.output.clone()));
+    }
+    if let Some(default) = crate::build::scip::default_index(&options.code_root)
+        && !scip_paths.contains(&default)
+    {
+        scip_paths.push(default);
+    }
+    let scip_hashes = crate::build::scip::input_hashes(&scip_paths)?;
+    timings.scip = ms(stage);
+    let fingerprint_bytes = fingerprint(
+        &files,
+        &skipped,
+        &inventory.truncated,
+        &scip_hashes,
+        options,
+    );
+    let fingerprint = hex(&fingerprint_bytes);
+    let skipped_report: Vec<SkippedFile> = skipped.iter().map(skipped_file).collect();
+    let truncated = inventory.truncated.as_ref().map(truncation_report);
+    let parsed = counters.parsed.load(Ordering::Relaxed);
+    let cache_repaired = counters.repaired.load(Ordering::Relaxed);
+
+    // Same inputs as the committed generation: nothing to publish — if that generation
+    // still opens with its manifest. A generation that fails validation (corrupt, or written by an older
+    // incompatible build) is rebuilt and replaced.
+    // An unreadable CURRENT (garbage written into it) is not the build's business: it
+    // publishes a fresh generation over it.
+    let committed_valid = store.current().ok().flatten().as_deref() == Some(fingerprint.as_str())
+        && crate::graph::reader::Graph::open(&store.graph_path(&fingerprint)).is_ok()
+        && store
+            .read_manifest(&fingerprint)
+            .is_ok_and(|manifest| built_by_this(&manifest));
+    if !committed_valid && store.generation_dir(&fingerprint).exists() {
+        let dir = store.generation_dir(&fingerprint);
+        std::fs::remove_dir_all(&dir).at(&dir)?;
+    }
+    if committed_valid {
+        let graph_bytes = std::fs::metadata(store.graph_path(&fingerprint)).map_or(0, |m| m.len());
+        let manifest = store.read_manifest(&fingerprint).ok();
+        let count = |key: &str| {
+            manifest
+                .as_ref()
+                .and_then(|m| m.get(key))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0) as usize
+        };
+        store.write_root(&options.code_root)?;
+        let stage = Instant::now();
+        build_search(options, &store, &lock, &fingerprint)?;
+        timings.search = ms(stage);
+        timings.total = ms(started);
+        return Ok(BuildReport {
+            generation: store.generation_dir(&fingerprint),
+            fingerprint,
+            unchanged: true,
+            files: files.len(),
+            lines: files.iter().map(|f| u64::from(f.lines)).sum(),
+            parsed,
+            cached: files.len() - parsed,
+            cache_repaired,
+            symbols: count("symbols"),
+            edges: count("edges"),
+            frontier: count("frontier"),
+            graph_bytes,
+            partial,
+            skipped: skipped_report,
+            truncated,
+            scip: None,
+            scip_runs,
+            timings_ms: timings,
+        });
+    }
+
+    let stage = Instant::now();
+    let units = source_units(&files);
+    let scip_facts = if scip_paths.is_empty() {
+        None
+    } else {
+        let scip_stage = Instant::now();
+        let facts = ingest_scip(&scip_paths, &files, &options.code_root)?;
+        timings.scip += ms(scip_stage);
+        Some(facts)
+    };
+    let resolved = super::resolve::resolve(&units, scip_facts.as_ref());
+    timings.resolve = ms(stage);
+
+    let stage = Instant::now();
+    let metas: Vec<FileMeta> = files
+        .iter()
+        .map(|f| FileMeta {
+            path: &f.path,
+            language: f.language,
+            class: f.class,
+            hash: f.hash,
+            size: f.size,
+            lines: f.lines,
+            parse_status: f
+                .facts
+                .as_ref()
+                .map_or(ParseStatus::Complete, |x| x.parse_status),
+            error_count: f.facts.as_ref().map_or(0, |x| x.error_count),
+        })
+        .collect();
+    let data = super::compile::compile(fingerprint_bytes, &metas, &resolved);
+    let bytes = format::encode(&data)?;
+    timings.compile = ms(stage);
+
+    let stage = Instant::now();
+    let staging = store.staging(&lock)?;
+    let graph_path = staging.join(GRAPH_FILE);
+    write_synced(&graph_path, &bytes)?;
+    let symbols = resolved
+        .nodes
+        .iter()
+        .filter(|n| {
+            !matches!(
+                n.kind,
+                crate::syntax::facts::SymbolKind::Module | crate::syntax::facts::SymbolKind::File
+            )
+        })
+        .count();
+    let manifest = serde_json::json!({
+        "format_version": format::FORMAT_VERSION,
+        "extractor_version": EXTRACTOR_VERSION,
+        "builder": builder_id(),
+        "fingerprint": fingerprint,
+        "files": files.len(),
+        "symbols": symbols,
+        "edges": resolved.edges.len(),
+        "frontier": resolved.frontier.len(),
+        "skipped": skipped_report,
+        "truncated": truncated,
+        "unsupported": inventory.unsupported,
+        "scip": resolved.scip,
+        "scip_runs": scip_runs,
+        "artifacts": {
+            GRAPH_FILE: { "bytes": bytes.len(), "blake3": blake3::hash(&bytes).to_hex().to_string() }
+        }
+    });
+    let manifest_text =
+        serde_json::to_string_pretty(&manifest).map_err(|e| AtlasError::InvalidInput {
+            what: "manifest",
+            reason: e.to_string(),
+        })?;
+    write_synced(&staging.join(MANIFEST_FILE), manifest_text.as_bytes())?;
+    inject(options, "before-publish")?;
+    // The generation and its search index are published together: readers of the
+    // committed generation never find it without its index (issue 10, D).
+    store.install(&lock, staging, &fingerprint)?;
+    timings.publish = ms(stage);
+    let stage = Instant::now();
+    build_search(options, &store, &lock, &fingerprint)?;
+    timings.search = ms(stage);
+    let stage = Instant::now();
+    store.commit(&lock, &fingerprint)?;
+    store.write_root(&options.code_root)?;
+    store.collect_garbage(&lock)?;
+    timings.publish += ms(stage);
+    timings.total = ms(started);
+
+    Ok(BuildReport {
+        generation: store.generation_dir(&fingerprint),
+        fingerprint,
+        unchanged: false,
+        files: files.len(),
+        lines: files.iter().map(|f| u64::from(f.lines)).sum(),
+        parsed,
+        cached: files.len() - parsed,
+        cache_repaired,
+        symbols,
+        edges: resolved.edges.len(),
+        frontier: resolved.frontier.len(),
+        graph_bytes: bytes.len() as u64,
+        partial,
+        skipped: skipped_report,
+        truncated,
+        scip: resolved.scip.clone(),
+        scip_runs,
+        timings_ms: timings,
+    })
+}
+
+/// The loaded files as resolution sees them.
+fn source_units(files: &[Loaded]) -> Vec<SourceUnit<'_>> {
+    files
+        .iter()
+        .map(|f| SourceUnit {
+            path: &f.path,
+            language: f.language,
+            facts: f.facts.as_deref(),
+        })
+        .collect()
+}
+
+/// Ingests SCIP indexes for the compiled (extracted) files, reading their current text.
+fn ingest_scip(
+    paths: &[PathBuf],
+    files: &[Loaded],
+    root: &Path,
+) -> Result<crate::build::scip::ScipFacts> {
+    let compiled: std::collections::HashSet<&str> = files
+        .iter()
+        .filter(|f| f.language.is_some())
+        .map(|f| f.path.as_str())
+        .collect();
+    crate::build::scip::ingest(paths, &|path| compiled.contains(path), &|path| {
+        crate::source::read(root, path, u64::from(u32::MAX))
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+    })
+}
+
+/// Builds the hybrid-search index of a committed generation (when asked).
+fn build_search(
+    options: &BuildOptions,
+    store: &Store,
+    lock: &super::store::BuildLock,
+    fingerprint: &str,
+) -> Result<()> {
+    match &options.companion {
+        Some(companion) => companion.build(store, lock, fingerprint, &options.code_root),
+        None => Ok(()),
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).at(path)?;
+    file.write_all(bytes).at(path)?;
+    file.sync_all().at(path)
+}
+
+fn skipped_file(s: &Skipped) -> SkippedFile {
+    let detail = match &s.reason {
+        SkipReason::TooLarge { size, limit } => format!("{size} bytes > limit {limit}"),
+        SkipReason::Unreadable(msg) => msg.clone(),
+        SkipReason::MinifiedBundle => "minified or hashed bundle".into(),
+        SkipReason::Binary => "binary content".into(),
+        SkipReason::NotUtf8 => "not valid UTF-8".into(),
+    };
+    SkippedFile {
+        path: s.path.clone(),
+        reason: s.reason.code(),
+        detail,
+    }
+}
+
+fn truncation_report(t: &Truncation) -> TruncationReport {
+    TruncationReport {
+        limit: t.limit,
+        files_seen: t.files_seen,
+        files_kept: t.files_kept,
+        bytes_seen: t.bytes_seen,
+        bytes_kept: t.bytes_kept,
+    }
+}
+
+fn load(
+    store: &Store,
+    root: &Path,
+    file: &super::inventory::InventoryFile,
+    limit: u64,
+    counters: &LoadCounters,
+) -> std::result::Result<Loaded, Skipped> {
+    let skip = |reason| Skipped {
+        path: file.path.clone(),
+        reason,
+    };
+    // Read as an inventory file: never a FIFO, never through a symlink out of the root,
+    // never beyond the inventory's size limit (the file may have changed since the walk).
+    let bytes = crate::source::read(root, &file.path, limit)
+        .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
+    if looks_binary(&bytes) {
+        return Err(skip(SkipReason::Binary));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|_| skip(SkipReason::NotUtf8))?;
+    let hash = *blake3::hash(&bytes).as_bytes();
+    let class = super::inventory::classify(&file.path, text);
+    let lines = text.lines().count() as u32;
+    let mut loaded = Loaded {
+        path: file.path.clone(),
+        language: None,
+        class,
+        hash,
+        size: bytes.len() as u64,
+        lines,
+        facts: None,
+    };
+    if let FileRole::Code(language) = file.role {
+        loaded.language = Some(language);
+        let key = fact_key(&hash, language);
+        let facts = match store.load_facts(&key) {
+            CachedFacts::Hit(facts) => facts,
+            damaged_or_missing => {
+                if matches!(damaged_or_missing, CachedFacts::Damaged(_)) {
+                    counters.repaired.fetch_add(1, Ordering::Relaxed);
+                }
+                let facts = extract::extract(language, text)
+                    .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
+                // A cache write failure costs a re-parse next time, never the build.
+                let _ = store.store_facts(&key, &facts);
+                counters.parsed.fetch_add(1, Ordering::Relaxed);
+                facts
+            }
+        };
+        loaded.facts = Some(Arc::new(facts));
+    }
+    Ok(loaded)
+}
+
+/// blake3 over the canonical build inputs (R-GEN-3).
+fn fingerprint(
+    files: &[Loaded],
+    skipped: &[Skipped],
+    truncated: &Option<Truncation>,
+    scip_hashes: &[[u8; 32]],
+    options: &BuildOptions,
+) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"atlas-graph\0");
+    hasher.update(&format::FORMAT_VERSION.to_le_bytes());
+    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    hasher.update(&super::resolve::RESOLVER_VERSION.to_le_bytes());
+    for language in Language::ALL {
+        hasher.update(language.query_hash().as_bytes());
+    }
+    hasher.update(&(options.limits.max_files as u64).to_le_bytes());
+    hasher.update(&options.limits.max_total_bytes.to_le_bytes());
+    hasher.update(&options.limits.max_file_bytes.to_le_bytes());
+    for file in files {
+        hasher.update(file.path.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(&file.hash);
+    }
+    hasher.update(b"\0skipped\0");
+    for s in skipped {
+        hasher.update(s.path.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(s.reason.code().as_bytes());
+        hasher.update(&[0]);
+    }
+    if let Some(t) = truncated {
+        hasher
+            .update(format!("truncated:{}:{}:{}", t.limit, t.files_seen, t.bytes_seen).as_bytes());
+    }
+    hasher.update(b"\0scip\0");
+    for hash in scip_hashes {
+        hasher.update(hash);
+    }
+    *hasher.finalize().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_skipped_as_unreadable() {
+        // Root reads everything, so a permission test cannot fail here; a file that
+        // vanishes between inventory and read exercises the same path.
+        let temp = tempfile::tempdir().unwrap();
+        let store = Store::new(temp.path().join("graph"));
+        let file = crate::build::inventory::InventoryFile {
+            path: "gone.py".into(),
+            size: 10,
+            role: FileRole::Code(Language::Python),
+        };
+        let counters = LoadCounters::default();
+        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters) {
+            Err(skipped) => skipped,
+            Ok(_) => panic!("a missing file cannot load"),
+        };
+        assert_eq!(skipped.path, "gone.py");
+        assert_eq!(skipped.reason.code(), "unreadable");
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_corrupt_cache_entry_is_a_miss_not_an_error() {
+        let temp = tempfile::tempdir().unwrap();
+        let store = Store::new(temp.path().join("graph"));
+        std::fs::write(temp.path().join("a.py"), "def f():\n    return 1\n").unwrap();
+        let file = crate::build::inventory::InventoryFile {
+            path: "a.py".into(),
+            size: 22,
+            role: FileRole::Code(Language::Python),
+        };
+        let counters = LoadCounters::default();
+        assert!(load(&store, temp.path(), &file, u64::MAX, &counters).is_ok());
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 1);
+        // Overwrite every cache entry with garbage: the next load re-parses and counts a
+        // repair.
+        for entry in walk(&temp.path().join("graph/cache")) {
+            std::fs::write(entry, b"garbage").unwrap();
+        }
+        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters)
+            .map_err(|s| s.path)
+            .unwrap();
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 2);
+        assert_eq!(counters.repaired.load(Ordering::Relaxed), 1);
+        assert_eq!(loaded.facts.unwrap().defs[0].name, "f");
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+        out
+    }
+}
+
+/// `atlas eval edges`: heuristic edges against a SCIP index (R-RES-4).
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeReport {
+    pub scip: crate::build::scip::ScipStats,
+    pub diagnostics: Vec<crate::build::scip::ScipDiagnostic>,
+    pub evaluation: crate::build::resolve::merge_scip::EdgeEvaluation,
+}
+
+pub fn evaluate_edges(options: &BuildOptions) -> Result<EdgeReport> {
+    if !options.code_root.is_dir() {
+        return Err(AtlasError::CodeDirMissing(options.code_root.clone()));
+    }
+    let store = Store::new(&options.graph_dir);
+    let inventory = super::inventory::scan(&options.code_root, &options.limits)?;
+    let counters = LoadCounters::default();
+    let files: Vec<Loaded> = inventory
+        .files
+        .par_iter()
+        .filter_map(|file| {
+            load(
+                &store,
+                &options.code_root,
+                file,
+                options.limits.max_file_bytes,
+                &counters,
+            )
+            .ok()
+        })
+        .collect();
+    let scip = ingest_scip(&options.scip, &files, &options.code_root)?;
+    let units = source_units(&files);
+    let evaluation = super::resolve::evaluate_against_scip(&units, &scip);
+    Ok(EdgeReport {
+        scip: scip.stats.clone(),
+        diagnostics: scip.diagnostics.clone(),
+        evaluation,
+    })
+}

@@ -1,0 +1,172 @@
+//! Reading sessions: the committed generation a read works on, refreshed first unless the
+//! read is frozen (R-GEN-8), and whether the working tree (or the atlas that built it) has
+//! moved on since. Context and search open their graph here.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::inventory::{self, InventoryLimits};
+use super::pipeline::{self, BuildOptions, Companion, LockWait};
+use super::store::{Location, Store};
+use crate::config::Config;
+use crate::error::{AtlasError, Result};
+use crate::graph::reader::Graph;
+
+/// R-GEN-8: whether a read may refresh the graph first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Freshness {
+    /// Read the committed generation as it is; never build, never write.
+    pub frozen: bool,
+    /// Do not build a missing graph (fail instead).
+    pub no_build: bool,
+}
+
+/// The committed generation a read works on, and how it was reached.
+pub struct Session {
+    pub fingerprint: String,
+    pub graph: Graph,
+    /// The code root the graph is compared with (`Location::read_root`).
+    pub root: PathBuf,
+    /// The graph was rebuilt (incrementally) before this read.
+    pub refreshed: bool,
+    /// Why the graph could not be refreshed although sources changed (another build held
+    /// the lock past the bound): the read answers from the committed generation.
+    pub stale: Option<String>,
+}
+
+/// Opens the committed graph, refreshing it first unless frozen (R-GEN-8). Another
+/// process's build never fails a read: it waits for it (bounded), then answers from the
+/// committed generation with a staleness note when the lock is still held.
+pub fn open_session(
+    location: &Location,
+    freshness: Freshness,
+    companion: Option<Arc<dyn Companion>>,
+    config: &Config,
+) -> Result<Session> {
+    let store = Store::new(&location.graph_dir);
+    let root = location.read_root(&store);
+    let mut refreshed = false;
+    let mut stale = None;
+    if !freshness.frozen {
+        let needs_build = match store.open_current() {
+            Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
+                return Err(AtlasError::GraphMissing(location.graph_dir.clone()));
+            }
+            Err(AtlasError::GraphMissing(_)) => true,
+            // An unreadable committed generation is rebuilt, not fatal, when we may write.
+            Err(AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. })
+                if !freshness.no_build =>
+            {
+                true
+            }
+            Err(e) => return Err(e),
+            Ok((fingerprint, graph)) => {
+                // A missing or unreadable manifest reads as another builder: rebuilt.
+                let manifest = store
+                    .read_manifest(&fingerprint)
+                    .unwrap_or(serde_json::Value::Null);
+                staleness(&graph, &manifest, &root, &Default::default())?.stale
+            }
+        };
+        if needs_build {
+            let mut options = BuildOptions::configured(&root, &location.graph_dir, config);
+            // A read refreshes the graph; it never runs SCIP indexers.
+            options.scip_run = false;
+            let patience = config.lock_wait;
+            options.lock_wait = LockWait::Within(patience);
+            // A read that searches publishes the refreshed generation with its index.
+            options.companion = companion;
+            match pipeline::build(&options) {
+                Ok(_) => refreshed = true,
+                Err(AtlasError::BuildLocked(_)) if store.current().ok().flatten().is_some() => {
+                    stale = Some(format!(
+                        "sources changed, but another build held the lock for more than {} ms; this answer reads the committed generation",
+                        patience.as_millis()
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let (fingerprint, graph) = store.open_current()?;
+    Ok(Session {
+        fingerprint,
+        graph,
+        root,
+        refreshed,
+        stale,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Staleness {
+    pub stale: bool,
+    pub changed: usize,
+    pub added: usize,
+    pub removed: usize,
+    /// The generation was built by another atlas (extractor, resolver, queries or format):
+    /// the next read rebuilds it even though no source changed.
+    pub builder_changed: bool,
+    /// Up to 20 example paths.
+    pub examples: Vec<String>,
+}
+
+/// Files changed, added or removed since the committed generation.
+/// Files skipped by the build (binary, too large, …) are not counted as added.
+pub fn staleness(
+    graph: &Graph,
+    manifest: &serde_json::Value,
+    code_root: &Path,
+    skipped: &std::collections::HashSet<String>,
+) -> Result<Staleness> {
+    let builder_changed = !crate::build::pipeline::built_by_this(manifest);
+    let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
+    let committed: HashMap<&str, &[u8; 32]> = graph
+        .data()
+        .files
+        .iter()
+        .map(|f| (graph.str(f.path.to_native()), &f.hash))
+        .collect();
+    let mut changed = Vec::new();
+    let mut added = Vec::new();
+    for file in &inventory.files {
+        match committed.get(file.path.as_str()) {
+            Some(hash) => {
+                let current =
+                    crate::source::read(code_root, &file.path, file.size.max(1).saturating_mul(2))
+                        .map(|b| *blake3::hash(&b).as_bytes());
+                if current.ok().as_ref() != Some(*hash) {
+                    changed.push(file.path.clone());
+                }
+            }
+            None if skipped.contains(&file.path) => {}
+            None => added.push(file.path.clone()),
+        }
+    }
+    let current_paths: std::collections::HashSet<&str> =
+        inventory.files.iter().map(|f| f.path.as_str()).collect();
+    let removed: Vec<String> = committed
+        .keys()
+        .filter(|p| !current_paths.contains(*p))
+        .map(|p| p.to_string())
+        .collect();
+    let mut examples: Vec<String> = changed
+        .iter()
+        .chain(&added)
+        .chain(&removed)
+        .cloned()
+        .collect();
+    examples.sort();
+    examples.truncate(20);
+    Ok(Staleness {
+        stale: builder_changed || !(changed.is_empty() && added.is_empty() && removed.is_empty()),
+        changed: changed.len(),
+        added: added.len(),
+        removed: removed.len(),
+        builder_changed,
+        examples,
+    })
+}

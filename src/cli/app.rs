@@ -1,0 +1,161 @@
+//! The command line's definition and dispatch: parse the arguments, read the environment
+//! once into the configuration, run one command, map its error to an exit code.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::config::Config;
+use crate::error::AtlasError;
+
+use super::call::{Answer, Call};
+use super::eval::{EvalArgs, EvalCommand};
+use super::graph::GraphCommand;
+use super::output::{Format, print_stdout, report_error, report_usage_error};
+use super::{build, context, eval, expand, graph, search, status};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "atlas",
+    version,
+    about = "Compile a repository into a memory-mapped code graph and query it.",
+    long_about = "Atlas compiles a repository once (tree-sitter) into a memory-mapped, \
+                  blake3-fingerprinted graph of symbols and edges, stored as generations \
+                  under .agent-spec/graph.",
+    after_help = "Examples:\n  atlas build\n  atlas status --format json\n  atlas graph dump --code fixtures/python"
+)]
+pub struct Cli {
+    /// Repository root to compile (default: the directory of a found graph, else the CWD).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub code: Option<PathBuf>,
+    /// Graph directory (default: ATLAS_GRAPH_DIR, an ascending search, then <code>/.agent-spec/graph).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub graph: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Compile the repository into a new graph generation (incremental).
+    #[command(after_help = "Example:\n  atlas build --code . --strict --format json")]
+    Build(build::BuildArgs),
+    /// Show what the committed graph holds, its coverage and staleness.
+    #[command(after_help = "Example:\n  atlas status --format json")]
+    Status(status::StatusArgs),
+    /// Compile a bounded, honest context for one query (two-stage: retrieval, projection).
+    #[command(
+        after_help = "Examples:\n  atlas context \"compile calls\" --profile flow\n  atlas context Cart.total --profile symbol --format text\n  atlas context shop/models.py --profile impact --frozen --max-bytes 8000"
+    )]
+    Context(context::ContextArgs),
+    /// Hybrid search (BM25 + embeddings, fused by RRF) over the symbols of the graph.
+    #[command(
+        after_help = "Example:\n  atlas search \"parse config file\" --top-k 5 --format json"
+    )]
+    Search(search::SearchArgs),
+    /// The source behind search hits' refs (≤ 5), hash-verified and paginated.
+    #[command(after_help = "Example:\n  atlas expand 'shop/util.py#L1-L2@0a1b2c3d'")]
+    Expand(expand::ExpandArgs),
+    /// Score `atlas context` on a query-quality corpus; the receipt is written even on failure.
+    #[command(
+        after_help = "Example:\n  atlas eval --corpus corpus/context.toml --out target/eval-receipt.json"
+    )]
+    Eval(EvalArgs),
+    /// Inspect the committed graph.
+    #[command(subcommand)]
+    Graph(GraphCommand),
+    /// Print shell completions.
+    #[command(after_help = "Example:\n  atlas completions bash > /etc/bash_completion.d/atlas")]
+    Completions { shell: clap_complete::Shell },
+}
+
+impl Command {
+    /// The output format the command was asked for (its errors use it too).
+    fn format(&self) -> Format {
+        match self {
+            Command::Build(args) => args.format,
+            Command::Status(args) => args.format,
+            Command::Eval(EvalArgs {
+                what: Some(EvalCommand::Edges { format, .. }),
+                ..
+            }) => *format,
+            Command::Context(args) => args.format,
+            Command::Search(args) => args.format,
+            Command::Expand(args) => args.format,
+            _ => Format::Text,
+        }
+    }
+
+    /// Commands that answer a query and are observed (R-OBS-3).
+    fn tool(&self) -> Option<&'static str> {
+        match self {
+            Command::Context(_) => Some("context"),
+            Command::Search(_) => Some("search"),
+            Command::Expand(_) => Some("expand"),
+            _ => None,
+        }
+    }
+}
+
+/// Runs the CLI with `args` (argv[0] included) and returns the process exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version.
+            return match print_stdout(&err.render().to_string()) {
+                Ok(()) => 0,
+                Err(e) => e.exit_code(),
+            };
+        }
+        Err(err) => return report_usage_error(&err, &args),
+    };
+    let call = Call {
+        code: cli.code.clone(),
+        graph: cli.graph.clone(),
+        // The only place the environment is read.
+        config: Config::from_lookup(&|name| std::env::var_os(name)),
+        started: Instant::now(),
+    };
+    let format = cli.command.format();
+    match execute(&call, &cli.command) {
+        Ok(()) => 0,
+        Err(err) => {
+            report_error(&err, format);
+            if let Some(tool) = cli.command.tool() {
+                // Sizes of what the caller read: the error line (never its text).
+                let line = format!("error[{}]: {err}\n", err.code());
+                call.observe(Answer {
+                    tool,
+                    format,
+                    profile: None,
+                    outcome: err.code(),
+                    output: &line,
+                    items: 0,
+                });
+            }
+            err.exit_code()
+        }
+    }
+}
+
+fn execute(call: &Call, command: &Command) -> Result<(), AtlasError> {
+    match command {
+        Command::Build(args) => build::run(call, args),
+        Command::Status(args) => status::run(call, args),
+        Command::Context(args) => context::run(call, args),
+        Command::Search(args) => search::run(call, args),
+        Command::Expand(args) => expand::run(call, args),
+        Command::Eval(args) => eval::run(call, args),
+        Command::Graph(command) => graph::run(call, command),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut command, "atlas", &mut out);
+            print_stdout(&String::from_utf8_lossy(&out))
+        }
+    }
+}

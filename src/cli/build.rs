@@ -1,0 +1,157 @@
+//! `atlas build`: compile the repository into a new generation.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::build::inventory::InventoryLimits;
+use crate::build::pipeline::{self, BuildOptions, BuildReport, LockWait, Progress};
+use crate::error::AtlasError;
+use crate::query::search::IndexCompanion;
+
+use super::call::Call;
+use super::output::{Format, absolute, print_json, print_stdout};
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// Fail when any file parses with errors (partial extraction).
+    #[arg(long)]
+    pub strict: bool,
+    /// Wait for a concurrent build to finish instead of failing with atlas-build-locked.
+    #[arg(long)]
+    pub wait: bool,
+    /// Maximum number of files compiled (R-INV-3).
+    #[arg(long, default_value_t = InventoryLimits::default().max_files)]
+    pub max_files: usize,
+    /// Maximum total bytes of source compiled.
+    #[arg(long, default_value_t = InventoryLimits::default().max_total_bytes)]
+    pub max_total_bytes: u64,
+    /// Files larger than this are skipped with a diagnostic.
+    #[arg(long, default_value_t = InventoryLimits::default().max_file_bytes)]
+    pub max_file_bytes: u64,
+    /// SCIP index to ingest (repeatable); `index.scip` at the code root is picked up too.
+    #[arg(long, value_name = "FILE")]
+    pub scip: Vec<PathBuf>,
+    /// Run the SCIP indexers found on PATH for the languages present (also ATLAS_SCIP=1).
+    #[arg(long)]
+    pub scip_run: bool,
+    /// Skip the hybrid-search index (built by default; `search` and free words in
+    /// `context` build it on first use otherwise).
+    #[arg(long)]
+    pub no_search: bool,
+    /// Hide the progress bar (it is only shown when stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+pub fn run(call: &Call, args: &BuildArgs) -> Result<(), AtlasError> {
+    let location = call.location()?;
+    let mut options =
+        BuildOptions::configured(&location.code_root, &location.graph_dir, &call.config);
+    options.strict = args.strict;
+    options.lock_wait = if args.wait {
+        LockWait::Forever
+    } else {
+        LockWait::Fail
+    };
+    if !args.no_progress {
+        options.progress = Bar::on_terminal();
+    }
+    if !args.no_search {
+        options.companion = Some(Arc::new(IndexCompanion {
+            embed: call.config.embed.clone(),
+        }));
+    }
+    options.scip = args.scip.iter().map(|p| absolute(p)).collect();
+    options.scip_run |= args.scip_run;
+    options.limits = InventoryLimits {
+        max_files: args.max_files,
+        max_total_bytes: args.max_total_bytes,
+        max_file_bytes: args.max_file_bytes,
+    };
+    let report = pipeline::build(&options)?;
+    match args.format {
+        Format::Json => print_json(&report),
+        Format::Text => print_stdout(&render(&report)),
+    }
+}
+
+/// The extraction progress bar, drawn on stderr when it is a terminal.
+#[derive(Debug)]
+struct Bar(indicatif::ProgressBar);
+
+impl Bar {
+    fn on_terminal() -> Option<Arc<dyn Progress>> {
+        use std::io::IsTerminal;
+        std::io::stderr()
+            .is_terminal()
+            .then(|| Arc::new(Bar(indicatif::ProgressBar::hidden())) as Arc<dyn Progress>)
+    }
+}
+
+impl Progress for Bar {
+    fn start(&self, stage: &str, total: usize) {
+        self.0
+            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        self.0.set_length(total as u64);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {stage} {{pos}}/{{len}} files {{wide_bar}} {{elapsed}}"
+        )) {
+            self.0.set_style(style);
+        }
+    }
+
+    fn advance(&self, done: usize) {
+        self.0.inc(done as u64);
+    }
+
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn render(r: &BuildReport) -> String {
+    let mut out = String::new();
+    let verb = if r.unchanged {
+        "unchanged"
+    } else {
+        "published"
+    };
+    out.push_str(&format!(
+        "{verb} generation {}\n  files {} (parsed {}, cached {}), symbols {}, edges {}, frontier {}, graph {} bytes\n  {:.1} ms (inventory {:.1}, extract {:.1}, resolve {:.1}, compile {:.1}, publish {:.1})\n",
+        r.fingerprint,
+        r.files,
+        r.parsed,
+        r.cached,
+        r.symbols,
+        r.edges,
+        r.frontier,
+        r.graph_bytes,
+        r.timings_ms.total,
+        r.timings_ms.inventory,
+        r.timings_ms.extract,
+        r.timings_ms.resolve,
+        r.timings_ms.compile,
+        r.timings_ms.publish,
+    ));
+    for p in &r.partial {
+        out.push_str(&format!(
+            "  partial {} ({} errors, lines {:?})\n",
+            p.path, p.errors, p.lines
+        ));
+    }
+    for s in &r.skipped {
+        out.push_str(&format!(
+            "  skipped {} [{}] {}\n",
+            s.path, s.reason, s.detail
+        ));
+    }
+    if let Some(t) = &r.truncated {
+        out.push_str(&format!(
+            "  inventory.truncated: {} hit, kept {}/{} files ({}/{} bytes)\n",
+            t.limit, t.files_kept, t.files_seen, t.bytes_kept, t.bytes_seen
+        ));
+    }
+    out
+}

@@ -1,0 +1,65 @@
+//! One invocation: the global flags, the configuration read from the environment once,
+//! where the graph is, and the observability event a query records.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::build::store::{self, Location};
+use crate::config::Config;
+use crate::error::AtlasError;
+
+use super::observe;
+use super::output::Format;
+
+pub struct Call {
+    /// `--code`.
+    pub code: Option<PathBuf>,
+    /// `--graph`.
+    pub graph: Option<PathBuf>,
+    pub config: Config,
+    pub started: Instant,
+}
+
+impl Call {
+    /// Where the graph and the code are (R-GEN-1).
+    pub fn location(&self) -> Result<Location, AtlasError> {
+        let cwd = std::env::current_dir().map_err(|e| AtlasError::io(".", e))?;
+        Ok(store::locate(
+            self.graph.as_deref(),
+            self.code.as_deref(),
+            &cwd,
+            &self.config.placement,
+        ))
+    }
+
+    /// Records an observability event when `ATLAS_OBSERVABILITY=1`; best effort.
+    pub fn observe(&self, answer: Answer<'_>) {
+        if !self.config.observability {
+            return;
+        }
+        let Ok(location) = self.location() else {
+            return;
+        };
+        let event = observe::Event::builder(
+            answer.tool,
+            answer.format.as_str(),
+            answer.profile,
+            answer.outcome,
+            self.config.tokenizer.as_deref(),
+        )
+        .output(answer.output, answer.items)
+        .started(self.started)
+        .build();
+        observe::Recorder::new(&location.graph_dir).record(event);
+    }
+}
+
+/// What a query command printed, for its observability event (sizes and codes only).
+pub struct Answer<'a> {
+    pub tool: &'a str,
+    pub format: Format,
+    pub profile: Option<&'a str>,
+    pub outcome: &'a str,
+    pub output: &'a str,
+    pub items: usize,
+}

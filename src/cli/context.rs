@@ -1,0 +1,72 @@
+//! `atlas context`: a bounded, honest context for one query.
+
+use crate::build::session::Freshness;
+use crate::error::AtlasError;
+use crate::query::context::{self, ContextRequest};
+use crate::query::profile::ProfileName;
+
+use super::call::{Answer, Call};
+use super::output::{Format, print_stdout};
+
+#[derive(clap::Args, Debug)]
+pub struct ContextArgs {
+    /// Identifiers (`name`, `a::b`, `pkg.Class.method`), paths and relation words
+    /// (calls callers callees references uses-type implements contains).
+    pub query: String,
+    #[arg(long, value_enum)]
+    pub profile: ProfileName,
+    /// Read the committed graph as it is: never build, never write.
+    #[arg(long)]
+    pub frozen: bool,
+    /// Fail instead of building when no graph exists.
+    #[arg(long)]
+    pub no_build: bool,
+    /// Byte ceiling of the printed JSON (overrides the profile).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1024..=1_000_000))]
+    pub max_bytes: Option<u32>,
+    /// Relevance threshold for optional evidence (overrides the profile).
+    #[arg(long)]
+    pub min_score: Option<u16>,
+    /// Fingerprint the continuation expects (fails with atlas-context-graph-mismatch otherwise).
+    #[arg(long, value_name = "FP")]
+    pub expect_graph: Option<String>,
+    /// Resume after this evidence id (`START` for the beginning).
+    #[arg(long, value_name = "ID|START", requires = "expect_graph")]
+    pub after: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+pub fn run(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
+    let location = call.location()?;
+    let request = ContextRequest {
+        query: args.query.clone(),
+        profile: args.profile,
+        max_bytes: args.max_bytes.map(|b| b as usize),
+        min_score: args.min_score,
+        expect_graph: args.expect_graph.clone(),
+        after: args.after.clone(),
+        code_arg: call.code.as_ref().map(|p| p.display().to_string()),
+        graph_arg: call.graph.as_ref().map(|p| p.display().to_string()),
+        freshness: Freshness {
+            frozen: args.frozen,
+            no_build: args.no_build,
+        },
+        format: Some(args.format.as_str()),
+    };
+    let result = context::run(&location, &request, &call.config)?;
+    let text = match args.format {
+        Format::Json => result.json.clone() + "\n",
+        Format::Text => context::text::render(&result.output),
+    };
+    print_stdout(&text)?;
+    call.observe(Answer {
+        tool: "context",
+        format: args.format,
+        profile: Some(&result.output.profile),
+        outcome: "ok",
+        output: &text,
+        items: result.output.evidence.len(),
+    });
+    Ok(())
+}

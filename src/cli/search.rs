@@ -1,0 +1,116 @@
+//! `atlas search`: hybrid search over the committed generation.
+
+use std::sync::Arc;
+
+use crate::build::session::{self, Freshness};
+use crate::build::store::Store;
+use crate::error::AtlasError;
+use crate::query::search::{self, IndexCompanion, ResponseProfile, SearchIndex, SearchOutput};
+
+use super::call::{Answer, Call};
+use super::output::{Format, print_stdout};
+
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// Free text, identifiers or both.
+    pub text: String,
+    /// Hits to return (1..=1000).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub top_k: u16,
+    /// Response profile (default full; ATLAS_CONTEXT_OPTIMIZATION=1 makes compact the default).
+    #[arg(long, value_enum)]
+    pub profile: Option<ResponseProfile>,
+    /// Response ceiling in tokens (o200k); whole results are cut from the tail to fit.
+    #[arg(long, default_value_t = 4000)]
+    pub max_tokens: usize,
+    /// Read the committed generation as it is: never build the graph or the search index.
+    #[arg(long)]
+    pub frozen: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
+    let config = &call.config;
+    if config.search.wants_vectors() {
+        search::embed::warm_up(&config.embed);
+    }
+    let location = call.location()?;
+    let freshness = Freshness {
+        frozen: args.frozen,
+        no_build: false,
+    };
+    let companion = IndexCompanion {
+        embed: config.embed.clone(),
+    };
+    let session::Session {
+        fingerprint,
+        graph,
+        root,
+        stale,
+        ..
+    } = session::open_session(&location, freshness, Some(Arc::new(companion)), config)?;
+    if let Some(reason) = &stale {
+        eprintln!("warning[atlas-search-stale-graph]: {reason}");
+    }
+    let store = Store::new(&location.graph_dir);
+    let embedder = search::embed::Embedder::load(&config.embed)?;
+    let output = SearchIndex::query(
+        &store,
+        &fingerprint,
+        &graph,
+        &root,
+        &embedder,
+        args.frozen,
+        &args.text,
+        usize::from(args.top_k),
+        config,
+    )?;
+    let profile = ResponseProfile::resolve(args.profile, &config.search);
+    let (text, items) = match args.format {
+        Format::Json => {
+            // Compact JSON: the ceiling is measured on exactly what is printed.
+            let response = search::respond(
+                output,
+                profile,
+                args.max_tokens.max(1),
+                config.tokenizer.as_deref(),
+            );
+            let items = response.hit_count();
+            let text = serde_json::to_string(&response).map_err(|e| AtlasError::Internal {
+                what: "search response",
+                reason: e.to_string(),
+            })?;
+            (text + "\n", items)
+        }
+        Format::Text => (render(&output), output.hits.len()),
+    };
+    print_stdout(&text)?;
+    call.observe(Answer {
+        tool: "search",
+        format: args.format,
+        profile: Some(profile.as_str()),
+        outcome: "ok",
+        output: &text,
+        items,
+    });
+    Ok(())
+}
+
+fn render(output: &SearchOutput) -> String {
+    let mut text = String::new();
+    for (rank, hit) in output.hits.iter().enumerate() {
+        text.push_str(&format!(
+            "{:>3}. {}::{} ({}) L{}-{} · {:.4} · {}\n",
+            rank + 1,
+            hit.path,
+            hit.symbol,
+            hit.kind,
+            hit.lines[0],
+            hit.lines[1],
+            hit.score,
+            hit.match_arms.join("+")
+        ));
+    }
+    text
+}

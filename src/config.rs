@@ -1,0 +1,358 @@
+//! Configuration, read once at the edge (issue 12): every environment variable Atlas reads,
+//! with its documentation, parsed into typed settings that are passed down. The library
+//! never reads the environment, so a server can give each request a `Config` of its own.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{AtlasError, Result};
+
+/// One variable: its name, the values it takes, and what it does. docs/CLI.md's
+/// environment table lists exactly these (tests/cli.rs compares them).
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    pub name: &'static str,
+    pub values: &'static str,
+    pub doc: &'static str,
+}
+
+/// Every variable Atlas reads, besides `PATH` (searched for SCIP indexers).
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "ATLAS_GRAPH_DIR",
+        values: "<dir>",
+        doc: "graph directory (alias `ATLAS_INDEX_DIR`)",
+    },
+    Variable {
+        name: "ATLAS_INDEX_DIR",
+        values: "<dir>",
+        doc: "alias of `ATLAS_GRAPH_DIR`",
+    },
+    Variable {
+        name: "CLAUDE_PROJECT_DIR",
+        values: "<dir>",
+        doc: "editor root: where the graph is placed when no flag, variable or existing graph names it",
+    },
+    Variable {
+        name: "WORKSPACE_FOLDER_PATHS",
+        values: "<dir>[,<dir>…]",
+        doc: "editor roots (the first one counts), as `CLAUDE_PROJECT_DIR`",
+    },
+    Variable {
+        name: "ATLAS_SCIP",
+        values: "1",
+        doc: "same as `build --scip-run`",
+    },
+    Variable {
+        name: "ATLAS_RERANK",
+        values: "0",
+        doc: "disable every reordering after RRF in search",
+    },
+    Variable {
+        name: "ATLAS_SEARCH_ARMS",
+        values: "bm25,vector,graph",
+        doc: "the search arms to run, any comma list (ablations; default all three; on queries of more than 32 words the vector arm only reorders what the other arms found, unless it runs alone); an unknown arm is `atlas-invalid-input` when a search runs",
+    },
+    Variable {
+        name: "ATLAS_OBSERVABILITY",
+        values: "1",
+        doc: "record one event per `context`/`search`/`expand` call in `<graph>/observability/events.jsonl` (sizes, codes and tokenizer identity only; 3 × 1 MiB rotation); `status` reports counts and `dropped_events`",
+    },
+    Variable {
+        name: "ATLAS_CONTEXT_OPTIMIZATION",
+        values: "1",
+        doc: "`search` defaults to the compact profile (path, symbol, lines, ref; conservative dedup; budget at 70% of `--max-tokens`)",
+    },
+    Variable {
+        name: "ATLAS_TOKENIZER_PATH",
+        values: "<tokenizer.json>",
+        doc: "a HuggingFace tokenizer for budgets instead of o200k; an unreadable or invalid file falls back to characters and says why (`budget.mode`/`tokenizer`)",
+    },
+    Variable {
+        name: "ATLAS_EMBED_MODEL",
+        values: "<dir>",
+        doc: "a local model2vec model directory instead of the embedded one (vectors are kept per model)",
+    },
+    Variable {
+        name: "ATLAS_INJECT_FAILURE",
+        values: "after-extract|before-publish",
+        doc: "test hook: fail the build at that point",
+    },
+    Variable {
+        name: "ATLAS_EXPAND_OUTLINE",
+        values: "0",
+        doc: "`expand` returns a large class whole (paginated) instead of its header plus a method outline",
+    },
+    Variable {
+        name: "ATLAS_LOCK_WAIT_MS",
+        values: "<ms>",
+        doc: "how long a read that must write (refresh the graph, build or repair a search index) waits for another process's build (default 10000); then it answers from the committed generation with `atlas-context-stale-graph`",
+    },
+];
+
+/// How long a read that must write waits for another build by default.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_millis(10_000);
+
+/// Which search arms run (`ATLAS_SEARCH_ARMS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arms {
+    pub bm25: bool,
+    pub vector: bool,
+    pub graph: bool,
+}
+
+impl Arms {
+    pub const ALL: Arms = Arms {
+        bm25: true,
+        vector: true,
+        graph: true,
+    };
+
+    /// A comma list of `bm25`, `vector`, `graph`; an unknown arm or an empty list is an
+    /// error.
+    pub fn parse(list: &str) -> Result<Arms> {
+        let mut arms = Arms {
+            bm25: false,
+            vector: false,
+            graph: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "bm25" => arms.bm25 = true,
+                "vector" => arms.vector = true,
+                "graph" => arms.graph = true,
+                other => {
+                    return Err(AtlasError::InvalidInput {
+                        what: "ATLAS_SEARCH_ARMS",
+                        reason: format!("unknown arm `{other}` (expected bm25, vector, graph)"),
+                    });
+                }
+            }
+        }
+        if !(arms.bm25 || arms.vector || arms.graph) {
+            return Err(AtlasError::InvalidInput {
+                what: "ATLAS_SEARCH_ARMS",
+                reason: "no arm named (expected bm25, vector, graph)".into(),
+            });
+        }
+        Ok(arms)
+    }
+}
+
+/// Hybrid search settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchConfig {
+    /// The arms, or why the variable naming them is wrong (reported when a search runs,
+    /// not when another command reads the configuration).
+    arms: std::result::Result<Arms, String>,
+    /// Reorder after RRF (`ATLAS_RERANK=0` turns it off).
+    pub rerank: bool,
+    /// `search` answers in the compact profile unless asked otherwise.
+    pub compact_by_default: bool,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            arms: Ok(Arms::ALL),
+            rerank: true,
+            compact_by_default: false,
+        }
+    }
+}
+
+impl SearchConfig {
+    pub fn with_arms(arms: Arms) -> SearchConfig {
+        SearchConfig {
+            arms: Ok(arms),
+            ..SearchConfig::default()
+        }
+    }
+
+    /// The arms to run, or the typed error of a wrong `ATLAS_SEARCH_ARMS`.
+    pub fn arms(&self) -> Result<Arms> {
+        self.arms
+            .clone()
+            .map_err(|reason| AtlasError::InvalidInput {
+                what: "ATLAS_SEARCH_ARMS",
+                reason,
+            })
+    }
+
+    /// Whether the vector arm may run (so its model is worth loading early).
+    pub fn wants_vectors(&self) -> bool {
+        self.arms.as_ref().is_ok_and(|a| a.vector)
+    }
+}
+
+/// Where the embedding model comes from (`ATLAS_EMBED_MODEL`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum EmbedSource {
+    /// The model embedded in the binary.
+    #[default]
+    Embedded,
+    /// A local model2vec directory.
+    Dir(PathBuf),
+}
+
+/// What places the graph directory when no flag does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// `ATLAS_GRAPH_DIR`.
+    pub graph_dir: Option<String>,
+    /// `ATLAS_INDEX_DIR`, its alias.
+    pub index_dir: Option<String>,
+    /// `CLAUDE_PROJECT_DIR`.
+    pub claude_project_dir: Option<String>,
+    /// `WORKSPACE_FOLDER_PATHS`.
+    pub workspace_folder_paths: Option<String>,
+}
+
+/// Everything Atlas takes from its environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub placement: Placement,
+    pub lock_wait: Duration,
+    pub scip_run: bool,
+    /// Where SCIP indexers are looked for (`PATH`).
+    pub search_path: Option<OsString>,
+    pub search: SearchConfig,
+    pub embed: EmbedSource,
+    pub tokenizer: Option<PathBuf>,
+    pub expand_outline: bool,
+    pub observability: bool,
+    /// Test hook: a build fails at this point.
+    pub inject_failure: Option<String>,
+}
+
+impl Default for Config {
+    /// What an empty environment means.
+    fn default() -> Self {
+        Config {
+            placement: Placement::default(),
+            lock_wait: DEFAULT_LOCK_WAIT,
+            scip_run: false,
+            search_path: None,
+            search: SearchConfig::default(),
+            embed: EmbedSource::Embedded,
+            tokenizer: None,
+            expand_outline: true,
+            observability: false,
+            inject_failure: None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads every variable through `get` (the process environment at the edge; a map in
+    /// tests and servers). An empty value counts as unset.
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<OsString>) -> Config {
+        let text = |name: &str| {
+            get(name)
+                .map(|v| v.to_string_lossy().into_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let path = |name: &str| get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let on = |name: &str, value: &str| text(name).is_some_and(|v| v == value);
+        Config {
+            placement: Placement {
+                graph_dir: text("ATLAS_GRAPH_DIR"),
+                index_dir: text("ATLAS_INDEX_DIR"),
+                claude_project_dir: text("CLAUDE_PROJECT_DIR"),
+                workspace_folder_paths: text("WORKSPACE_FOLDER_PATHS"),
+            },
+            lock_wait: text("ATLAS_LOCK_WAIT_MS")
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map_or(DEFAULT_LOCK_WAIT, Duration::from_millis),
+            scip_run: text("ATLAS_SCIP")
+                .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+            search_path: get("PATH"),
+            search: SearchConfig {
+                arms: match text("ATLAS_SEARCH_ARMS") {
+                    Some(list) if !list.trim().is_empty() => {
+                        Arms::parse(&list).map_err(|e| match e {
+                            AtlasError::InvalidInput { reason, .. } => reason,
+                            other => other.to_string(),
+                        })
+                    }
+                    _ => Ok(Arms::ALL),
+                },
+                rerank: !on("ATLAS_RERANK", "0"),
+                compact_by_default: on("ATLAS_CONTEXT_OPTIMIZATION", "1"),
+            },
+            embed: path("ATLAS_EMBED_MODEL").map_or(EmbedSource::Embedded, EmbedSource::Dir),
+            tokenizer: path("ATLAS_TOKENIZER_PATH"),
+            expand_outline: !on("ATLAS_EXPAND_OUTLINE", "0"),
+            observability: on("ATLAS_OBSERVABILITY", "1"),
+            inject_failure: text("ATLAS_INJECT_FAILURE"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        let pairs: Vec<(String, OsString)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        Config::from_lookup(&|name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        })
+    }
+
+    #[test]
+    fn an_empty_environment_is_the_default() {
+        assert_eq!(config(&[]), Config::default());
+        assert_eq!(config(&[("ATLAS_RERANK", "")]), Config::default());
+    }
+
+    #[test]
+    fn every_variable_is_read_into_its_setting() {
+        let c = config(&[
+            ("ATLAS_INDEX_DIR", "/g"),
+            ("ATLAS_LOCK_WAIT_MS", "250"),
+            ("ATLAS_SCIP", "true"),
+            ("ATLAS_SEARCH_ARMS", "bm25, graph"),
+            ("ATLAS_RERANK", "0"),
+            ("ATLAS_CONTEXT_OPTIMIZATION", "1"),
+            ("ATLAS_EMBED_MODEL", "/m"),
+            ("ATLAS_TOKENIZER_PATH", "/t.json"),
+            ("ATLAS_EXPAND_OUTLINE", "0"),
+            ("ATLAS_OBSERVABILITY", "1"),
+            ("ATLAS_INJECT_FAILURE", "before-publish"),
+        ]);
+        assert_eq!(c.placement.index_dir.as_deref(), Some("/g"));
+        assert_eq!(c.lock_wait, Duration::from_millis(250));
+        assert!(c.scip_run && !c.search.rerank && c.search.compact_by_default);
+        assert_eq!(
+            c.search.arms().unwrap(),
+            Arms {
+                bm25: true,
+                vector: false,
+                graph: true
+            }
+        );
+        assert_eq!(c.embed, EmbedSource::Dir("/m".into()));
+        assert_eq!(c.tokenizer, Some("/t.json".into()));
+        assert!(!c.expand_outline && c.observability);
+        assert_eq!(c.inject_failure.as_deref(), Some("before-publish"));
+    }
+
+    #[test]
+    fn a_wrong_arm_list_fails_only_the_search_that_uses_it() {
+        let c = config(&[("ATLAS_SEARCH_ARMS", "bm25,colbert")]);
+        let err = c.search.arms().unwrap_err();
+        assert_eq!(err.code(), "atlas-invalid-input");
+        assert!(err.to_string().contains("colbert"));
+        assert!(!c.search.wants_vectors());
+        // Everything else reads as usual.
+        assert_eq!(c.lock_wait, DEFAULT_LOCK_WAIT);
+    }
+}

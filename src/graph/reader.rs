@@ -1,0 +1,255 @@
+//! The read-only, zero-copy view of a validated graph file that every query uses.
+
+use std::path::Path;
+
+use super::data;
+use super::data::{
+    ArchivedEdgeRecord, ArchivedFileRecord, ArchivedGraphData, ArchivedNameEntry,
+    ArchivedNodeRecord, NONE,
+};
+use super::format::{GraphFile, hex};
+
+use crate::error::Result;
+use crate::syntax::facts::SymbolKind;
+
+/// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy.
+pub struct Graph {
+    file: GraphFile,
+}
+
+/// Which name table a lookup searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameTable {
+    Exact,
+    Folded,
+    Suffix,
+    Segments,
+}
+
+impl Graph {
+    pub fn open(path: &Path) -> Result<Graph> {
+        Ok(Graph {
+            file: GraphFile::open(path)?,
+        })
+    }
+
+    pub fn data(&self) -> &ArchivedGraphData {
+        self.file.data()
+    }
+
+    pub fn byte_len(&self) -> usize {
+        self.file.len()
+    }
+
+    /// The format version of the file this graph was read from.
+    pub fn format_version(&self) -> u32 {
+        self.file.version()
+    }
+
+    pub fn fingerprint(&self) -> String {
+        hex(&self.data().fingerprint)
+    }
+
+    /// Bytes of string `id` (empty when out of range).
+    fn str_bytes(&self, id: u32) -> &[u8] {
+        let d = self.data();
+        let offsets = &d.string_offsets;
+        let (Some(start), Some(end)) = (offsets.get(id as usize), offsets.get(id as usize + 1))
+        else {
+            return &[];
+        };
+        d.string_bytes
+            .get(start.to_native() as usize..end.to_native() as usize)
+            .unwrap_or(&[])
+    }
+
+    /// String `id`; an id out of range or invalid UTF-8 (a corrupt file) reads as "".
+    pub fn str(&self, id: u32) -> &str {
+        std::str::from_utf8(self.str_bytes(id)).unwrap_or("")
+    }
+
+    fn string_count(&self) -> usize {
+        self.data().string_offsets.len().saturating_sub(1)
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.data().nodes.len()
+    }
+
+    pub fn node(&self, id: u32) -> &ArchivedNodeRecord {
+        &self.data().nodes[id as usize]
+    }
+
+    pub fn kind(&self, id: u32) -> SymbolKind {
+        SymbolKind::from_code(self.node(id).kind).unwrap_or(SymbolKind::Variable)
+    }
+
+    pub fn file_of(&self, id: u32) -> Option<&ArchivedFileRecord> {
+        let file = self.node(id).file.to_native();
+        (file != NONE).then(|| &self.data().files[file as usize])
+    }
+
+    /// A symbol of a test file, or inside a test scope (`#[cfg(test)]`, …).
+    pub fn is_test(&self, id: u32) -> bool {
+        self.file_of(id).is_some_and(|f| {
+            crate::graph::codes::FileClass::from_code(f.class)
+                == Some(crate::graph::codes::FileClass::Test)
+        }) || self.node(id).flags & data::FLAG_TEST_SCOPE != 0
+    }
+
+    /// The implementation among a callable's overloads (`@overload` stubs, TypeScript
+    /// signatures share its qualified name in one file): not a stub, else the one with
+    /// the largest body. Any other node is its own implementation.
+    pub fn implementation(&self, id: u32) -> u32 {
+        let record = self.node(id);
+        let parent = record.parent.to_native();
+        if parent == NONE || !self.kind(id).is_callable() {
+            return id;
+        }
+        let qualified = record.qualified.to_native();
+        let body = |n: u32| {
+            let r = self.node(n);
+            let end = r.span.end_byte.to_native();
+            (
+                r.flags & data::FLAG_DECLARES_ONLY == 0,
+                end.saturating_sub(r.signature.end_byte.to_native()),
+                end.saturating_sub(r.span.start_byte.to_native()),
+                std::cmp::Reverse(n),
+            )
+        };
+        self.out_edges(parent)
+            .iter()
+            .filter(|e| e.kind == crate::graph::codes::EdgeKind::Contains as u8)
+            .map(|e| e.node.to_native())
+            .filter(|&n| {
+                self.node(n).qualified.to_native() == qualified && self.kind(n).is_callable()
+            })
+            .max_by_key(|&n| body(n))
+            .unwrap_or(id)
+    }
+
+    /// The file whose repository path is `path` (files are sorted by path).
+    pub fn file_index(&self, path: &str) -> Option<u32> {
+        let files = &self.data().files;
+        let at = files.partition_point(|f| self.str(f.path.to_native()) < path);
+        (files
+            .get(at)
+            .is_some_and(|f| self.str(f.path.to_native()) == path))
+        .then_some(at as u32)
+    }
+
+    /// Label of a node: `path::Qualified` for symbols, the path for files, `path/` for
+    /// modules.
+    pub fn label(&self, id: u32) -> String {
+        let node = self.node(id);
+        let qualified = self.str(node.qualified.to_native());
+        match self.kind(id) {
+            SymbolKind::Module => format!("{qualified}/"),
+            SymbolKind::File => qualified.to_string(),
+            _ => format!("{}::{qualified}", self.file_path(node.file.to_native())),
+        }
+    }
+
+    pub fn file_path(&self, file: u32) -> &str {
+        self.data()
+            .files
+            .get(file as usize)
+            .map_or("", |f| self.str(f.path.to_native()))
+    }
+
+    pub fn out_edges(&self, id: u32) -> &[ArchivedEdgeRecord] {
+        let d = self.data();
+        let (a, b) = (
+            d.out_offsets[id as usize].to_native(),
+            d.out_offsets[id as usize + 1].to_native(),
+        );
+        &d.out_edges[a as usize..b as usize]
+    }
+
+    pub fn in_edges(&self, id: u32) -> &[ArchivedEdgeRecord] {
+        let d = self.data();
+        let (a, b) = (
+            d.in_offsets[id as usize].to_native(),
+            d.in_offsets[id as usize + 1].to_native(),
+        );
+        &d.in_edges[a as usize..b as usize]
+    }
+
+    /// Id of an interned string, if present.
+    pub fn string_id(&self, text: &str) -> Option<u32> {
+        let mut lo = 0usize;
+        let mut hi = self.string_count();
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.str_bytes(mid as u32).cmp(text.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid as u32),
+            }
+        }
+        None
+    }
+
+    fn table(&self, table: NameTable) -> &[ArchivedNameEntry] {
+        let d = self.data();
+        match table {
+            NameTable::Exact => &d.names_exact,
+            NameTable::Folded => &d.names_folded,
+            NameTable::Suffix => &d.names_suffix,
+            NameTable::Segments => &d.names_segments,
+        }
+    }
+
+    /// Nodes whose key in `table` equals `key`, by binary search.
+    pub fn lookup(&self, table: NameTable, key: &str) -> Vec<u32> {
+        let Some(id) = self.string_id(key) else {
+            return Vec::new();
+        };
+        let entries = self.table(table);
+        let start = entries.partition_point(|e| e.key.to_native() < id);
+        entries[start..]
+            .iter()
+            .take_while(|e| e.key.to_native() == id)
+            .map(|e| e.node.to_native())
+            .collect()
+    }
+
+    /// Frontier entries (indexes) whose name is the string `name_id`, by binary search.
+    pub fn frontier_named(&self, name_id: u32) -> Vec<u32> {
+        let d = self.data();
+        let index = &d.frontier_by_name;
+        let name_of = |i: &rkyv::rend::u32_le| {
+            d.frontier
+                .get(i.to_native() as usize)
+                .map_or(u32::MAX, |f| f.name.to_native())
+        };
+        let start = index.partition_point(|i| name_of(i) < name_id);
+        index[start..]
+            .iter()
+            .take_while(|i| name_of(i) == name_id)
+            .map(|i| i.to_native())
+            .collect()
+    }
+
+    /// Nodes whose key in `table` starts with `prefix` (keys are sorted by text).
+    pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<u32> {
+        let (mut lo, mut hi) = (0usize, self.string_count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.str_bytes(mid as u32) < prefix.as_bytes() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let first = lo as u32;
+        let entries = self.table(table);
+        let start = entries.partition_point(|e| e.key.to_native() < first);
+        entries[start..]
+            .iter()
+            .take_while(|e| self.str(e.key.to_native()).starts_with(prefix))
+            .take(limit)
+            .map(|e| e.node.to_native())
+            .collect()
+    }
+}

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-/// Every failure the library reports. Rendering (text, JSON) and exit codes live in `cli`.
+/// Every failure the library reports. Rendering (text, JSON) and exit codes live in `cli`
+/// (`cli::output::exit_code`).
 #[derive(Debug, thiserror::Error)]
 pub enum AtlasError {
     #[error("{path}: {source}")]
@@ -123,33 +124,6 @@ impl AtlasError {
             AtlasError::BrokenPipe => "atlas-broken-pipe",
             AtlasError::ExpandStale { .. } => "atlas-expand-stale",
             AtlasError::RefUnknown { .. } => "atlas-ref-unknown",
-        }
-    }
-
-    /// Process exit code for this error (documented in docs/CLI.md).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            AtlasError::Io { .. }
-            | AtlasError::Internal { .. }
-            | AtlasError::QueryInvalid { .. }
-            | AtlasError::CacheCorrupt { .. }
-            | AtlasError::InjectedFailure(_) => 1,
-            AtlasError::InvalidInput { .. } => 2,
-            AtlasError::CodeDirMissing(_) | AtlasError::GraphMissing(_) => 3,
-            AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. } => 4,
-            AtlasError::BuildLocked(_) => 5,
-            AtlasError::StrictPartial { .. } => 6,
-            AtlasError::ContextNoMatch { .. } | AtlasError::ContextAmbiguous { .. } => 7,
-            AtlasError::ContextRequiredBudget { .. }
-            | AtlasError::ContextRequiredCandidateCap { .. }
-            | AtlasError::ContextRequiredSourceCap { .. } => 8,
-            AtlasError::ContextGraphMismatch { .. } | AtlasError::ContextCursor { .. } => 9,
-            AtlasError::EvalFailed { .. } => 10,
-            AtlasError::ScipCorrupt { .. } | AtlasError::SearchCorrupt { .. } => 4,
-            AtlasError::SearchUnavailable(_) => 3,
-            AtlasError::ExpandStale { .. } | AtlasError::RefUnknown { .. } => 9,
-            // As a process killed by SIGPIPE reports itself to a shell.
-            AtlasError::BrokenPipe => 141,
         }
     }
 

@@ -486,7 +486,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         }
     });
     let manifest_text =
-        serde_json::to_string_pretty(&manifest).map_err(|e| AtlasError::InvalidInput {
+        serde_json::to_string_pretty(&manifest).map_err(|e| AtlasError::Internal {
             what: "manifest",
             reason: e.to_string(),
         })?;

@@ -509,7 +509,7 @@ fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFac
     aligned.extend_from_slice(payload);
     let facts = rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(&aligned)
         .map_err(|e| format!("archive: {e}"))?;
-    facts.validate()?;
+    facts.validate().map_err(|e| e.to_string())?;
     Ok(facts)
 }
 

@@ -13,7 +13,7 @@ use crate::error::AtlasError;
 use super::call::{Answer, Call};
 use super::eval::{EvalArgs, EvalCommand};
 use super::graph::GraphCommand;
-use super::output::{Format, print_stdout, report_error, report_usage_error};
+use super::output::{Format, exit_code, print_stdout, report_error, report_usage_error};
 use super::{build, context, eval, expand, graph, search, status};
 
 #[derive(Parser, Debug)]
@@ -108,7 +108,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             // --help and --version.
             return match print_stdout(&err.render().to_string()) {
                 Ok(()) => 0,
-                Err(e) => e.exit_code(),
+                Err(e) => exit_code(&e),
             };
         }
         Err(err) => return report_usage_error(&err, &args),
@@ -137,7 +137,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     items: 0,
                 });
             }
-            err.exit_code()
+            exit_code(&err)
         }
     }
 }

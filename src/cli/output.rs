@@ -61,7 +61,7 @@ pub fn error_body(err: &AtlasError) -> serde_json::Value {
         "error": {
             "code": err.code(),
             "message": err.to_string(),
-            "exit_code": err.exit_code(),
+            "exit_code": exit_code(err),
             "details": err.details(),
         }
     })
@@ -107,7 +107,7 @@ pub fn report_usage_error(err: &clap::Error, args: &[OsString]) -> i32 {
     if json {
         let _ = print_json(&error_body(&error));
     }
-    error.exit_code()
+    exit_code(&error)
 }
 
 /// `path` against the working directory.
@@ -116,5 +116,32 @@ pub fn absolute(path: &Path) -> PathBuf {
         path.to_path_buf()
     } else {
         std::env::current_dir().map_or_else(|_| path.to_path_buf(), |cwd| cwd.join(path))
+    }
+}
+
+/// The process exit code of an error (docs/CLI.md, "Errors and exit codes").
+pub fn exit_code(err: &AtlasError) -> i32 {
+    match err {
+        AtlasError::Io { .. }
+        | AtlasError::Internal { .. }
+        | AtlasError::QueryInvalid { .. }
+        | AtlasError::CacheCorrupt { .. }
+        | AtlasError::InjectedFailure(_) => 1,
+        AtlasError::InvalidInput { .. } => 2,
+        AtlasError::CodeDirMissing(_) | AtlasError::GraphMissing(_) => 3,
+        AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. } => 4,
+        AtlasError::BuildLocked(_) => 5,
+        AtlasError::StrictPartial { .. } => 6,
+        AtlasError::ContextNoMatch { .. } | AtlasError::ContextAmbiguous { .. } => 7,
+        AtlasError::ContextRequiredBudget { .. }
+        | AtlasError::ContextRequiredCandidateCap { .. }
+        | AtlasError::ContextRequiredSourceCap { .. } => 8,
+        AtlasError::ContextGraphMismatch { .. } | AtlasError::ContextCursor { .. } => 9,
+        AtlasError::EvalFailed { .. } => 10,
+        AtlasError::ScipCorrupt { .. } | AtlasError::SearchCorrupt { .. } => 4,
+        AtlasError::SearchUnavailable(_) => 3,
+        AtlasError::ExpandStale { .. } | AtlasError::RefUnknown { .. } => 9,
+        // As a process killed by SIGPIPE reports itself to a shell.
+        AtlasError::BrokenPipe => 141,
     }
 }

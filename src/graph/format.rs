@@ -39,7 +39,7 @@ pub const HEADER_LEN: usize = 64;
 /// Serializes `data` into the complete file bytes (header + payload).
 pub fn encode(data: &GraphData) -> Result<Vec<u8>> {
     let payload =
-        rkyv::to_bytes::<rkyv::rancor::Error>(data).map_err(|e| AtlasError::InvalidInput {
+        rkyv::to_bytes::<rkyv::rancor::Error>(data).map_err(|e| AtlasError::Internal {
             what: "graph",
             reason: format!("serialization failed: {e}"),
         })?;
@@ -160,7 +160,7 @@ pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphDat
     }
     let data = rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(payload)
         .map_err(|e| corrupt(format!("archive validation failed: {e}")))?;
-    check_references(data).map_err(corrupt)?;
+    check_references(data, path)?;
     Ok(data)
 }
 
@@ -168,7 +168,15 @@ pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphDat
 /// is well-formed; this proves every id in it indexes its table, so that no read of a
 /// validated graph can go out of bounds — even when a payload was altered and its checksum
 /// recomputed. Linear in the size of the graph.
-pub fn check_references(data: &ArchivedGraphData) -> std::result::Result<(), String> {
+pub fn check_references(data: &ArchivedGraphData, path: &Path) -> Result<()> {
+    check_ids(data).map_err(|reason| AtlasError::GraphCorrupt {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+/// The checks of `check_references`; the reason names the first id out of range.
+fn check_ids(data: &ArchivedGraphData) -> std::result::Result<(), String> {
     use super::data::NONE;
     let strings = data.string_offsets.len().saturating_sub(1) as u32;
     let nodes = data.nodes.len() as u32;

@@ -362,19 +362,21 @@ impl FileFacts {
     /// Whether the facts hold together: every index names an earlier definition (so that
     /// walking parents terminates), every span is ordered. Extraction always produces
     /// such facts; a cache entry that does not is damaged.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InconsistentFacts> {
         let ordered =
             |span: &Span| span.start_byte <= span.end_byte && span.start_line <= span.end_line;
         for (index, def) in self.defs.iter().enumerate() {
             if def.parent.is_some_and(|p| p as usize >= index) {
-                return Err(format!(
+                return Err(InconsistentFacts(format!(
                     "definition {index} has a parent that does not precede it"
-                ));
+                )));
             }
             if ![def.span, def.name_span, def.signature].iter().all(ordered)
                 || def.doc.as_ref().is_some_and(|d| !ordered(d))
             {
-                return Err(format!("definition {index} has a reversed span"));
+                return Err(InconsistentFacts(format!(
+                    "definition {index} has a reversed span"
+                )));
             }
         }
         let in_range = |index: Option<u32>| index.is_none_or(|i| (i as usize) < self.defs.len());
@@ -383,17 +385,17 @@ impl FileFacts {
             .iter()
             .position(|r| !in_range(r.from) || !ordered(&r.site))
         {
-            return Err(format!("reference {at} is out of range"));
+            return Err(InconsistentFacts(format!("reference {at} is out of range")));
         }
         if let Some(at) = self
             .bindings
             .iter()
             .position(|b| !in_range(b.scope) || !ordered(&b.site))
         {
-            return Err(format!("binding {at} is out of range"));
+            return Err(InconsistentFacts(format!("binding {at} is out of range")));
         }
         if self.imports.iter().any(|i| !ordered(&i.site)) {
-            return Err("an import has a reversed span".into());
+            return Err(InconsistentFacts("an import has a reversed span".into()));
         }
         Ok(())
     }
@@ -428,3 +430,8 @@ mod tests {
         assert_eq!(import.local_name(), None);
     }
 }
+
+/// Facts that do not hold together (a damaged cache entry): which part, and how.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InconsistentFacts(pub String);

@@ -704,19 +704,24 @@ pub fn compile_context(
         projection: 99_999.999,
         total: 99_999.999,
     };
-    let render = |output: &ContextOutput| serde_json::to_string(output).unwrap_or_default();
+    let render = |output: &ContextOutput| {
+        serde_json::to_string(output).map_err(|e| AtlasError::Internal {
+            what: "context JSON",
+            reason: e.to_string(),
+        })
+    };
 
     // The envelope: everything but evidence, with the omission groups of earlier pages
     // (`after-cursor`), which are known before anything is projected.
     let start = project::cursor_start(&retrieval.candidates, request.after.as_deref())?;
     let empty = project::project(&input, &retrieval.candidates[..start], 0)?;
-    let envelope = render(&assemble(&empty, widest(), 1_000_000)).len();
+    let envelope = render(&assemble(&empty, widest(), 1_000_000))?.len();
     // Omission groups and the evidence array's own punctuation are not known yet.
     let reserve = envelope + 300;
     let budget = limits.max_bytes.saturating_sub(reserve);
     let mut projection = project::project(&input, &retrieval.candidates, budget)?;
     loop {
-        let size = render(&assemble(&projection, widest(), 1_000_000)).len();
+        let size = render(&assemble(&projection, widest(), 1_000_000))?.len();
         if size <= limits.max_bytes {
             break;
         }
@@ -743,13 +748,13 @@ pub fn compile_context(
     let mut bytes = 0;
     let mut output = assemble(&projection, timings.clone(), bytes);
     for _ in 0..4 {
-        let json = render(&output);
+        let json = render(&output)?;
         if json.len() == bytes {
             return Ok(ContextResult { output, json });
         }
         bytes = json.len();
         output = assemble(&projection, timings.clone(), bytes);
     }
-    let json = render(&output);
+    let json = render(&output)?;
     Ok(ContextResult { output, json })
 }

@@ -216,7 +216,19 @@ pub fn artifacts(dir: &Path) -> Result<std::collections::BTreeMap<String, Artifa
 }
 
 /// Damage a reader can see cheaply: an artifact missing, or of another length.
-pub fn check_lengths(dir: &Path, meta: &IndexMeta) -> std::result::Result<(), String> {
+pub fn check_lengths(dir: &Path, meta: &IndexMeta) -> Result<()> {
+    lengths(dir, meta).map_err(|reason| damaged(dir, reason))
+}
+
+/// The index in `dir` is damaged (`atlas-search-corrupt`).
+fn damaged(dir: &Path, reason: String) -> AtlasError {
+    AtlasError::SearchCorrupt {
+        path: dir.to_path_buf(),
+        reason,
+    }
+}
+
+fn lengths(dir: &Path, meta: &IndexMeta) -> std::result::Result<(), String> {
     if meta.artifacts.is_empty() {
         return Err("index.json lists no artifacts".into());
     }
@@ -238,25 +250,25 @@ pub fn check_lengths(dir: &Path, meta: &IndexMeta) -> std::result::Result<(), St
 
 /// Every artifact byte against its recorded blake3 (what `atlas build` checks before it
 /// trusts an existing index).
-pub fn verify(dir: &Path, meta: &IndexMeta) -> std::result::Result<(), String> {
+pub fn verify(dir: &Path, meta: &IndexMeta) -> Result<()> {
     verify_where(dir, meta, |_| true)
 }
 
 /// `verify` for the artifacts `which` selects.
-pub fn verify_where(
-    dir: &Path,
-    meta: &IndexMeta,
-    which: impl Fn(&str) -> bool,
-) -> std::result::Result<(), String> {
+pub fn verify_where(dir: &Path, meta: &IndexMeta, which: impl Fn(&str) -> bool) -> Result<()> {
     check_lengths(dir, meta)?;
     for (relative, artifact) in meta.artifacts.iter().filter(|(name, _)| which(name)) {
         let path = dir.join(relative);
-        let file = fs::File::open(&path).map_err(|e| format!("{relative}: {e}"))?;
+        let file = fs::File::open(&path).map_err(|e| damaged(dir, format!("{relative}: {e}")))?;
         // SAFETY: a finished index is never modified (written once, renamed into place);
         // the mapping lives only for this hash.
-        let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{relative}: {e}"))?;
+        let bytes = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| damaged(dir, format!("{relative}: {e}")))?;
         if checksum(&bytes) != artifact.blake3 {
-            return Err(format!("{relative} does not match its checksum"));
+            return Err(damaged(
+                dir,
+                format!("{relative} does not match its checksum"),
+            ));
         }
     }
     Ok(())

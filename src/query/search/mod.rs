@@ -343,7 +343,7 @@ impl SearchIndex {
                 .get(name)
                 .is_some_and(|a| a.bytes <= SMALL_ARTIFACT)
         };
-        index::verify_where(dir, &lexical, small).map_err(corrupt)?;
+        index::verify_where(dir, &lexical, small)?;
         let sections_path = dir.join("sections.json");
         let sections: Vec<Section> = fs::read(&sections_path)
             .ok()

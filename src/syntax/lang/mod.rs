@@ -116,14 +116,14 @@ impl Language {
 
     /// Loaded, validated query (cached for the process).
     pub(crate) fn query(self) -> Result<&'static LanguageQuery> {
-        static CACHE: [OnceLock<std::result::Result<LanguageQuery, String>>; 7] =
+        static CACHE: [OnceLock<std::result::Result<LanguageQuery, QueryDefect>>; 7] =
             [const { OnceLock::new() }; 7];
         let slot = &CACHE[self as usize];
         slot.get_or_init(|| LanguageQuery::load(self))
             .as_ref()
-            .map_err(|reason| AtlasError::QueryInvalid {
+            .map_err(|defect| AtlasError::QueryInvalid {
                 language: self.as_str(),
-                reason: reason.clone(),
+                reason: defect.to_string(),
             })
     }
 
@@ -181,25 +181,37 @@ pub(crate) struct LanguageQuery {
 }
 
 impl LanguageQuery {
-    fn load(language: Language) -> std::result::Result<LanguageQuery, String> {
-        let query = tree_sitter::Query::new(&language.grammar(), language.query_source())
-            .map_err(|e| format!("line {}: {:?} error at {:?}", e.row + 1, e.kind, e.message))?;
+    fn load(language: Language) -> std::result::Result<LanguageQuery, QueryDefect> {
+        let query =
+            tree_sitter::Query::new(&language.grammar(), language.query_source()).map_err(|e| {
+                QueryDefect(format!(
+                    "line {}: {:?} error at {:?}",
+                    e.row + 1,
+                    e.kind,
+                    e.message
+                ))
+            })?;
         validate_capture_names(query.capture_names())?;
         Ok(LanguageQuery { query })
     }
 }
 
-pub(crate) fn validate_capture_names(names: &[&str]) -> std::result::Result<(), String> {
+/// What is wrong with a query file (an Atlas bug: the queries are embedded).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueryDefect(pub String);
+
+pub(crate) fn validate_capture_names(names: &[&str]) -> std::result::Result<(), QueryDefect> {
     for name in names {
         if !name.starts_with('_') && !ALLOWED_CAPTURES.contains(name) {
-            return Err(format!(
+            return Err(QueryDefect(format!(
                 "unknown capture @{name}; allowed: {}",
                 ALLOWED_CAPTURES
                     .iter()
                     .map(|n| format!("@{n}"))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )));
         }
     }
     Ok(())
@@ -221,8 +233,8 @@ mod tests {
     #[test]
     fn unknown_capture_is_rejected_with_the_allowed_list() {
         let err = validate_capture_names(&["name", "def.functoin"]).unwrap_err();
-        assert!(err.contains("@def.functoin"), "{err}");
-        assert!(err.contains("@def.function"), "{err}");
+        assert!(err.0.contains("@def.functoin"), "{err}");
+        assert!(err.0.contains("@def.function"), "{err}");
         assert!(validate_capture_names(&["_helper", "name"]).is_ok());
     }
 

@@ -2,6 +2,7 @@
 //! edges, and answers bounded, honest context queries over it. See docs/ARCHITECTURE.md.
 
 // Foundations, usable from every stage.
+pub mod code_enum;
 pub mod config;
 pub mod error;
 pub mod isolate;

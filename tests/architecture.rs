@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const FOUNDATIONS: &[&str] = &["error", "isolate", "source", "config"];
+const FOUNDATIONS: &[&str] = &["error", "isolate", "source", "config", "code_enum"];
 const STAGES: &[&str] = &["syntax", "graph", "build", "query", "cli"];
 
 fn rank(first: &str) -> Option<usize> {

@@ -37,7 +37,9 @@ pub fn dump(graph: &Graph) -> String {
         if matches!(kind, SymbolKind::Module | SymbolKind::File) {
             continue;
         }
-        let vis = crate::syntax::facts::Visibility::from_code(node.visibility).as_str();
+        let vis = crate::syntax::facts::Visibility::from_code(node.visibility)
+            .unwrap_or(crate::syntax::facts::Visibility::Internal)
+            .as_str();
         let test = if node.flags & crate::graph::data::FLAG_TEST_SCOPE != 0 {
             " test-scope"
         } else {
@@ -60,7 +62,7 @@ pub fn dump(graph: &Graph) -> String {
     for id in 0..graph.node_count() as u32 {
         for edge in graph.out_edges(id) {
             let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
-            let extends = if EdgeSubkind::from_code(edge.subkind) == EdgeSubkind::Extends {
+            let extends = if EdgeSubkind::from_code(edge.subkind) == Some(EdgeSubkind::Extends) {
                 "(extends)"
             } else {
                 ""

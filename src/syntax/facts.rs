@@ -3,6 +3,8 @@
 //! Facts are cached by content (R-EXT-3), so nothing here may depend on where the file
 //! lives; path-dependent work (module names, imports to files) belongs to `resolve`.
 
+use crate::code_enum::code_enum;
+
 use rkyv::{Archive, Deserialize, Serialize};
 
 /// A byte range with its 0-based line range (end line inclusive).
@@ -20,69 +22,28 @@ impl Span {
     }
 }
 
-/// Symbol kinds (R-RES-3). The discriminants are the on-disk codes of the graph format.
-#[derive(
-    Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
-)]
-#[repr(u8)]
-pub enum SymbolKind {
-    Module = 0,
-    File = 1,
-    Function = 2,
-    Method = 3,
-    Class = 4,
-    Struct = 5,
-    Enum = 6,
-    Interface = 7,
-    Impl = 8,
-    Field = 9,
-    Constant = 10,
-    TypeAlias = 11,
-    Macro = 12,
-    Variable = 13,
+code_enum! {
+    /// Symbol kinds (R-RES-3). The discriminants are the on-disk codes of the graph format.
+    #[derive(Archive, Serialize, Deserialize)]
+    pub enum SymbolKind {
+        Module = 0 => "module",
+        File = 1 => "file",
+        Function = 2 => "function",
+        Method = 3 => "method",
+        Class = 4 => "class",
+        Struct = 5 => "struct",
+        Enum = 6 => "enum",
+        Interface = 7 => "interface",
+        Impl = 8 => "impl",
+        Field = 9 => "field",
+        Constant = 10 => "constant",
+        TypeAlias = 11 => "type-alias",
+        Macro = 12 => "macro",
+        Variable = 13 => "variable",
+    }
 }
 
 impl SymbolKind {
-    pub const ALL: [SymbolKind; 14] = [
-        SymbolKind::Module,
-        SymbolKind::File,
-        SymbolKind::Function,
-        SymbolKind::Method,
-        SymbolKind::Class,
-        SymbolKind::Struct,
-        SymbolKind::Enum,
-        SymbolKind::Interface,
-        SymbolKind::Impl,
-        SymbolKind::Field,
-        SymbolKind::Constant,
-        SymbolKind::TypeAlias,
-        SymbolKind::Macro,
-        SymbolKind::Variable,
-    ];
-
-    pub fn from_code(code: u8) -> Option<SymbolKind> {
-        SymbolKind::ALL.get(code as usize).copied()
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SymbolKind::Module => "module",
-            SymbolKind::File => "file",
-            SymbolKind::Function => "function",
-            SymbolKind::Method => "method",
-            SymbolKind::Class => "class",
-            SymbolKind::Struct => "struct",
-            SymbolKind::Enum => "enum",
-            SymbolKind::Interface => "interface",
-            SymbolKind::Impl => "impl",
-            SymbolKind::Field => "field",
-            SymbolKind::Constant => "constant",
-            SymbolKind::TypeAlias => "type-alias",
-            SymbolKind::Macro => "macro",
-            SymbolKind::Variable => "variable",
-        }
-    }
-
     /// Kinds that own members: a function directly inside one is a method.
     pub fn is_type_container(self) -> bool {
         matches!(
@@ -114,30 +75,13 @@ impl SymbolKind {
     }
 }
 
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Visibility {
-    Public = 0,
-    Private = 1,
-    /// Language default (package-private, crate-private, module-level without marker).
-    Internal = 2,
-}
-
-impl Visibility {
-    pub fn from_code(code: u8) -> Visibility {
-        match code {
-            0 => Visibility::Public,
-            1 => Visibility::Private,
-            _ => Visibility::Internal,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Visibility::Public => "public",
-            Visibility::Private => "private",
-            Visibility::Internal => "internal",
-        }
+code_enum! {
+    #[derive(Archive, Serialize, Deserialize)]
+    pub enum Visibility {
+        Public = 0 => "public",
+        Private = 1 => "private",
+        /// Language default (package-private, crate-private, module-level without marker).
+        Internal = 2 => "internal",
     }
 }
 
@@ -167,34 +111,21 @@ pub struct Definition {
     pub declares_only: bool,
 }
 
-/// How a reference uses its target (R-EXT-2).
-#[derive(
-    Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
-)]
-#[repr(u8)]
-pub enum RefRole {
-    Call = 0,
-    TypeUse = 1,
-    Import = 2,
-    Read = 3,
-    Write = 4,
-    Inherit = 5,
-    Implement = 6,
+code_enum! {
+    /// How a reference uses its target (R-EXT-2).
+    #[derive(Archive, Serialize, Deserialize)]
+    pub enum RefRole {
+        Call = 0 => "call",
+        TypeUse = 1 => "type-use",
+        Import = 2 => "import",
+        Read = 3 => "read",
+        Write = 4 => "write",
+        Inherit = 5 => "inherit",
+        Implement = 6 => "implement",
+    }
 }
 
 impl RefRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefRole::Call => "call",
-            RefRole::TypeUse => "type-use",
-            RefRole::Import => "import",
-            RefRole::Read => "read",
-            RefRole::Write => "write",
-            RefRole::Inherit => "inherit",
-            RefRole::Implement => "implement",
-        }
-    }
-
     /// When two patterns tag the same site, the more specific role wins (lower is stronger).
     pub fn specificity(self) -> u8 {
         match self {
@@ -311,32 +242,14 @@ pub struct TypeBinding {
     pub element: bool,
 }
 
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum ParseStatus {
-    Complete = 0,
-    /// Syntax errors: what the parser recovered was extracted.
-    Partial = 1,
-    /// An extraction limit was hit (`FileFacts::limit` says which): facts are cut short.
-    Truncated = 2,
-}
-
-impl ParseStatus {
-    pub fn from_code(code: u8) -> Option<ParseStatus> {
-        match code {
-            0 => Some(ParseStatus::Complete),
-            1 => Some(ParseStatus::Partial),
-            2 => Some(ParseStatus::Truncated),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ParseStatus::Complete => "complete",
-            ParseStatus::Partial => "partial",
-            ParseStatus::Truncated => "truncated",
-        }
+code_enum! {
+    #[derive(Archive, Serialize, Deserialize)]
+    pub enum ParseStatus {
+        Complete = 0 => "complete",
+        /// Syntax errors: what the parser recovered was extracted.
+        Partial = 1 => "partial",
+        /// An extraction limit was hit (`FileFacts::limit` says which): facts are cut short.
+        Truncated = 2 => "truncated",
     }
 }
 

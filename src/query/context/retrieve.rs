@@ -318,7 +318,7 @@ pub(super) fn relation_of(from: u32, edge: &ArchivedEdgeRecord, outgoing: bool) 
     let site_file = edge.site_file.to_native();
     RelationInfo {
         kind: EdgeKind::from_code(edge.kind).unwrap_or(EdgeKind::References),
-        extends: EdgeSubkind::from_code(edge.subkind) == EdgeSubkind::Extends,
+        extends: EdgeSubkind::from_code(edge.subkind) == Some(EdgeSubkind::Extends),
         from,
         to,
         provenance: Provenance::from_code(edge.provenance).unwrap_or(Provenance::TreeSitter),

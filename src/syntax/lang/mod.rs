@@ -4,30 +4,23 @@
 
 use std::sync::OnceLock;
 
+use crate::code_enum::code_enum;
 use crate::error::{AtlasError, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Language {
-    Rust,
-    Python,
-    TypeScript,
-    Tsx,
-    JavaScript,
-    Go,
-    Java,
+code_enum! {
+    /// A language Atlas extracts; the discriminants are on-disk codes (`files[].language`).
+    pub enum Language {
+        Rust = 0 => "rust",
+        Python = 1 => "python",
+        TypeScript = 2 => "typescript",
+        Tsx = 3 => "tsx",
+        JavaScript = 4 => "javascript",
+        Go = 5 => "go",
+        Java = 6 => "java",
+    }
 }
 
 impl Language {
-    pub const ALL: [Language; 7] = [
-        Language::Rust,
-        Language::Python,
-        Language::TypeScript,
-        Language::Tsx,
-        Language::JavaScript,
-        Language::Go,
-        Language::Java,
-    ];
-
     /// Language of a file by its extension; `None` for files we do not extract.
     pub fn from_path(path: &str) -> Option<Language> {
         let ext = path.rsplit_once('.').map(|(_, e)| e)?;
@@ -43,29 +36,8 @@ impl Language {
         })
     }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Language::Rust => "rust",
-            Language::Python => "python",
-            Language::TypeScript => "typescript",
-            Language::Tsx => "tsx",
-            Language::JavaScript => "javascript",
-            Language::Go => "go",
-            Language::Java => "java",
-        }
-    }
-
     pub fn from_str_name(name: &str) -> Option<Language> {
         Language::ALL.into_iter().find(|l| l.as_str() == name)
-    }
-
-    /// Stable on-disk code (graph format).
-    pub fn code(self) -> u8 {
-        self as u8
-    }
-
-    pub fn from_code(code: u8) -> Option<Language> {
-        Language::ALL.get(code as usize).copied()
     }
 
     /// Separator of in-file qualified names.

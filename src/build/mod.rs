@@ -4,6 +4,7 @@
 
 pub mod compile;
 pub mod inventory;
+pub mod manifest;
 pub mod pipeline;
 pub mod resolve;
 pub mod scip;

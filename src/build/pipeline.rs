@@ -11,8 +11,13 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
 use super::compile::FileMeta;
 use super::inventory::{FileRole, InventoryLimits, SkipReason, Skipped, Truncation};
+use super::manifest::{
+    Artifact, MANIFEST_VERSION, Manifest, SkippedFile, TruncationReport, builder_id, built_by_this,
+};
 use super::resolve::SourceUnit;
 use crate::build::store::{CachedFacts, GRAPH_FILE, MANIFEST_FILE, Store};
 use crate::config::Config;
@@ -112,22 +117,6 @@ impl BuildOptions {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct SkippedFile {
-    pub path: String,
-    pub reason: &'static str,
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TruncationReport {
-    pub limit: &'static str,
-    pub files_seen: usize,
-    pub files_kept: usize,
-    pub bytes_seen: u64,
-    pub bytes_kept: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
 pub struct PartialFile {
     pub path: String,
     /// `partial` (syntax errors) or `truncated` (an extraction limit was hit).
@@ -212,31 +201,6 @@ fn inject(options: &BuildOptions, point: &str) -> Result<()> {
     match &options.inject_failure {
         Some(value) if value == point => Err(AtlasError::InjectedFailure(point.to_string())),
         _ => Ok(()),
-    }
-}
-
-/// Which extractor, resolver, queries and format built a generation: a graph built by
-/// another atlas is stale even when no source changed (recorded as `builder` in the manifest).
-pub fn builder_id() -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&format::FORMAT_VERSION.to_le_bytes());
-    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
-    hasher.update(&super::resolve::RESOLVER_VERSION.to_le_bytes());
-    for language in Language::ALL {
-        hasher.update(language.query_hash().as_bytes());
-    }
-    hasher.finalize().to_hex()[..16].to_string()
-}
-
-/// Whether a generation's manifest says this atlas built it. Manifests written before
-/// `builder` existed name only their extractor.
-pub fn built_by_this(manifest: &serde_json::Value) -> bool {
-    match manifest.get("builder").and_then(|b| b.as_str()) {
-        Some(builder) => builder == builder_id(),
-        None => {
-            manifest.get("extractor_version").and_then(|v| v.as_u64())
-                == Some(u64::from(EXTRACTOR_VERSION))
-        }
     }
 }
 
@@ -385,13 +349,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     if committed_valid {
         let graph_bytes = std::fs::metadata(store.graph_path(&fingerprint)).map_or(0, |m| m.len());
         let manifest = store.read_manifest(&fingerprint).ok();
-        let count = |key: &str| {
-            manifest
-                .as_ref()
-                .and_then(|m| m.get(key))
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0) as usize
-        };
+        let count = |field: fn(&Manifest) -> usize| manifest.as_ref().map_or(0, field);
         store.write_root(&options.code_root)?;
         let stage = Instant::now();
         build_search(options, &store, &lock, &fingerprint)?;
@@ -406,9 +364,9 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             parsed,
             cached: files.len() - parsed,
             cache_repaired,
-            symbols: count("symbols"),
-            edges: count("edges"),
-            frontier: count("frontier"),
+            symbols: count(|m| m.symbols),
+            edges: count(|m| m.edges),
+            frontier: count(|m| m.frontier),
             graph_bytes,
             partial,
             skipped: skipped_report,
@@ -467,24 +425,29 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             )
         })
         .count();
-    let manifest = serde_json::json!({
-        "format_version": format::FORMAT_VERSION,
-        "extractor_version": EXTRACTOR_VERSION,
-        "builder": builder_id(),
-        "fingerprint": fingerprint,
-        "files": files.len(),
-        "symbols": symbols,
-        "edges": resolved.edges.len(),
-        "frontier": resolved.frontier.len(),
-        "skipped": skipped_report,
-        "truncated": truncated,
-        "unsupported": inventory.unsupported,
-        "scip": resolved.scip,
-        "scip_runs": scip_runs,
-        "artifacts": {
-            GRAPH_FILE: { "bytes": bytes.len(), "blake3": blake3::hash(&bytes).to_hex().to_string() }
-        }
-    });
+    let manifest = Manifest {
+        manifest_version: MANIFEST_VERSION,
+        format_version: format::FORMAT_VERSION,
+        extractor_version: EXTRACTOR_VERSION,
+        builder: Some(builder_id()),
+        fingerprint: fingerprint.clone(),
+        files: files.len(),
+        symbols,
+        edges: resolved.edges.len(),
+        frontier: resolved.frontier.len(),
+        skipped: skipped_report.clone(),
+        truncated: truncated.clone(),
+        unsupported: inventory.unsupported.clone(),
+        scip: resolved.scip.as_ref().map(to_json).transpose()?,
+        scip_runs: scip_runs.iter().map(to_json).collect::<Result<_>>()?,
+        artifacts: BTreeMap::from([(
+            GRAPH_FILE.to_string(),
+            Artifact {
+                bytes: bytes.len() as u64,
+                blake3: blake3::hash(&bytes).to_hex().to_string(),
+            },
+        )]),
+    };
     let manifest_text =
         serde_json::to_string_pretty(&manifest).map_err(|e| AtlasError::Internal {
             what: "manifest",
@@ -578,6 +541,14 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     file.sync_all().at(path)
 }
 
+/// A report as JSON data (for the manifest).
+fn to_json<T: Serialize>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value).map_err(|e| AtlasError::Internal {
+        what: "manifest",
+        reason: e.to_string(),
+    })
+}
+
 fn skipped_file(s: &Skipped) -> SkippedFile {
     let detail = match &s.reason {
         SkipReason::TooLarge { size, limit } => format!("{size} bytes > limit {limit}"),
@@ -588,14 +559,14 @@ fn skipped_file(s: &Skipped) -> SkippedFile {
     };
     SkippedFile {
         path: s.path.clone(),
-        reason: s.reason.code(),
+        reason: s.reason.code().to_string(),
         detail,
     }
 }
 
 fn truncation_report(t: &Truncation) -> TruncationReport {
     TruncationReport {
-        limit: t.limit,
+        limit: t.limit.to_string(),
         files_seen: t.files_seen,
         files_kept: t.files_kept,
         bytes_seen: t.bytes_seen,

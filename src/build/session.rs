@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::inventory::{self, InventoryLimits};
+use super::manifest::{Manifest, built_by_this};
 use super::pipeline::{self, BuildOptions, Companion, LockWait};
 use super::store::{Location, Store};
 use crate::config::Config;
@@ -65,10 +66,8 @@ pub fn open_session(
             Err(e) => return Err(e),
             Ok((fingerprint, graph)) => {
                 // A missing or unreadable manifest reads as another builder: rebuilt.
-                let manifest = store
-                    .read_manifest(&fingerprint)
-                    .unwrap_or(serde_json::Value::Null);
-                staleness(&graph, &manifest, &root, &Default::default())?.stale
+                let manifest = store.read_manifest(&fingerprint).ok();
+                staleness(&graph, manifest.as_ref(), &root, &Default::default())?.stale
             }
         };
         if needs_build {
@@ -118,11 +117,12 @@ pub struct Staleness {
 /// Files skipped by the build (binary, too large, …) are not counted as added.
 pub fn staleness(
     graph: &Graph,
-    manifest: &serde_json::Value,
+    manifest: Option<&Manifest>,
     code_root: &Path,
     skipped: &std::collections::HashSet<String>,
 ) -> Result<Staleness> {
-    let builder_changed = !crate::build::pipeline::built_by_this(manifest);
+    // A missing or unreadable manifest reads as another builder's.
+    let builder_changed = !manifest.is_some_and(built_by_this);
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
     let committed: HashMap<&str, &[u8; 32]> = graph
         .data()

@@ -18,6 +18,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::manifest::Manifest;
 use crate::config::Placement;
 use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::reader::Graph;
@@ -235,12 +236,12 @@ impl Store {
         Ok((fp, graph))
     }
 
-    pub fn read_manifest(&self, fingerprint: &str) -> Result<serde_json::Value> {
+    pub fn read_manifest(&self, fingerprint: &str) -> Result<Manifest> {
         let path = self.generation_dir(fingerprint).join(MANIFEST_FILE);
         let text = fs::read_to_string(&path).at(&path)?;
         serde_json::from_str(&text).map_err(|e| AtlasError::GraphCorrupt {
             path,
-            reason: format!("manifest is not JSON: {e}"),
+            reason: format!("manifest is not a manifest: {e}"),
         })
     }
 
@@ -310,6 +311,51 @@ impl Store {
     /// Where generations' search indexes live: `search/<fingerprint>/`.
     pub fn search_root(&self) -> PathBuf {
         self.dir.join("search")
+    }
+
+    /// The directory of a generation's search index.
+    pub fn search_dir(&self, fingerprint: &str) -> PathBuf {
+        self.search_root().join(fingerprint)
+    }
+
+    /// Finished search indexes of generations that still exist, but `except`'s:
+    /// (directory, fingerprint), newest first (the bases a new index may derive from).
+    pub fn search_indexes(&self, except: &str) -> Vec<(PathBuf, String)> {
+        let Ok(entries) = fs::read_dir(self.search_root()) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(std::time::SystemTime, PathBuf, String)> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().to_string();
+                let dir = entry.path();
+                if name == except || name.contains('.') || !self.graph_path(&name).is_file() {
+                    return None;
+                }
+                let modified = fs::metadata(dir.join("COMPLETE"))
+                    .and_then(|m| m.modified())
+                    .ok()?;
+                Some((modified, dir, name))
+            })
+            .collect();
+        found.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+        found
+            .into_iter()
+            .map(|(_, dir, name)| (dir, name))
+            .collect()
+    }
+
+    /// Removes search indexes of generations that no longer exist, but `keep`'s.
+    pub fn collect_search_garbage(&self, _lock: &BuildLock, keep: &str) {
+        let Ok(entries) = fs::read_dir(self.search_root()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name != keep && !self.generation_dir(&name).is_dir() {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
     }
 
     /// A fresh staging directory, removed again unless it is installed.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::build::manifest::TruncationReport;
 use crate::build::session::{Staleness, staleness};
 use crate::build::store::{Location, Store};
 use crate::error::Result;
@@ -68,16 +69,14 @@ pub struct Coverage {
     pub files_skipped: usize,
     pub skipped_by_reason: BTreeMap<String, usize>,
     pub unsupported_by_extension: BTreeMap<String, u64>,
-    pub truncated: Option<serde_json::Value>,
+    pub truncated: Option<TruncationReport>,
 }
 
 /// What the committed graph holds; `observing`: whether this process records events.
 pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
     let store = Store::new(&location.graph_dir);
     let (fingerprint, graph) = store.open_current()?;
-    let manifest = store
-        .read_manifest(&fingerprint)
-        .unwrap_or(serde_json::Value::Null);
+    let manifest = store.read_manifest(&fingerprint).ok();
     let code_root = location.read_root(&store);
     let data = graph.data();
 
@@ -125,21 +124,19 @@ pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
             .or_default() += 1;
     }
     let skipped = manifest
-        .get("skipped")
-        .and_then(|s| s.as_array())
-        .cloned()
+        .as_ref()
+        .map(|m| m.skipped.clone())
         .unwrap_or_default();
     let mut skipped_by_reason = BTreeMap::new();
     for s in &skipped {
-        let reason = s.get("reason").and_then(|r| r.as_str()).unwrap_or("?");
-        *skipped_by_reason.entry(reason.to_string()).or_insert(0) += 1;
+        *skipped_by_reason.entry(s.reason.clone()).or_insert(0) += 1;
     }
     let unsupported = manifest
-        .get("unsupported")
-        .and_then(|u| u.as_object())
-        .map(|o| {
-            o.iter()
-                .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+        .as_ref()
+        .map(|m| {
+            m.unsupported
+                .iter()
+                .map(|(k, v)| (k.clone(), *v as u64))
                 .collect()
         })
         .unwrap_or_default();
@@ -151,7 +148,7 @@ pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
         files_skipped: skipped.len(),
         skipped_by_reason,
         unsupported_by_extension: unsupported,
-        truncated: manifest.get("truncated").filter(|t| !t.is_null()).cloned(),
+        truncated: manifest.as_ref().and_then(|m| m.truncated.clone()),
     };
     let frontier = FrontierStatus {
         entries: data.frontier.len(),
@@ -162,11 +159,9 @@ pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
             .count(),
         external_references: data.stats.external_references.to_native(),
     };
-    let skipped_paths: std::collections::HashSet<String> = skipped
-        .iter()
-        .filter_map(|s| s.get("path").and_then(|p| p.as_str()).map(str::to_string))
-        .collect();
-    let staleness = staleness(&graph, &manifest, &code_root, &skipped_paths)?;
+    let skipped_paths: std::collections::HashSet<String> =
+        skipped.iter().map(|s| s.path.clone()).collect();
+    let staleness = staleness(&graph, manifest.as_ref(), &code_root, &skipped_paths)?;
     Ok(StatusReport {
         graph_dir: location.graph_dir.clone(),
         graph_dir_rule: location.rule.as_str(),
@@ -181,10 +176,11 @@ pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
         frontier,
         partial_files,
         coverage,
-        scip: manifest
-            .get("scip")
-            .filter(|v| !v.is_null())
-            .map(|scip| serde_json::json!({ "merge": scip, "runs": manifest.get("scip_runs") })),
+        scip: manifest.as_ref().and_then(|m| {
+            m.scip
+                .as_ref()
+                .map(|scip| serde_json::json!({ "merge": scip, "runs": m.scip_runs }))
+        }),
         staleness,
         observability: crate::cli::observe::status(&location.graph_dir, observing),
     })
@@ -253,6 +249,7 @@ fn render(s: &StatusReport) -> String {
         out.push_str(&format!("unsupported {}\n", list.join(", ")));
     }
     if let Some(t) = &c.truncated {
+        let t = serde_json::to_value(t).unwrap_or_default();
         out.push_str(&format!("truncated   {t}\n"));
     }
     if let Some(scip) = &s.scip {

@@ -806,20 +806,26 @@ pub fn vector_data_offset(rows: usize) -> usize {
 
 /// The row → item table of a vector file, after checking its header: magic, format, the
 /// model's dimension, and an exact length. The payload checksum is `vector_checksum_ok`.
-pub fn parse_vector_header(bytes: &[u8], dim: usize) -> std::result::Result<Vec<u32>, String> {
+pub fn parse_vector_header(
+    bytes: &[u8],
+    dim: usize,
+) -> std::result::Result<Vec<u32>, VectorsDefect> {
     if bytes.len() < VECTOR_HEADER || &bytes[..8] != VECTOR_MAGIC {
-        return Err("not a vector file".into());
+        return Err(VectorsDefect("not a vector file".into()));
     }
     let u32_at =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     if u32_at(8) != VECTOR_FORMAT {
-        return Err(format!(
+        return Err(VectorsDefect(format!(
             "vector format {} (this build reads {VECTOR_FORMAT})",
             u32_at(8)
-        ));
+        )));
     }
     if u32_at(12) as usize != dim {
-        return Err(format!("{} dimensions, the model has {dim}", u32_at(12)));
+        return Err(VectorsDefect(format!(
+            "{} dimensions, the model has {dim}",
+            u32_at(12)
+        )));
     }
     let rows = u32_at(16) as usize;
     let mut length = [0u8; 8];
@@ -827,13 +833,18 @@ pub fn parse_vector_header(bytes: &[u8], dim: usize) -> std::result::Result<Vec<
     let payload = u64::from_le_bytes(length);
     let expected = (vector_data_offset(rows) - VECTOR_HEADER) as u64 + (rows * dim * 4) as u64;
     if payload != expected || (bytes.len() - VECTOR_HEADER) as u64 != payload {
-        return Err(format!(
+        return Err(VectorsDefect(format!(
             "{} payload bytes for {rows} rows of {dim} (truncated or padded)",
             bytes.len() - VECTOR_HEADER
-        ));
+        )));
     }
     Ok((0..rows).map(|r| u32_at(VECTOR_HEADER + r * 4)).collect())
 }
+
+/// What is wrong with a vector file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct VectorsDefect(pub String);
 
 /// Whether a vector file's payload matches the checksum in its header.
 pub fn vector_checksum_ok(bytes: &[u8]) -> bool {

@@ -146,7 +146,7 @@ pub use crate::config::Arms;
 
 impl SearchIndex {
     fn dir(store: &Store, fingerprint: &str) -> PathBuf {
-        store.search_root().join(fingerprint)
+        store.search_dir(fingerprint)
     }
 
     /// Opens the generation's index if it was built: `Ok(None)` when it was not,
@@ -262,7 +262,7 @@ impl SearchIndex {
     /// whose generation still exists when there is one. The caller holds the build lock.
     pub fn ensure_built(
         store: &Store,
-        _lock: &crate::build::store::BuildLock,
+        lock: &crate::build::store::BuildLock,
         fingerprint: &str,
         graph: &Graph,
         root: &Path,
@@ -307,7 +307,7 @@ impl SearchIndex {
         }
         // Fsynced before the rename, like a generation.
         tmp.persist_as(&dir)?;
-        collect_old(store, fingerprint);
+        store.collect_search_garbage(lock, fingerprint);
         Ok(Some(meta))
     }
 
@@ -978,44 +978,16 @@ fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
 /// The newest other complete index of this model whose generation still exists: the
 /// base an update starts from. `(dir, fingerprint, meta)`.
 fn newest_base(store: &Store, keep: &str, vectors: &str) -> Option<(PathBuf, String, IndexMeta)> {
-    let entries = fs::read_dir(store.dir().join("search")).ok()?;
-    let mut best: Option<(std::time::SystemTime, PathBuf, String, IndexMeta)> = None;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        let dir = entry.path();
-        if name == keep || name.contains('.') || !store.graph_path(&name).is_file() {
-            continue;
-        }
-        let Ok(modified) = fs::metadata(dir.join("COMPLETE")).and_then(|m| m.modified()) else {
-            continue;
-        };
-        if !dir.join(vectors).is_file() {
-            continue;
-        }
-        let Some(meta) = fs::read(dir.join("index.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())
-        else {
-            continue;
-        };
-        if best.as_ref().is_none_or(|b| modified > b.0) {
-            best = Some((modified, dir, name, meta));
-        }
-    }
-    best.map(|(_, dir, name, meta)| (dir, name, meta))
-}
-
-/// Removes search indexes of generations that no longer exist.
-fn collect_old(store: &Store, keep: &str) {
-    let Ok(entries) = fs::read_dir(store.dir().join("search")) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        if name != keep && !store.generation_dir(&name).is_dir() {
-            let _ = fs::remove_dir_all(entry.path());
-        }
-    }
+    store
+        .search_indexes(keep)
+        .into_iter()
+        .filter(|(dir, _)| dir.join(vectors).is_file())
+        .find_map(|(dir, name)| {
+            let meta = fs::read(dir.join("index.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<IndexMeta>(&b).ok())?;
+            Some((dir, name, meta))
+        })
 }
 
 /// Response profiles of `atlas search` (R-S-4).

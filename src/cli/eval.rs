@@ -402,7 +402,7 @@ pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
             {
                 paths.push(path.clone());
             }
-            classes.push(item.class);
+            classes.push(item.class.as_str());
         }
         diagnostics.extend(output.diagnostics.iter().map(|d| d.code));
         metrics.bytes += output.receipt.serialized_bytes;

@@ -5,28 +5,94 @@ use serde::Deserialize;
 
 use crate::error::{AtlasError, Result};
 
-/// Evidence classes a profile may rank.
-pub const EVIDENCE_CLASSES: &[&str] = &[
-    "declaration",
-    "failure",
-    "implementation",
-    "caller",
-    "callee",
-    "reference",
-    "type-use",
-    "member",
-    "frontier",
-    "spine",
-    "runtime-boundary",
-    "alternative",
-    "module",
-    "module-relation",
-    "representative",
-    "dependent",
-    "reverse-path",
-    "affected-module",
-    "search-hit",
-];
+/// What a piece of evidence is (R-Q-4); profiles rank them (`class_rank`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EvidenceClass {
+    Declaration,
+    Failure,
+    Implementation,
+    Caller,
+    Callee,
+    Reference,
+    TypeUse,
+    Member,
+    Frontier,
+    Spine,
+    RuntimeBoundary,
+    Alternative,
+    Module,
+    ModuleRelation,
+    Representative,
+    Dependent,
+    ReversePath,
+    AffectedModule,
+    SearchHit,
+}
+
+impl EvidenceClass {
+    pub const ALL: [EvidenceClass; 19] = [
+        EvidenceClass::Declaration,
+        EvidenceClass::Failure,
+        EvidenceClass::Implementation,
+        EvidenceClass::Caller,
+        EvidenceClass::Callee,
+        EvidenceClass::Reference,
+        EvidenceClass::TypeUse,
+        EvidenceClass::Member,
+        EvidenceClass::Frontier,
+        EvidenceClass::Spine,
+        EvidenceClass::RuntimeBoundary,
+        EvidenceClass::Alternative,
+        EvidenceClass::Module,
+        EvidenceClass::ModuleRelation,
+        EvidenceClass::Representative,
+        EvidenceClass::Dependent,
+        EvidenceClass::ReversePath,
+        EvidenceClass::AffectedModule,
+        EvidenceClass::SearchHit,
+    ];
+
+    /// The name in JSON, text, evidence ids and profiles.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvidenceClass::Declaration => "declaration",
+            EvidenceClass::Failure => "failure",
+            EvidenceClass::Implementation => "implementation",
+            EvidenceClass::Caller => "caller",
+            EvidenceClass::Callee => "callee",
+            EvidenceClass::Reference => "reference",
+            EvidenceClass::TypeUse => "type-use",
+            EvidenceClass::Member => "member",
+            EvidenceClass::Frontier => "frontier",
+            EvidenceClass::Spine => "spine",
+            EvidenceClass::RuntimeBoundary => "runtime-boundary",
+            EvidenceClass::Alternative => "alternative",
+            EvidenceClass::Module => "module",
+            EvidenceClass::ModuleRelation => "module-relation",
+            EvidenceClass::Representative => "representative",
+            EvidenceClass::Dependent => "dependent",
+            EvidenceClass::ReversePath => "reverse-path",
+            EvidenceClass::AffectedModule => "affected-module",
+            EvidenceClass::SearchHit => "search-hit",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<EvidenceClass> {
+        EvidenceClass::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for EvidenceClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for EvidenceClass {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -40,6 +106,7 @@ pub struct Profile {
     pub lines_per_slice: u32,
     pub max_bytes: usize,
     pub min_score: u16,
+    /// Class names as written; `parse` checks each names an `EvidenceClass`.
     pub class_rank: Vec<String>,
 }
 
@@ -101,7 +168,7 @@ pub(crate) fn parse(text: &str, expected_name: &str) -> Result<Profile> {
         )));
     }
     for class in &profile.class_rank {
-        if !EVIDENCE_CLASSES.contains(&class.as_str()) {
+        if EvidenceClass::parse(class).is_none() {
             return Err(invalid(format!(
                 "{expected_name}: unknown evidence class `{class}`"
             )));
@@ -111,11 +178,11 @@ pub(crate) fn parse(text: &str, expected_name: &str) -> Result<Profile> {
 }
 
 impl Profile {
-    /// Rank of an evidence class in this profile (unknown classes sort last).
-    pub fn class_rank(&self, class: &str) -> usize {
+    /// Rank of an evidence class in this profile (unranked classes sort last).
+    pub fn class_rank(&self, class: EvidenceClass) -> usize {
         self.class_rank
             .iter()
-            .position(|c| c == class)
+            .position(|c| c == class.as_str())
             .unwrap_or(self.class_rank.len())
     }
 }

@@ -16,6 +16,7 @@ use crate::error::AtlasError;
 use crate::graph::codes::FileClass;
 use crate::graph::data::NONE;
 use crate::graph::reader::Graph;
+use crate::query::profile::EvidenceClass;
 use crate::syntax::facts::SymbolKind;
 
 #[derive(Debug, Clone, Serialize)]
@@ -65,7 +66,7 @@ pub struct SourceOut {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct EvidenceItem {
     pub id: String,
-    pub class: &'static str,
+    pub class: EvidenceClass,
     pub score: u16,
     pub required: bool,
     pub reasons: Vec<String>,
@@ -118,7 +119,7 @@ pub struct TopCandidate {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Omission {
-    pub class: &'static str,
+    pub class: EvidenceClass,
     pub reason: &'static str,
     pub count: usize,
     pub top: TopCandidate,
@@ -167,7 +168,7 @@ pub struct Counters {
 /// An omitted candidate with its position in the total order.
 struct Omitted {
     position: usize,
-    class: &'static str,
+    class: EvidenceClass,
     reason: &'static str,
     id: String,
     symbol: Option<String>,
@@ -191,12 +192,12 @@ pub struct ProjectInput<'a> {
     pub graph: &'a Graph,
     pub code_root: &'a Path,
     pub limits: &'a Limits,
-    pub class_rank: &'a dyn Fn(&str) -> usize,
+    pub class_rank: &'a dyn Fn(EvidenceClass) -> usize,
     pub after: Option<&'a str>,
 }
 
 /// The total order of R-Q-4: required first, class rank, score descending, evidence id.
-pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(&str) -> usize) {
+pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(EvidenceClass) -> usize) {
     candidates.sort_by(|a, b| {
         (
             !a.required,
@@ -302,7 +303,7 @@ fn file_of_candidate(graph: &Graph, c: &Candidate) -> Option<u32> {
 fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
     let node_info = c
         .node
-        .filter(|_| c.statement.is_none() || c.class == "runtime-boundary")
+        .filter(|_| c.statement.is_none() || c.class == EvidenceClass::RuntimeBoundary)
         .map(|n| {
             let record = graph.node(n);
             let kind = graph.kind(n);
@@ -374,18 +375,18 @@ const SIBLING_BODY_SHARE: usize = 60;
 /// Classes whose optional, off-spine bodies may be reduced to signatures (R-PROJ-4) —
 /// only while the page keeps some implementation in full. A `representative`
 /// (architecture) is such an implementation itself: never a skeleton.
-fn sibling_class(class: &str) -> bool {
+fn sibling_class(class: EvidenceClass) -> bool {
     matches!(
         class,
-        "caller"
-            | "callee"
-            | "member"
-            | "implementation"
-            | "reference"
-            | "type-use"
-            | "alternative"
-            | "dependent"
-            | "reverse-path"
+        EvidenceClass::Caller
+            | EvidenceClass::Callee
+            | EvidenceClass::Member
+            | EvidenceClass::Implementation
+            | EvidenceClass::Reference
+            | EvidenceClass::TypeUse
+            | EvidenceClass::Alternative
+            | EvidenceClass::Dependent
+            | EvidenceClass::ReversePath
     )
 }
 
@@ -692,12 +693,17 @@ impl Projection {
         fingerprint: &str,
         limits: &Limits,
     ) -> Vec<Omission> {
+        // Groups in the order of their class names, then reasons.
         let mut groups: BTreeMap<(&'static str, &'static str), Vec<&Omitted>> = BTreeMap::new();
         for o in &self.omitted {
-            groups.entry((o.class, o.reason)).or_default().push(o);
+            groups
+                .entry((o.class.as_str(), o.reason))
+                .or_default()
+                .push(o);
         }
         let mut out = Vec::new();
-        for ((class, reason), members) in groups {
+        for ((_, reason), members) in groups {
+            let class = members[0].class;
             let first = members.iter().map(|m| m.position).min().unwrap_or(0);
             let top = members
                 .iter()

@@ -10,6 +10,7 @@ use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 use crate::graph::data::{ArchivedEdgeRecord, NONE};
 use crate::graph::reader::Graph;
 use crate::query::intent::{Intent, Relation};
+use crate::query::profile::EvidenceClass;
 use crate::query::profile::ProfileName;
 use crate::syntax::facts::SymbolKind;
 
@@ -44,7 +45,7 @@ pub struct RelationInfo {
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub id: String,
-    pub class: &'static str,
+    pub class: EvidenceClass,
     pub score: u16,
     /// Reasons of candidates that are not relations (relations render theirs lazily:
     /// most candidates are never printed, and formatting labels dominates retrieval).
@@ -88,7 +89,13 @@ pub enum Note {
 impl Candidate {
     /// An optional symbol shown by its declaration, with one reason: what ranking
     /// sources (representatives, search hits) contribute.
-    fn declaration(id: String, class: &'static str, score: u16, node: u32, reason: String) -> Self {
+    fn declaration(
+        id: String,
+        class: EvidenceClass,
+        score: u16,
+        node: u32,
+        reason: String,
+    ) -> Self {
         Candidate {
             id,
             class,
@@ -295,7 +302,7 @@ pub fn boundary_category(name: &str) -> Option<&'static str> {
         .map(|(category, _)| *category)
 }
 
-pub fn evidence_id(class: &str, identity: &str) -> String {
+pub fn evidence_id(class: EvidenceClass, identity: &str) -> String {
     let hash = blake3::hash(format!("{class}\0{identity}").as_bytes());
     format!("ev-{class}-{}", &hash.to_hex()[..16])
 }
@@ -410,7 +417,7 @@ impl<'g> Builder<'g> {
         self.push(
             Candidate {
                 id: String::new(),
-                class: "declaration",
+                class: EvidenceClass::Declaration,
                 score: 60_000,
                 reasons: vec![reason],
                 relation_reasons: None,
@@ -430,7 +437,7 @@ impl<'g> Builder<'g> {
 
     fn relation(
         &mut self,
-        class: &'static str,
+        class: EvidenceClass,
         node: u32,
         relation: RelationInfo,
         hop: u32,
@@ -445,7 +452,7 @@ impl<'g> Builder<'g> {
     #[allow(clippy::too_many_arguments)]
     fn relation_adjusted(
         &mut self,
-        class: &'static str,
+        class: EvidenceClass,
         node: u32,
         relation: RelationInfo,
         hop: u32,
@@ -458,7 +465,11 @@ impl<'g> Builder<'g> {
         let score = (i32::from(score) + adjust).clamp(1, i32::from(u16::MAX)) as u16;
         let slice = match (class, relation.site) {
             (
-                "caller" | "dependent" | "reverse-path" | "reference" | "type-use",
+                EvidenceClass::Caller
+                | EvidenceClass::Dependent
+                | EvidenceClass::ReversePath
+                | EvidenceClass::Reference
+                | EvidenceClass::TypeUse,
                 Some((file, line)),
             ) => SliceTarget::Site(file, line),
             _ => SliceTarget::Declaration(node),
@@ -494,7 +505,7 @@ impl<'g> Builder<'g> {
     }
 
     /// Records why a hop was taken on the entry of `(class, node)`.
-    fn set_why(&mut self, class: &'static str, node: u32, why: String) {
+    fn set_why(&mut self, class: EvidenceClass, node: u32, why: String) {
         let id = evidence_id(class, &self.label(node));
         if let Some(&index) = self.seen.get(&id) {
             self.candidates[index].why = Some(why);
@@ -503,7 +514,7 @@ impl<'g> Builder<'g> {
 
     fn statement(
         &mut self,
-        class: &'static str,
+        class: EvidenceClass,
         code: &'static str,
         text: String,
         node: Option<u32>,
@@ -588,7 +599,7 @@ impl<'g> Builder<'g> {
             self.push(
                 Candidate {
                     id: String::new(),
-                    class: "frontier",
+                    class: EvidenceClass::Frontier,
                     score,
                     reasons,
                     relation_reasons: None,
@@ -634,7 +645,7 @@ impl<'g> Builder<'g> {
         let unique = found.len() == 1;
         for (implementor, relation) in &found {
             self.relation(
-                "implementation",
+                EvidenceClass::Implementation,
                 *implementor,
                 relation.clone(),
                 1,
@@ -644,7 +655,7 @@ impl<'g> Builder<'g> {
         }
         if let (true, Some((implementor, _))) = (unique, found.first()) {
             // A unique implementation is required evidence (R-Q-5).
-            let id = evidence_id("implementation", &self.label(*implementor));
+            let id = evidence_id(EvidenceClass::Implementation, &self.label(*implementor));
             if let Some(last) = self.seen.get(&id).map(|&i| &mut self.candidates[i]) {
                 last.required = true;
                 match last.relation_reasons.as_mut() {
@@ -657,7 +668,13 @@ impl<'g> Builder<'g> {
     }
 
     /// Callers or callees up to `hops`, breadth first.
-    fn walk_calls(&mut self, anchor: u32, outgoing: bool, hops: u32, class: &'static str) -> usize {
+    fn walk_calls(
+        &mut self,
+        anchor: u32,
+        outgoing: bool,
+        hops: u32,
+        class: EvidenceClass,
+    ) -> usize {
         let mut frontier = vec![anchor];
         let mut visited: BTreeSet<u32> = BTreeSet::from([anchor]);
         let mut direct = 0;
@@ -725,24 +742,31 @@ fn symbol(b: &mut Builder, intent: &Intent) {
             || wants(intent, Relation::Contains)
         {
             for member in b.edges(node, true, EdgeKind::Contains) {
-                b.relation("member", member.to, member.clone(), 1, false, Note::None);
+                b.relation(
+                    EvidenceClass::Member,
+                    member.to,
+                    member.clone(),
+                    1,
+                    false,
+                    Note::None,
+                );
             }
         }
         if wants(intent, Relation::Callers) || intent.has_relation(Relation::Calls) {
-            let callers = b.walk_calls(node, false, MAX_HOPS, "caller");
+            let callers = b.walk_calls(node, false, MAX_HOPS, EvidenceClass::Caller);
             if callers == 0 && kind.is_callable() {
                 let unresolved = b.frontier_candidates(node, 350);
                 failure_for_callers(b, node, unresolved);
             }
         }
         if wants(intent, Relation::Callees) || intent.has_relation(Relation::Calls) {
-            b.walk_calls(node, true, MAX_HOPS, "callee");
+            b.walk_calls(node, true, MAX_HOPS, EvidenceClass::Callee);
         }
         if wants(intent, Relation::Implements) {
             b.implementations(node);
             for relation in b.edges(node, true, EdgeKind::Implements) {
                 b.relation(
-                    "implementation",
+                    EvidenceClass::Implementation,
                     relation.to,
                     relation,
                     1,
@@ -753,12 +777,26 @@ fn symbol(b: &mut Builder, intent: &Intent) {
         }
         if wants(intent, Relation::References) {
             for relation in b.edges(node, false, EdgeKind::References) {
-                b.relation("reference", relation.from, relation, 1, false, Note::None);
+                b.relation(
+                    EvidenceClass::Reference,
+                    relation.from,
+                    relation,
+                    1,
+                    false,
+                    Note::None,
+                );
             }
         }
         if wants(intent, Relation::UsesType) {
             for relation in b.edges(node, false, EdgeKind::UsesType) {
-                b.relation("type-use", relation.from, relation, 1, false, Note::None);
+                b.relation(
+                    EvidenceClass::TypeUse,
+                    relation.from,
+                    relation,
+                    1,
+                    false,
+                    Note::None,
+                );
             }
         }
     }
@@ -769,7 +807,7 @@ fn failure_for_callers(b: &mut Builder, node: u32, unresolved: usize) {
     let label = b.label(node);
     if unresolved > 0 {
         b.statement(
-            "failure",
+            EvidenceClass::Failure,
             "callers-unknown",
             format!("{label} has no resolved callers; {unresolved} unresolved call site(s) share its name and could reach it (see frontier evidence)"),
             Some(node),
@@ -778,7 +816,7 @@ fn failure_for_callers(b: &mut Builder, node: u32, unresolved: usize) {
         );
     } else {
         b.statement(
-            "failure",
+            EvidenceClass::Failure,
             "no-callers",
             format!("{label} has zero callers: no call edge and no unresolved call site names it"),
             Some(node),
@@ -830,7 +868,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
         b.push(
             Candidate {
                 id: String::new(),
-                class: "spine",
+                class: EvidenceClass::Spine,
                 score: 50_000u16.saturating_sub(step as u16),
                 reasons,
                 relation_reasons: None,
@@ -900,20 +938,20 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
             match hop.via {
                 Some(relation) => {
                     b.relation(
-                        "alternative",
+                        EvidenceClass::Alternative,
                         hop.node,
                         relation,
                         1,
                         false,
                         Note::AlternativePath(n + 1),
                     );
-                    b.set_why("alternative", hop.node, why);
+                    b.set_why(EvidenceClass::Alternative, hop.node, why);
                 }
                 None => {
                     let label = b.label(hop.node);
                     let mut candidate = Candidate::declaration(
                         String::new(),
-                        "alternative",
+                        EvidenceClass::Alternative,
                         1_000,
                         hop.node,
                         why.clone(),
@@ -939,7 +977,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
                     ((score * CALLEE_SIGNAL_WEIGHT) as i32, Some(why))
                 });
             b.relation_adjusted(
-                "callee",
+                EvidenceClass::Callee,
                 target,
                 relation.clone(),
                 1,
@@ -965,7 +1003,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
                     spines.reach(implementation)
                 );
                 b.relation_adjusted(
-                    "callee",
+                    EvidenceClass::Callee,
                     implementation,
                     dispatched,
                     1,
@@ -986,7 +1024,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
             }
             let why = format!("passed on as a callback, reach {}", spines.reach(target));
             b.relation_adjusted(
-                "callee",
+                EvidenceClass::Callee,
                 target,
                 relation,
                 1,
@@ -996,7 +1034,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
             );
         }
     }
-    b.walk_calls(first, false, 1, "caller");
+    b.walk_calls(first, false, 1, EvidenceClass::Caller);
     frontier_of_spine(b, &spine);
     spine
 }
@@ -1054,13 +1092,20 @@ fn no_call_path(b: &mut Builder, intent: &Intent, first: u32, second: u32) {
             graph.str(name)
         ),
     };
-    b.statement("failure", "no-call-path", text, Some(first), true, 50_000);
+    b.statement(
+        EvidenceClass::Failure,
+        "no-call-path",
+        text,
+        Some(first),
+        true,
+        50_000,
+    );
     for (from, file, line, candidates) in broken.into_iter().take(4) {
         let identity = format!("frontier|{}|{}", graph.str(name), b.label(from));
         b.push(
             Candidate {
                 id: String::new(),
-                class: "frontier",
+                class: EvidenceClass::Frontier,
                 score: 45_000,
                 reasons: vec![format!(
                     "unresolved `{}` in {} could reach {target} ({candidates} candidates): the broken hop",
@@ -1081,8 +1126,8 @@ fn no_call_path(b: &mut Builder, intent: &Intent, first: u32, second: u32) {
             &identity,
         );
     }
-    b.walk_calls(first, true, 1, "callee");
-    b.walk_calls(second, false, 1, "caller");
+    b.walk_calls(first, true, 1, EvidenceClass::Callee);
+    b.walk_calls(second, false, 1, EvidenceClass::Caller);
     frontier_of_spine(b, &[first, second]);
 }
 
@@ -1123,7 +1168,7 @@ fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
         b.push(
             Candidate {
                 id: String::new(),
-                class: "runtime-boundary",
+                class: EvidenceClass::RuntimeBoundary,
                 score: 40_000,
                 reasons: vec![format!(
                     "{category}: `{name}` at {path}:{} in {}",
@@ -1217,7 +1262,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
         b.push(
             Candidate {
                 id: String::new(),
-                class: "module",
+                class: EvidenceClass::Module,
                 score: if named { 60_000 } else { score },
                 reasons: vec![if named {
                     "named module".to_string()
@@ -1269,7 +1314,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
             b.push(
                 Candidate::declaration(
                     String::new(),
-                    "representative",
+                    EvidenceClass::Representative,
                     score as u16,
                     node,
                     format!("centrality {centrality}, rank {} in {path}/", rank + 1),
@@ -1297,7 +1342,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
         b.push(
             Candidate {
                 id: String::new(),
-                class: "module-relation",
+                class: EvidenceClass::ModuleRelation,
                 score,
                 reasons: vec![format!("{count} {kind} edge(s)")],
                 relation_reasons: None,
@@ -1350,9 +1395,9 @@ fn impact(b: &mut Builder, intent: &Intent) {
                             dependents += 1;
                         }
                         let class = if hop == 1 {
-                            "dependent"
+                            EvidenceClass::Dependent
                         } else {
-                            "reverse-path"
+                            EvidenceClass::ReversePath
                         };
                         let note = if hop > 1 {
                             Note::Via(current)
@@ -1389,7 +1434,7 @@ fn impact(b: &mut Builder, intent: &Intent) {
                     ),
                 )
             };
-            b.statement("failure", code, text, Some(node), true, 50_000);
+            b.statement(EvidenceClass::Failure, code, text, Some(node), true, 50_000);
         }
         affected.remove(&module_of(b.graph, node));
         for module in affected {
@@ -1398,7 +1443,7 @@ fn impact(b: &mut Builder, intent: &Intent) {
                 .str(b.graph.node(module).qualified.to_native())
                 .to_string();
             b.statement(
-                "affected-module",
+                EvidenceClass::AffectedModule,
                 "affected-module",
                 format!("module {path}/ depends on {}", b.label(node)),
                 Some(module),
@@ -1421,7 +1466,12 @@ pub fn add_search_hits(
     let shown: std::collections::HashSet<u32> = retrieval
         .candidates
         .iter()
-        .filter(|c| matches!(c.class, "declaration" | "spine" | "alternative"))
+        .filter(|c| {
+            matches!(
+                c.class,
+                EvidenceClass::Declaration | EvidenceClass::Spine | EvidenceClass::Alternative
+            )
+        })
         .filter_map(|c| c.node)
         .collect();
     // Sections and commits are not graph evidence; the context compiler keeps symbols.
@@ -1431,14 +1481,14 @@ pub fn add_search_hits(
         .filter(|(_, n)| !shown.contains(n))
     {
         let label = graph.label(node);
-        let id = evidence_id("search-hit", &label);
+        let id = evidence_id(EvidenceClass::SearchHit, &label);
         if !seen.insert(id.clone()) {
             continue;
         }
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| (r + 1).to_string());
         retrieval.candidates.push(Candidate::declaration(
             id,
-            "search-hit",
+            EvidenceClass::SearchHit,
             (hit.score * 20_000.0).round().min(65_535.0) as u16,
             node,
             format!(

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::ContextOutput;
+use crate::query::profile::EvidenceClass;
 
 /// Quotes one argument for a POSIX shell.
 pub fn shell_quote(arg: &str) -> String {
@@ -110,7 +111,11 @@ pub fn render(output: &ContextOutput) -> String {
             if item.required { " · required" } else { "" },
             item.projection
         );
-        if let Some(why) = item.why.as_ref().filter(|_| item.class == "alternative") {
+        if let Some(why) = item
+            .why
+            .as_ref()
+            .filter(|_| item.class == EvidenceClass::Alternative)
+        {
             let _ = writeln!(out, "      why: {why}");
         }
         if let Some(relation) = &item.relation {

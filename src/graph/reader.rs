@@ -12,6 +12,15 @@ use super::format::{GraphFile, hex};
 use crate::error::Result;
 use crate::syntax::facts::SymbolKind;
 
+/// Which way an edge is followed from a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// From the node to the edge's target (callees, members, what it implements).
+    Outgoing,
+    /// From the edge's source to the node (callers, implementors, dependents).
+    Incoming,
+}
+
 /// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy.
 pub struct Graph {
     file: GraphFile,
@@ -155,6 +164,14 @@ impl Graph {
             .files
             .get(file as usize)
             .map_or("", |f| self.str(f.path.to_native()))
+    }
+
+    /// The edges of `id` in `direction` (`edge.node` is the other end).
+    pub fn edges(&self, id: u32, direction: Direction) -> &[ArchivedEdgeRecord] {
+        match direction {
+            Direction::Outgoing => self.out_edges(id),
+            Direction::Incoming => self.in_edges(id),
+        }
     }
 
     pub fn out_edges(&self, id: u32) -> &[ArchivedEdgeRecord] {

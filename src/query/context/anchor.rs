@@ -164,7 +164,7 @@ pub fn rank_ambiguities(
 /// a symbol (vector neighbours exist for any text).
 fn lexical(hits: &[Hit]) -> Vec<&Hit> {
     hits.iter()
-        .filter(|h| h.node.is_some() && (h.ranks[0].is_some() || h.ranks[2].is_some()))
+        .filter(|h| h.node.is_some() && (h.ranks.bm25.is_some() || h.ranks.graph.is_some()))
         .collect()
 }
 

@@ -8,7 +8,7 @@ use super::spine::{Hop, SPINE_MAX, SpineBudget, Spines};
 use crate::graph::codes::FileClass;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 use crate::graph::data::{ArchivedEdgeRecord, NONE};
-use crate::graph::reader::Graph;
+use crate::graph::reader::{Direction, Graph};
 use crate::query::intent::{Intent, Relation};
 use crate::query::profile::EvidenceClass;
 use crate::query::profile::ProfileName;
@@ -315,9 +315,13 @@ struct Builder<'g> {
     touched_files: BTreeSet<u32>,
 }
 
-pub(super) fn relation_of(from: u32, edge: &ArchivedEdgeRecord, outgoing: bool) -> RelationInfo {
+pub(super) fn relation_of(
+    from: u32,
+    edge: &ArchivedEdgeRecord,
+    direction: Direction,
+) -> RelationInfo {
     let other = edge.node.to_native();
-    let (from, to) = if outgoing {
+    let (from, to) = if direction == Direction::Outgoing {
         (from, other)
     } else {
         (other, from)
@@ -543,16 +547,12 @@ impl<'g> Builder<'g> {
         );
     }
 
-    fn edges(&self, node: u32, outgoing: bool, kind: EdgeKind) -> Vec<RelationInfo> {
-        let edges = if outgoing {
-            self.graph.out_edges(node)
-        } else {
-            self.graph.in_edges(node)
-        };
+    fn edges(&self, node: u32, direction: Direction, kind: EdgeKind) -> Vec<RelationInfo> {
+        let edges = self.graph.edges(node, direction);
         edges
             .iter()
             .filter(|e| e.kind == kind as u8)
-            .map(|e| relation_of(node, e, outgoing))
+            .map(|e| relation_of(node, e, direction))
             .collect()
     }
 
@@ -625,16 +625,16 @@ impl<'g> Builder<'g> {
         let graph = self.graph;
         let kind = graph.kind(node);
         let mut found = Vec::new();
-        for relation in self.edges(node, false, EdgeKind::Implements) {
+        for relation in self.edges(node, Direction::Incoming, EdgeKind::Implements) {
             found.push((relation.from, relation));
         }
         if kind == SymbolKind::Method {
             let parent = graph.node(node).parent.to_native();
             let name = graph.node(node).name.to_native();
             if parent != NONE {
-                for relation in self.edges(parent, false, EdgeKind::Implements) {
+                for relation in self.edges(parent, Direction::Incoming, EdgeKind::Implements) {
                     let implementor = relation.from;
-                    for member in self.edges(implementor, true, EdgeKind::Contains) {
+                    for member in self.edges(implementor, Direction::Outgoing, EdgeKind::Contains) {
                         if graph.node(member.to).name.to_native() == name {
                             found.push((member.to, relation.clone()));
                         }
@@ -671,7 +671,7 @@ impl<'g> Builder<'g> {
     fn walk_calls(
         &mut self,
         anchor: u32,
-        outgoing: bool,
+        direction: Direction,
         hops: u32,
         class: EvidenceClass,
     ) -> usize {
@@ -681,8 +681,11 @@ impl<'g> Builder<'g> {
         for hop in 1..=hops {
             let mut next = Vec::new();
             for &node in &frontier {
-                for relation in self.edges(node, outgoing, EdgeKind::Calls) {
-                    let other = if outgoing { relation.to } else { relation.from };
+                for relation in self.edges(node, direction, EdgeKind::Calls) {
+                    let other = match direction {
+                        Direction::Outgoing => relation.to,
+                        Direction::Incoming => relation.from,
+                    };
                     if hop == 1 {
                         direct += 1;
                     }
@@ -741,7 +744,7 @@ fn symbol(b: &mut Builder, intent: &Intent) {
         if matches!(kind, SymbolKind::File | SymbolKind::Module)
             || wants(intent, Relation::Contains)
         {
-            for member in b.edges(node, true, EdgeKind::Contains) {
+            for member in b.edges(node, Direction::Outgoing, EdgeKind::Contains) {
                 b.relation(
                     EvidenceClass::Member,
                     member.to,
@@ -753,18 +756,18 @@ fn symbol(b: &mut Builder, intent: &Intent) {
             }
         }
         if wants(intent, Relation::Callers) || intent.has_relation(Relation::Calls) {
-            let callers = b.walk_calls(node, false, MAX_HOPS, EvidenceClass::Caller);
+            let callers = b.walk_calls(node, Direction::Incoming, MAX_HOPS, EvidenceClass::Caller);
             if callers == 0 && kind.is_callable() {
                 let unresolved = b.frontier_candidates(node, 350);
                 failure_for_callers(b, node, unresolved);
             }
         }
         if wants(intent, Relation::Callees) || intent.has_relation(Relation::Calls) {
-            b.walk_calls(node, true, MAX_HOPS, EvidenceClass::Callee);
+            b.walk_calls(node, Direction::Outgoing, MAX_HOPS, EvidenceClass::Callee);
         }
         if wants(intent, Relation::Implements) {
             b.implementations(node);
-            for relation in b.edges(node, true, EdgeKind::Implements) {
+            for relation in b.edges(node, Direction::Outgoing, EdgeKind::Implements) {
                 b.relation(
                     EvidenceClass::Implementation,
                     relation.to,
@@ -776,7 +779,7 @@ fn symbol(b: &mut Builder, intent: &Intent) {
             }
         }
         if wants(intent, Relation::References) {
-            for relation in b.edges(node, false, EdgeKind::References) {
+            for relation in b.edges(node, Direction::Incoming, EdgeKind::References) {
                 b.relation(
                     EvidenceClass::Reference,
                     relation.from,
@@ -788,7 +791,7 @@ fn symbol(b: &mut Builder, intent: &Intent) {
             }
         }
         if wants(intent, Relation::UsesType) {
-            for relation in b.edges(node, false, EdgeKind::UsesType) {
+            for relation in b.edges(node, Direction::Incoming, EdgeKind::UsesType) {
                 b.relation(
                     EvidenceClass::TypeUse,
                     relation.from,
@@ -966,7 +969,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
     // over error paths and logging, reach, results carried on), and callers of the first
     // anchor.
     for &node in &spine {
-        for relation in b.edges(node, true, EdgeKind::Calls) {
+        for relation in b.edges(node, Direction::Outgoing, EdgeKind::Calls) {
             if shown.contains(&relation.to) {
                 continue;
             }
@@ -1017,7 +1020,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
     // Callables a spine step hands on (`run_sync(self.lookup_path, p)`): they run later
     // or elsewhere, on the flow's behalf.
     for &node in &spine {
-        for relation in b.edges(node, true, EdgeKind::References) {
+        for relation in b.edges(node, Direction::Outgoing, EdgeKind::References) {
             let target = relation.to;
             if shown.contains(&target) || !b.graph.kind(target).is_callable() {
                 continue;
@@ -1034,7 +1037,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
             );
         }
     }
-    b.walk_calls(first, false, 1, EvidenceClass::Caller);
+    b.walk_calls(first, Direction::Incoming, 1, EvidenceClass::Caller);
     frontier_of_spine(b, &spine);
     spine
 }
@@ -1126,8 +1129,8 @@ fn no_call_path(b: &mut Builder, intent: &Intent, first: u32, second: u32) {
             &identity,
         );
     }
-    b.walk_calls(first, true, 1, EvidenceClass::Callee);
-    b.walk_calls(second, false, 1, EvidenceClass::Caller);
+    b.walk_calls(first, Direction::Outgoing, 1, EvidenceClass::Callee);
+    b.walk_calls(second, Direction::Incoming, 1, EvidenceClass::Caller);
     frontier_of_spine(b, &[first, second]);
 }
 
@@ -1155,7 +1158,7 @@ fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
         }
     }
     for &node in spine {
-        for relation in b.edges(node, true, EdgeKind::Calls) {
+        for relation in b.edges(node, Direction::Outgoing, EdgeKind::Calls) {
             let name = graph.str(graph.node(relation.to).name.to_native());
             if let (Some(category), Some((file, line))) = (boundary_category(name), relation.site) {
                 boundaries.insert((file, line, name.to_string()), (node, category));
@@ -1247,7 +1250,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
             .iter()
             .map(|&f| {
                 let node = data.files[f as usize].node.to_native();
-                b.edges(node, true, EdgeKind::Contains).len()
+                b.edges(node, Direction::Outgoing, EdgeKind::Contains).len()
             })
             .sum();
         let path = graph
@@ -1291,7 +1294,7 @@ fn architecture(b: &mut Builder, intent: &Intent) {
             .iter()
             .flat_map(|&f| {
                 let node = data.files[f as usize].node.to_native();
-                b.edges(node, true, EdgeKind::Contains)
+                b.edges(node, Direction::Outgoing, EdgeKind::Contains)
                     .into_iter()
                     .map(|r| r.to)
             })
@@ -1386,7 +1389,7 @@ fn impact(b: &mut Builder, intent: &Intent) {
                     if hop > 1 && kind == EdgeKind::Imports {
                         continue;
                     }
-                    for relation in b.edges(current, false, kind) {
+                    for relation in b.edges(current, Direction::Incoming, kind) {
                         let dependent = relation.from;
                         if visited.contains(&dependent) {
                             continue;
@@ -1493,9 +1496,9 @@ pub fn add_search_hits(
             node,
             format!(
                 "search: bm25 rank {}, vector rank {}, graph rank {}, RRF {:.4}",
-                rank(hit.ranks[0]),
-                rank(hit.ranks[1]),
-                rank(hit.ranks[2]),
+                rank(hit.ranks.bm25),
+                rank(hit.ranks.vector),
+                rank(hit.ranks.graph),
                 hit.score
             ),
         ));

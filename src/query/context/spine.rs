@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use super::retrieve::{RelationInfo, relation_of};
 use crate::graph::codes::EdgeKind;
 use crate::graph::data::{FLAG_DECLARES_ONLY, NONE};
-use crate::graph::reader::Graph;
+use crate::graph::reader::{Direction, Graph};
 use crate::syntax::facts::{SymbolKind, site};
 
 /// Spine hops at most.
@@ -348,7 +348,7 @@ impl<'g> Spines<'g> {
             if edge.kind != EdgeKind::Calls as u8 {
                 continue;
             }
-            let via = relation_of(node, edge, true);
+            let via = relation_of(node, edge, Direction::Outgoing);
             let Some((score, why)) = self.score(&via, on_path) else {
                 continue;
             };
@@ -586,7 +586,7 @@ impl<'g> Spines<'g> {
                 .out_edges(node)
                 .iter()
                 .filter(|e| e.kind == EdgeKind::Calls as u8)
-                .map(|e| relation_of(node, e, true))
+                .map(|e| relation_of(node, e, Direction::Outgoing))
                 .collect();
             edges.sort_by_key(|r| {
                 (

@@ -105,9 +105,9 @@ pub struct Hit {
     /// The graph node of a symbol hit.
     #[serde(skip)]
     pub node: Option<u32>,
-    /// Rank in each arm (`ARM_NAMES` order), from 0.
+    /// Rank in each arm, from 0.
     #[serde(skip)]
-    pub ranks: [Option<usize>; 3],
+    pub ranks: Ranks,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -132,14 +132,66 @@ pub struct ArmCounts {
     pub unavailable: std::collections::BTreeMap<&'static str, String>,
 }
 
-/// Arm names in fusion order; `Hit::ranks` is indexed the same way.
-pub const ARM_NAMES: [&str; 3] = ["bm25", "vector", "graph"];
+/// A ranked arm of hybrid search, in fusion order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    Bm25,
+    Vector,
+    Graph,
+}
+
+impl Arm {
+    pub const ALL: [Arm; 3] = [Arm::Bm25, Arm::Vector, Arm::Graph];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arm::Bm25 => "bm25",
+            Arm::Vector => "vector",
+            Arm::Graph => "graph",
+        }
+    }
+}
+
+/// A candidate's rank in each arm that found it (from 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ranks {
+    pub bm25: Option<usize>,
+    pub vector: Option<usize>,
+    pub graph: Option<usize>,
+}
+
+impl Ranks {
+    pub fn get(&self, arm: Arm) -> Option<usize> {
+        match arm {
+            Arm::Bm25 => self.bm25,
+            Arm::Vector => self.vector,
+            Arm::Graph => self.graph,
+        }
+    }
+
+    fn set(&mut self, arm: Arm, rank: usize) {
+        match arm {
+            Arm::Bm25 => self.bm25 = Some(rank),
+            Arm::Vector => self.vector = Some(rank),
+            Arm::Graph => self.graph = Some(rank),
+        }
+    }
+
+    /// The arms that found the candidate, in fusion order.
+    pub fn arms(&self) -> Vec<&'static str> {
+        Arm::ALL
+            .into_iter()
+            .filter(|&arm| self.get(arm).is_some())
+            .map(Arm::as_str)
+            .collect()
+    }
+}
 
 /// One candidate's fused score and its rank in each arm (from 0).
 #[derive(Debug, Clone, Copy, Default)]
 struct Fused {
     score: f64,
-    ranks: [Option<usize>; 3],
+    ranks: Ranks,
 }
 
 pub use crate::config::Arms;
@@ -681,16 +733,16 @@ impl SearchIndex {
         let (vector, vector_sections) = (nearest(vector), nearest(vector_sections));
         let mut fused: HashMap<u32, Fused> = HashMap::new();
         for (list, arm) in [
-            (&bm25, 0),
-            (&bm25_sections, 0),
-            (&vector, 1),
-            (&vector_sections, 1),
-            (&graph_arm, 2),
+            (&bm25, Arm::Bm25),
+            (&bm25_sections, Arm::Bm25),
+            (&vector, Arm::Vector),
+            (&vector_sections, Arm::Vector),
+            (&graph_arm, Arm::Graph),
         ] {
             for (rank, &item) in list.iter().enumerate() {
                 let entry = fused.entry(item).or_default();
                 entry.score += 1.0 / (RRF_K + rank as f64);
-                entry.ranks[arm] = Some(rank);
+                entry.ranks.set(arm, rank);
             }
         }
         let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
@@ -754,7 +806,7 @@ impl SearchIndex {
                 (
                     t,
                     if t < 2 {
-                        r.1.ranks[0].unwrap_or(usize::MAX)
+                        r.1.ranks.bm25.unwrap_or(usize::MAX)
                     } else {
                         0
                     },
@@ -783,12 +835,7 @@ impl SearchIndex {
             };
             hits.push(Hit {
                 score: (fused.score * 1e6).round() / 1e6,
-                match_arms: ARM_NAMES
-                    .iter()
-                    .zip(fused.ranks)
-                    .filter(|(_, rank)| rank.is_some())
-                    .map(|(name, _)| *name)
-                    .collect(),
+                match_arms: fused.ranks.arms(),
                 ranks: fused.ranks,
                 ..hit
             });
@@ -837,7 +884,7 @@ impl SearchIndex {
                     ),
                     commit: Some(commit),
                     node: None,
-                    ranks: [None; 3],
+                    ranks: Ranks::default(),
                 });
             }
         }
@@ -949,7 +996,7 @@ fn symbol_hit(graph: &Graph, node: u32) -> Hit {
         match_arms: Vec::new(),
         commit: None,
         node: Some(node),
-        ranks: [None; 3],
+        ranks: Ranks::default(),
     }
 }
 
@@ -971,7 +1018,7 @@ fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
         match_arms: Vec::new(),
         commit: None,
         node: None,
-        ranks: [None; 3],
+        ranks: Ranks::default(),
     }
 }
 

@@ -357,7 +357,7 @@ pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
         Err(e) => error = Some(e),
     }
     if let (Some(reason), Some(first)) = (&case.continue_reason, outputs.first())
-        && let Some(omission) = first.omissions.iter().find(|o| o.reason == reason)
+        && let Some(omission) = first.omissions.iter().find(|o| o.reason.as_str() == reason)
     {
         let next = ContextRequest::from_argv(&omission.argv)?;
         let result = context::run(&location, &next, &workspaces.config)?;
@@ -404,7 +404,7 @@ pub fn run_case(workspaces: &Workspaces, case: &Case) -> Result<CaseRun> {
             }
             classes.push(item.class.as_str());
         }
-        diagnostics.extend(output.diagnostics.iter().map(|d| d.code));
+        diagnostics.extend(output.diagnostics.iter().map(|d| d.code.as_str()));
         metrics.bytes += output.receipt.serialized_bytes;
         metrics.read_backs += usize::from(output.receipt.read_back_required);
         metrics.follow_ups += output.omissions.len();

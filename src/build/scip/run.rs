@@ -13,12 +13,23 @@ use crate::syntax::lang::Language;
 pub struct IndexerRun {
     pub language: &'static str,
     pub indexer: &'static str,
-    /// `ok`, `toolchain_missing` or `failed`.
-    pub scip_status: &'static str,
+    pub scip_status: ScipStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+/// The outcome of one indexer run (`scip_status` in the build report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScipStatus {
+    /// The indexer ran and wrote its index.
+    Ok,
+    /// The indexer is not on PATH; nothing was run.
+    ToolchainMissing,
+    /// The indexer ran and failed, or wrote no index.
+    Failed,
 }
 
 /// The indexer family of a language.
@@ -102,7 +113,7 @@ pub fn run_indexers(
                 return IndexerRun {
                     language: family,
                     indexer,
-                    scip_status: "toolchain_missing",
+                    scip_status: ScipStatus::ToolchainMissing,
                     output: None,
                     detail: Some(format!("`{indexer}` is not on PATH")),
                 };
@@ -113,7 +124,7 @@ pub fn run_indexers(
                 Ok(result) if result.status.success() && output.is_file() => IndexerRun {
                     language: family,
                     indexer,
-                    scip_status: "ok",
+                    scip_status: ScipStatus::Ok,
                     output: Some(output),
                     detail: None,
                 },
@@ -123,7 +134,7 @@ pub fn run_indexers(
                     IndexerRun {
                         language: family,
                         indexer,
-                        scip_status: "failed",
+                        scip_status: ScipStatus::Failed,
                         output: None,
                         detail: Some(format!("exit {:?}: {tail}", result.status.code())),
                     }
@@ -131,7 +142,7 @@ pub fn run_indexers(
                 Err(e) => IndexerRun {
                     language: family,
                     indexer,
-                    scip_status: "failed",
+                    scip_status: ScipStatus::Failed,
                     output: None,
                     detail: Some(e.to_string()),
                 },

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::ContextRequest;
-use super::project::{Choice, Diagnostic};
+use super::project::{Choice, Diagnostic, DiagnosticCode};
 use crate::error::AtlasError;
 use crate::graph::reader::Graph;
 use crate::query::intent::{Ambiguity, Anchor, AnchorReason, Intent, unique_name};
@@ -143,7 +143,7 @@ pub fn rank_ambiguities(
             continue;
         }
         diagnostics.push(Diagnostic {
-            code: "atlas-context-ambiguous",
+            code: DiagnosticCode::Ambiguous,
             message: format!(
                 "`{}` names {} symbols ({}); anchored on {} (best by search score, non-test, centrality); the next {} of {} other(s) are listed with the argv that names each",
                 ambiguity.term,

@@ -28,6 +28,7 @@ use crate::query::intent::{self, Intent};
 use crate::query::profile::EvidenceClass;
 use crate::query::profile::{Profile, ProfileName};
 use crate::query::search;
+pub use project::{DiagnosticCode, OmissionReason};
 use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
 
 /// v2: one evidence entry per (class, symbol) with `sites`, anchors with
@@ -506,7 +507,7 @@ fn understand(
             Err(error) => {
                 for term in &intent.free_terms {
                     diagnostics.push(Diagnostic {
-                        code: "atlas-context-unused-term",
+                        code: DiagnosticCode::UnusedTerm,
                         message: format!(
                             "`{term}` names no symbol or path, and hybrid search is unavailable: {error}"
                         ),
@@ -584,7 +585,7 @@ pub fn compile_context(
     };
     if let Some(reason) = stale {
         diagnostics.push(Diagnostic {
-            code: "atlas-context-stale-graph",
+            code: DiagnosticCode::StaleGraph,
             message: reason.to_string(),
             path: None,
             candidates: Vec::new(),
@@ -592,7 +593,7 @@ pub fn compile_context(
     }
     if refreshed {
         diagnostics.push(Diagnostic {
-            code: "atlas-context-refreshed",
+            code: DiagnosticCode::Refreshed,
             message: "sources changed since the committed generation; the graph was rebuilt incrementally before this query".into(),
             path: None,
             candidates: Vec::new(),

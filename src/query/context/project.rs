@@ -100,7 +100,7 @@ pub struct EvidenceItem {
     /// `stale-skeleton` (R-PROJ-2) or `graph` (no source: modules, statements).
     pub projection: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub diagnostics: Vec<&'static str>,
+    pub diagnostics: Vec<DiagnosticCode>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub struct TopCandidate {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Omission {
     pub class: EvidenceClass,
-    pub reason: &'static str,
+    pub reason: OmissionReason,
     pub count: usize,
     pub top: TopCandidate,
     /// Literal argv that fetches what was omitted (argv[0] = `atlas`).
@@ -129,13 +129,91 @@ pub struct Omission {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Diagnostic {
-    pub code: &'static str,
+    pub code: DiagnosticCode,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The other readings of an ambiguous name, each with the argv that asks for it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<Choice>,
+}
+
+/// Why a candidate was left out of the response (`omitted[].reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OmissionReason {
+    /// Before the continuation cursor: already returned by an earlier page.
+    AfterCursor,
+    /// Scored under the profile's relevance threshold.
+    BelowRelevance,
+    /// Past the byte ceiling.
+    ByteCeiling,
+    /// Past the profile's per-class item cap (paths, slices).
+    ItemCap,
+    /// A body withheld by policy (generated or vendored files, R-PROJ-6).
+    Policy,
+    /// Past the retrieval cap: never scored.
+    RetrievalCap,
+    /// The file changed since the build; its slice cannot be trusted.
+    SourceUnavailable,
+}
+
+impl OmissionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OmissionReason::AfterCursor => "after-cursor",
+            OmissionReason::BelowRelevance => "below-relevance",
+            OmissionReason::ByteCeiling => "byte-ceiling",
+            OmissionReason::ItemCap => "item-cap",
+            OmissionReason::Policy => "policy",
+            OmissionReason::RetrievalCap => "retrieval-cap",
+            OmissionReason::SourceUnavailable => "source-unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for OmissionReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The code of a non-fatal context diagnostic (`diagnostics[].code`, and per evidence item).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum DiagnosticCode {
+    /// A name in a question had several readings; the best one anchored.
+    #[serde(rename = "atlas-context-ambiguous")]
+    Ambiguous,
+    /// A file changed since the graph was built; its slice was not trusted.
+    #[serde(rename = "atlas-context-stale-source")]
+    StaleSource,
+    /// A code-shaped term of the query matched nothing.
+    #[serde(rename = "atlas-context-unused-term")]
+    UnusedTerm,
+    /// Answered from a graph older than the working tree (`--frozen`).
+    #[serde(rename = "atlas-context-stale-graph")]
+    StaleGraph,
+    /// The graph was rebuilt before answering.
+    #[serde(rename = "atlas-context-refreshed")]
+    Refreshed,
+}
+
+impl DiagnosticCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagnosticCode::Ambiguous => "atlas-context-ambiguous",
+            DiagnosticCode::StaleSource => "atlas-context-stale-source",
+            DiagnosticCode::UnusedTerm => "atlas-context-unused-term",
+            DiagnosticCode::StaleGraph => "atlas-context-stale-graph",
+            DiagnosticCode::Refreshed => "atlas-context-refreshed",
+        }
+    }
+}
+
+impl std::fmt::Display for DiagnosticCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One candidate of an ambiguous name and the literal argv that names it alone.
@@ -169,7 +247,7 @@ pub struct Counters {
 struct Omitted {
     position: usize,
     class: EvidenceClass,
-    reason: &'static str,
+    reason: OmissionReason,
     id: String,
     symbol: Option<String>,
     score: u16,
@@ -418,7 +496,7 @@ pub fn project(
     counters.cursor_prefix = start;
     let mut omitted = Vec::new();
     let omit =
-        |position: usize, c: &Candidate, reason: &'static str, omitted: &mut Vec<Omitted>| {
+        |position: usize, c: &Candidate, reason: OmissionReason, omitted: &mut Vec<Omitted>| {
             omitted.push(Omitted {
                 position,
                 class: c.class,
@@ -440,7 +518,7 @@ pub fn project(
                 id: c.id.clone(),
             });
         }
-        omit(start + offset, c, "retrieval-cap", &mut omitted);
+        omit(start + offset, c, OmissionReason::RetrievalCap, &mut omitted);
     }
 
     let mut sources = Sources {
@@ -459,7 +537,7 @@ pub fn project(
     let mut full_kept = false;
     // What earlier pages showed is omitted here, with the argv that shows it again.
     for (position, c) in candidates[..start].iter().enumerate() {
-        omit(position, c, "after-cursor", &mut omitted);
+        omit(position, c, OmissionReason::AfterCursor, &mut omitted);
     }
 
     for (offset, c) in eligible[..returned_len].iter().enumerate() {
@@ -467,7 +545,7 @@ pub fn project(
         // Relevance gate, before any byte consideration.
         if !c.required && c.score < limits.min_score {
             counters.below_threshold += 1;
-            omit(position, c, "below-relevance", &mut omitted);
+            omit(position, c, OmissionReason::BelowRelevance, &mut omitted);
             continue;
         }
         counters.above_relevance += 1;
@@ -484,7 +562,7 @@ pub fn project(
                 });
             }
             counters.item_capped += 1;
-            omit(position, c, "item-cap", &mut omitted);
+            omit(position, c, OmissionReason::ItemCap, &mut omitted);
             continue;
         }
         let mut item = skeleton(graph, c);
@@ -500,7 +578,7 @@ pub fn project(
             }
             if !skeleton_able {
                 counters.item_capped += 1;
-                omit(position, c, "item-cap", &mut omitted);
+                omit(position, c, OmissionReason::ItemCap, &mut omitted);
                 continue;
             }
             // Out of slices: a sibling keeps its graph skeleton, read from no source.
@@ -515,7 +593,7 @@ pub fn project(
                 counters.skeletonized -= 1;
             }
             counters.byte_omitted += 1;
-            omit(position, c, "byte-ceiling", &mut omitted);
+            omit(position, c, OmissionReason::ByteCeiling, &mut omitted);
             continue;
         }
         let mut full_item: Option<EvidenceItem> = None;
@@ -523,19 +601,19 @@ pub fn project(
             let source = sources.get(file);
             if source.stale {
                 item.projection = "stale-skeleton";
-                item.diagnostics.push("atlas-context-stale-source");
+                item.diagnostics.push(DiagnosticCode::StaleSource);
                 counters.read_back_required = true;
                 counters.source_unavailable += 1;
                 if !stale_reported.contains(&file) {
                     stale_reported.push(file);
                     diagnostics.push(Diagnostic {
-                        code: "atlas-context-stale-source",
+                        code: DiagnosticCode::StaleSource,
                         message: "file changed since the graph was built; evidence keeps its graph skeleton without text — read it back".into(),
                         path: Some(graph.file_path(file).to_string()),
                         candidates: Vec::new(),
                     });
                 }
-                omit(position, c, "source-unavailable", &mut omitted);
+                omit(position, c, OmissionReason::SourceUnavailable, &mut omitted);
             } else if let Some(text) = &source.text {
                 let policy_class = matches!(
                     source.class,
@@ -581,7 +659,7 @@ pub fn project(
                 } else {
                     item.projection = "policy-skeleton";
                     counters.policy_skeletonized += 1;
-                    omit(position, c, "policy", &mut omitted);
+                    omit(position, c, OmissionReason::Policy, &mut omitted);
                 }
             }
         }
@@ -610,7 +688,7 @@ pub fn project(
                 } else {
                     counters.slices_read -= 1;
                     counters.byte_omitted += 1;
-                    omit(position, c, "byte-ceiling", &mut omitted);
+                    omit(position, c, OmissionReason::ByteCeiling, &mut omitted);
                     continue;
                 }
             }
@@ -626,7 +704,7 @@ pub fn project(
                         counters.skeletonized -= 1;
                     }
                     counters.byte_omitted += 1;
-                    omit(position, c, "byte-ceiling", &mut omitted);
+                    omit(position, c, OmissionReason::ByteCeiling, &mut omitted);
                     continue;
                 }
                 item
@@ -671,7 +749,7 @@ impl Projection {
         self.omitted.push(Omitted {
             position,
             class: item.class,
-            reason: "byte-ceiling",
+            reason: OmissionReason::ByteCeiling,
             id: item.id,
             symbol: item.symbol,
             score: item.score,
@@ -697,13 +775,14 @@ impl Projection {
         let mut groups: BTreeMap<(&'static str, &'static str), Vec<&Omitted>> = BTreeMap::new();
         for o in &self.omitted {
             groups
-                .entry((o.class.as_str(), o.reason))
+                .entry((o.class.as_str(), o.reason.as_str()))
                 .or_default()
                 .push(o);
         }
         let mut out = Vec::new();
-        for ((_, reason), members) in groups {
+        for members in groups.into_values() {
             let class = members[0].class;
+            let reason = members[0].reason;
             let first = members.iter().map(|m| m.position).min().unwrap_or(0);
             let top = members
                 .iter()
@@ -715,19 +794,19 @@ impl Projection {
                 });
             let Some(top) = top else { continue };
             // What earlier pages showed is fetched again from the beginning.
-            let after = if first == 0 || reason == "after-cursor" {
+            let after = if first == 0 || reason == OmissionReason::AfterCursor {
                 "START".to_string()
             } else {
                 self.order[first - 1].clone()
             };
             let argv = match reason {
                 // Stale source: refresh the graph (no --frozen) and ask again.
-                "source-unavailable" => request.argv_with(ArgvChange {
+                OmissionReason::SourceUnavailable => request.argv_with(ArgvChange {
                     thaw: true,
                     ..ArgvChange::default()
                 }),
                 // Policy: name the path to admit its bodies (R-PROJ-6).
-                "policy" => {
+                OmissionReason::Policy => {
                     let path = top.symbol.as_deref().and_then(|s| s.split("::").next());
                     request.argv_with(ArgvChange {
                         query: path,
@@ -735,11 +814,11 @@ impl Projection {
                     })
                 }
                 _ => {
-                    let stuck = reason == "byte-ceiling" && first == self.counters.cursor_prefix;
+                    let stuck = reason == OmissionReason::ByteCeiling && first == self.counters.cursor_prefix;
                     request.argv_with(ArgvChange {
                         after: Some((fingerprint, &after)),
                         max_bytes: stuck.then(|| (limits.max_bytes * 2).clamp(1024, 1_000_000)),
-                        min_score: (reason == "below-relevance").then_some(top.score),
+                        min_score: (reason == OmissionReason::BelowRelevance).then_some(top.score),
                         ..ArgvChange::default()
                     })
                 }

@@ -128,7 +128,7 @@ pub fn staleness(
         .data()
         .files
         .iter()
-        .map(|f| (graph.str(f.path.to_native()), &f.hash))
+        .map(|f| (graph.str(f.path()), &f.hash))
         .collect();
     let mut changed = Vec::new();
     let mut added = Vec::new();

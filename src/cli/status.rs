@@ -94,7 +94,7 @@ pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
         }
         if file.parse_status != 0 {
             partial_files.push(PartialStatus {
-                path: graph.str(file.path.to_native()).to_string(),
+                path: graph.str(file.path()).to_string(),
                 status: ParseStatus::from_code(file.parse_status)
                     .map_or("partial", ParseStatus::as_str),
                 errors: file.error_count.to_native(),
@@ -102,7 +102,7 @@ pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
         }
     }
     let mut symbols_by_kind = BTreeMap::new();
-    for id in 0..graph.node_count() as u32 {
+    for id in graph.nodes() {
         let kind = graph.kind(id);
         if !matches!(kind, SymbolKind::Module | SymbolKind::File) {
             *symbols_by_kind

@@ -5,7 +5,6 @@ use std::fmt::Write;
 
 use crate::graph::codes::FileClass;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
-use crate::graph::data::NONE;
 use crate::graph::reader::Graph;
 use crate::syntax::facts::{RefRole, SymbolKind};
 use crate::syntax::lang::Language;
@@ -27,11 +26,11 @@ pub fn dump(graph: &Graph) -> String {
         let _ = writeln!(
             out,
             "file {} {language} {class} {status} lines={}",
-            escaped(graph.str(file.path.to_native())),
+            escaped(graph.str(file.path())),
             file.lines.to_native()
         );
     }
-    for id in 0..graph.node_count() as u32 {
+    for id in graph.nodes() {
         let node = graph.node(id);
         let kind = graph.kind(id);
         if matches!(kind, SymbolKind::Module | SymbolKind::File) {
@@ -59,7 +58,7 @@ pub fn dump(graph: &Graph) -> String {
             node.span.end_line.to_native() + 1,
         );
     }
-    for id in 0..graph.node_count() as u32 {
+    for id in graph.nodes() {
         for edge in graph.out_edges(id) {
             let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
             let extends = if EdgeSubkind::from_code(edge.subkind) == Some(EdgeSubkind::Extends) {
@@ -69,12 +68,12 @@ pub fn dump(graph: &Graph) -> String {
             };
             let provenance = Provenance::from_code(edge.provenance).map_or("?", Provenance::as_str);
             let resolution = Resolution::from_code(edge.resolution).map_or("?", Resolution::as_str);
-            let site = if edge.site_file.to_native() == NONE {
+            let site = if edge.site_file().is_none() {
                 String::new()
             } else {
                 format!(
                     " @{}:{}",
-                    escaped(graph.file_path(edge.site_file.to_native())),
+                    escaped(graph.file_path(edge.site_file())),
                     edge.site.start_line.to_native() + 1
                 )
             };
@@ -82,7 +81,7 @@ pub fn dump(graph: &Graph) -> String {
                 out,
                 "edge {kind}{extends} {} -> {}{site} [{provenance} {resolution} {}]{}",
                 escaped(&graph.label(id)),
-                escaped(&graph.label(edge.node.to_native())),
+                escaped(&graph.label(edge.node())),
                 edge.confidence,
                 site_flags(edge.flags)
             );
@@ -93,10 +92,10 @@ pub fn dump(graph: &Graph) -> String {
         let _ = writeln!(
             out,
             "frontier {} {role} @{}:{} from {} candidates={}",
-            escaped(graph.str(entry.name.to_native())),
-            escaped(graph.file_path(entry.file.to_native())),
+            escaped(graph.str(entry.name())),
+            escaped(graph.file_path(entry.file())),
             entry.site.start_line.to_native() + 1,
-            escaped(&graph.label(entry.from.to_native())),
+            escaped(&graph.label(entry.from())),
             entry.candidates.to_native()
         );
     }
@@ -105,8 +104,8 @@ pub fn dump(graph: &Graph) -> String {
         let _ = writeln!(
             out,
             "module-edge {kind} {} -> {} x{}",
-            escaped(&graph.label(edge.from.to_native())),
-            escaped(&graph.label(edge.to.to_native())),
+            escaped(&graph.label(edge.from())),
+            escaped(&graph.label(edge.to())),
             edge.count.to_native()
         );
     }

@@ -8,5 +8,6 @@ pub mod codes;
 pub mod data;
 pub mod dump;
 pub mod format;
+pub mod ids;
 pub mod names;
 pub mod reader;

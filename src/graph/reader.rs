@@ -5,9 +5,10 @@ use std::path::Path;
 use super::data;
 use super::data::{
     ArchivedEdgeRecord, ArchivedFileRecord, ArchivedGraphData, ArchivedNameEntry,
-    ArchivedNodeRecord, NONE,
+    ArchivedNodeRecord,
 };
 use super::format::{GraphFile, hex};
+use super::ids::{FileId, NodeId, StrId};
 
 use crate::error::Result;
 use crate::syntax::facts::SymbolKind;
@@ -60,10 +61,10 @@ impl Graph {
     }
 
     /// Bytes of string `id` (empty when out of range).
-    fn str_bytes(&self, id: u32) -> &[u8] {
+    fn str_bytes(&self, id: StrId) -> &[u8] {
         let d = self.data();
         let offsets = &d.string_offsets;
-        let (Some(start), Some(end)) = (offsets.get(id as usize), offsets.get(id as usize + 1))
+        let (Some(start), Some(end)) = (offsets.get(id.index()), offsets.get(id.index() + 1))
         else {
             return &[];
         };
@@ -73,7 +74,7 @@ impl Graph {
     }
 
     /// String `id`; an id out of range or invalid UTF-8 (a corrupt file) reads as "".
-    pub fn str(&self, id: u32) -> &str {
+    pub fn str(&self, id: StrId) -> &str {
         std::str::from_utf8(self.str_bytes(id)).unwrap_or("")
     }
 
@@ -85,21 +86,30 @@ impl Graph {
         self.data().nodes.len()
     }
 
-    pub fn node(&self, id: u32) -> &ArchivedNodeRecord {
-        &self.data().nodes[id as usize]
+    /// Every node id, in order.
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + use<> {
+        (0..self.node_count() as u32).map(NodeId)
     }
 
-    pub fn kind(&self, id: u32) -> SymbolKind {
+    pub fn node(&self, id: NodeId) -> &ArchivedNodeRecord {
+        &self.data().nodes[id.index()]
+    }
+
+    pub fn kind(&self, id: NodeId) -> SymbolKind {
         SymbolKind::from_code(self.node(id).kind).unwrap_or(SymbolKind::Variable)
     }
 
-    pub fn file_of(&self, id: u32) -> Option<&ArchivedFileRecord> {
-        let file = self.node(id).file.to_native();
-        (file != NONE).then(|| &self.data().files[file as usize])
+    pub fn file_of(&self, id: NodeId) -> Option<&ArchivedFileRecord> {
+        self.file(self.node(id).file())
+    }
+
+    /// The record of file `id` (`None` for `FileId::NONE` or out of range).
+    pub fn file(&self, id: FileId) -> Option<&ArchivedFileRecord> {
+        self.data().files.get(id.index())
     }
 
     /// A symbol of a test file, or inside a test scope (`#[cfg(test)]`, …).
-    pub fn is_test(&self, id: u32) -> bool {
+    pub fn is_test(&self, id: NodeId) -> bool {
         self.file_of(id).is_some_and(|f| {
             crate::graph::codes::FileClass::from_code(f.class)
                 == Some(crate::graph::codes::FileClass::Test)
@@ -109,14 +119,14 @@ impl Graph {
     /// The implementation among a callable's overloads (`@overload` stubs, TypeScript
     /// signatures share its qualified name in one file): not a stub, else the one with
     /// the largest body. Any other node is its own implementation.
-    pub fn implementation(&self, id: u32) -> u32 {
+    pub fn implementation(&self, id: NodeId) -> NodeId {
         let record = self.node(id);
-        let parent = record.parent.to_native();
-        if parent == NONE || !self.kind(id).is_callable() {
+        let parent = record.parent();
+        if parent.is_none() || !self.kind(id).is_callable() {
             return id;
         }
-        let qualified = record.qualified.to_native();
-        let body = |n: u32| {
+        let qualified = record.qualified();
+        let body = |n: NodeId| {
             let r = self.node(n);
             let end = r.span.end_byte.to_native();
             (
@@ -129,79 +139,71 @@ impl Graph {
         self.out_edges(parent)
             .iter()
             .filter(|e| e.kind == crate::graph::codes::EdgeKind::Contains as u8)
-            .map(|e| e.node.to_native())
-            .filter(|&n| {
-                self.node(n).qualified.to_native() == qualified && self.kind(n).is_callable()
-            })
+            .map(|e| e.node())
+            .filter(|&n| self.node(n).qualified() == qualified && self.kind(n).is_callable())
             .max_by_key(|&n| body(n))
             .unwrap_or(id)
     }
 
     /// The file whose repository path is `path` (files are sorted by path).
-    pub fn file_index(&self, path: &str) -> Option<u32> {
+    pub fn file_index(&self, path: &str) -> Option<FileId> {
         let files = &self.data().files;
-        let at = files.partition_point(|f| self.str(f.path.to_native()) < path);
-        (files
-            .get(at)
-            .is_some_and(|f| self.str(f.path.to_native()) == path))
-        .then_some(at as u32)
+        let at = files.partition_point(|f| self.str(f.path()) < path);
+        (files.get(at).is_some_and(|f| self.str(f.path()) == path)).then_some(FileId(at as u32))
     }
 
     /// Label of a node: `path::Qualified` for symbols, the path for files, `path/` for
     /// modules.
-    pub fn label(&self, id: u32) -> String {
+    pub fn label(&self, id: NodeId) -> String {
         let node = self.node(id);
-        let qualified = self.str(node.qualified.to_native());
+        let qualified = self.str(node.qualified());
         match self.kind(id) {
             SymbolKind::Module => format!("{qualified}/"),
             SymbolKind::File => qualified.to_string(),
-            _ => format!("{}::{qualified}", self.file_path(node.file.to_native())),
+            _ => format!("{}::{qualified}", self.file_path(node.file())),
         }
     }
 
-    pub fn file_path(&self, file: u32) -> &str {
-        self.data()
-            .files
-            .get(file as usize)
-            .map_or("", |f| self.str(f.path.to_native()))
+    pub fn file_path(&self, file: FileId) -> &str {
+        self.file(file).map_or("", |f| self.str(f.path()))
     }
 
     /// The edges of `id` in `direction` (`edge.node` is the other end).
-    pub fn edges(&self, id: u32, direction: Direction) -> &[ArchivedEdgeRecord] {
+    pub fn edges(&self, id: NodeId, direction: Direction) -> &[ArchivedEdgeRecord] {
         match direction {
             Direction::Outgoing => self.out_edges(id),
             Direction::Incoming => self.in_edges(id),
         }
     }
 
-    pub fn out_edges(&self, id: u32) -> &[ArchivedEdgeRecord] {
+    pub fn out_edges(&self, id: NodeId) -> &[ArchivedEdgeRecord] {
         let d = self.data();
         let (a, b) = (
-            d.out_offsets[id as usize].to_native(),
-            d.out_offsets[id as usize + 1].to_native(),
+            d.out_offsets[id.index()].to_native(),
+            d.out_offsets[id.index() + 1].to_native(),
         );
         &d.out_edges[a as usize..b as usize]
     }
 
-    pub fn in_edges(&self, id: u32) -> &[ArchivedEdgeRecord] {
+    pub fn in_edges(&self, id: NodeId) -> &[ArchivedEdgeRecord] {
         let d = self.data();
         let (a, b) = (
-            d.in_offsets[id as usize].to_native(),
-            d.in_offsets[id as usize + 1].to_native(),
+            d.in_offsets[id.index()].to_native(),
+            d.in_offsets[id.index() + 1].to_native(),
         );
         &d.in_edges[a as usize..b as usize]
     }
 
     /// Id of an interned string, if present.
-    pub fn string_id(&self, text: &str) -> Option<u32> {
+    pub fn string_id(&self, text: &str) -> Option<StrId> {
         let mut lo = 0usize;
         let mut hi = self.string_count();
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.str_bytes(mid as u32).cmp(text.as_bytes()) {
+            match self.str_bytes(StrId(mid as u32)).cmp(text.as_bytes()) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid as u32),
+                std::cmp::Ordering::Equal => return Some(StrId(mid as u32)),
             }
         }
         None
@@ -218,8 +220,8 @@ impl Graph {
     }
 
     /// Nodes whose key in `table` equals `key`, by binary search.
-    pub fn lookup(&self, table: NameTable, key: &str) -> Vec<u32> {
-        let Some(id) = self.string_id(key) else {
+    pub fn lookup(&self, table: NameTable, key: &str) -> Vec<NodeId> {
+        let Some(StrId(id)) = self.string_id(key) else {
             return Vec::new();
         };
         let entries = self.table(table);
@@ -227,12 +229,13 @@ impl Graph {
         entries[start..]
             .iter()
             .take_while(|e| e.key.to_native() == id)
-            .map(|e| e.node.to_native())
+            .map(|e| e.node())
             .collect()
     }
 
     /// Frontier entries (indexes) whose name is the string `name_id`, by binary search.
-    pub fn frontier_named(&self, name_id: u32) -> Vec<u32> {
+    pub fn frontier_named(&self, name: StrId) -> Vec<u32> {
+        let name_id = name.0;
         let d = self.data();
         let index = &d.frontier_by_name;
         let name_of = |i: &rkyv::rend::u32_le| {
@@ -249,11 +252,11 @@ impl Graph {
     }
 
     /// Nodes whose key in `table` starts with `prefix` (keys are sorted by text).
-    pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<u32> {
+    pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<NodeId> {
         let (mut lo, mut hi) = (0usize, self.string_count());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.str_bytes(mid as u32) < prefix.as_bytes() {
+            if self.str_bytes(StrId(mid as u32)) < prefix.as_bytes() {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -264,9 +267,9 @@ impl Graph {
         let start = entries.partition_point(|e| e.key.to_native() < first);
         entries[start..]
             .iter()
-            .take_while(|e| self.str(e.key.to_native()).starts_with(prefix))
+            .take_while(|e| self.str(e.key()).starts_with(prefix))
             .take(limit)
-            .map(|e| e.node.to_native())
+            .map(|e| e.node())
             .collect()
     }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::error::{AtlasError, Result};
 use crate::graph::format::hex;
+use crate::graph::ids::{FileId, NodeId};
 use crate::graph::reader::Graph;
 use crate::source::Refusal;
 use crate::syntax::facts::SymbolKind;
@@ -136,7 +137,7 @@ pub fn expand(
             reference: text.clone(),
         };
         let file = graph.file_index(&r.path).ok_or_else(unknown)?;
-        let size = graph.data().files[file as usize].size.to_native();
+        let size = graph.data().files[file.index()].size.to_native();
         let bytes = match crate::source::read(root, graph.file_path(file), size) {
             Ok(bytes) => bytes,
             // Grown or gone since the build: the ref is stale, not unknown.
@@ -229,18 +230,19 @@ fn class_outline(graph: &Graph, r: &Ref, hash8: &str) -> Option<(usize, Vec<Outl
     let file = data
         .files
         .iter()
-        .position(|f| graph.str(f.path.to_native()) == r.path)? as u32;
-    let class = (0..graph.node_count() as u32).find(|&n| {
+        .position(|f| graph.str(f.path()) == r.path)?;
+    let file = FileId(file as u32);
+    let class = graph.nodes().find(|&n| {
         let record = graph.node(n);
-        record.file.to_native() == file
+        record.file() == file
             && graph.kind(n).is_type_container()
             && record.span.start_line.to_native() + 1 == r.start_line
     })?;
-    let mut methods: Vec<u32> = graph
+    let mut methods: Vec<NodeId> = graph
         .out_edges(class)
         .iter()
         .filter(|e| e.kind == crate::graph::codes::EdgeKind::Contains as u8)
-        .map(|e| e.node.to_native())
+        .map(|e| e.node())
         .filter(|&n| matches!(graph.kind(n), SymbolKind::Method | SymbolKind::Function))
         .collect();
     if methods.is_empty() {
@@ -260,7 +262,7 @@ fn class_outline(graph: &Graph, r: &Ref, hash8: &str) -> Option<(usize, Vec<Outl
             ];
             OutlineEntry {
                 reference: format!("{}#L{}-L{}@{hash8}", r.path, lines[0], lines[1]),
-                symbol: graph.str(record.qualified.to_native()).to_string(),
+                symbol: graph.str(record.qualified()).to_string(),
                 kind: graph.kind(n).as_str(),
                 lines,
             }

@@ -10,6 +10,7 @@
 //! is free text for hybrid search — reported, never interpreted by a model.
 
 use crate::graph::codes::EdgeKind;
+use crate::graph::ids::NodeId;
 use crate::graph::names::{normalize_qualified, split_identifier};
 use crate::graph::reader::{Graph, NameTable};
 use crate::syntax::facts::SymbolKind;
@@ -130,7 +131,7 @@ impl AnchorReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchor {
     pub term: String,
-    pub node: u32,
+    pub node: NodeId,
     /// How the name matched (`None` for a search anchor).
     pub tier: Option<MatchTier>,
     pub reason: AnchorReason,
@@ -163,7 +164,7 @@ pub struct Ambiguity {
     pub term: String,
     pub tier: MatchTier,
     /// Every candidate after the tie rules, by centrality (highest first).
-    pub nodes: Vec<u32>,
+    pub nodes: Vec<NodeId>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -185,7 +186,7 @@ pub struct Intent {
     pub question: bool,
     /// Anchors that a plain word among other words found (`parse`, `command`): prose
     /// first, so they stand only when search ranks them among its first hits.
-    pub plain_word_anchors: Vec<u32>,
+    pub plain_word_anchors: Vec<NodeId>,
 }
 
 impl Intent {
@@ -415,7 +416,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
 
 /// Every tier, strongest first: strong tiers, then segmented, then substring. A dotted
 /// or `::`-qualified name matches qualified names or a module's file, never by words.
-fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
+fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
     if let Some(found) = strong_match(graph, token) {
         return Some(found);
     }
@@ -439,7 +440,7 @@ struct Matcher<'a> {
 
 impl Matcher<'_> {
     /// A name's candidates: one anchors, several are an ambiguity.
-    fn push(&mut self, term: &str, tier: MatchTier, nodes: Vec<u32>) {
+    fn push(&mut self, term: &str, tier: MatchTier, nodes: Vec<NodeId>) {
         let mut nodes = narrow(self.graph, term, tier, nodes, self.callables_only);
         if let [node] = nodes[..] {
             self.intent.anchors.push(Anchor {
@@ -464,7 +465,7 @@ impl Matcher<'_> {
     fn plain_in_question(&mut self, text: &str) {
         let graph = self.graph;
         if let Some((tier, nodes)) = strong_match(graph, text) {
-            let nodes: Vec<u32> = narrow(graph, text, tier, nodes, self.callables_only)
+            let nodes: Vec<NodeId> = narrow(graph, text, tier, nodes, self.callables_only)
                 .into_iter()
                 .filter(|&n| {
                     !matches!(
@@ -493,13 +494,13 @@ impl Matcher<'_> {
 }
 
 /// Exact id, exact symbol, case-insensitive and qualified-suffix tiers.
-fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
+fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
     let qualified = token.contains("::") || token.contains('.');
     if qualified {
         let normalized = normalize_qualified(token);
         let nodes = graph.lookup(NameTable::Suffix, &normalized);
         if !nodes.is_empty() {
-            let exact: Vec<u32> = nodes
+            let exact: Vec<NodeId> = nodes
                 .iter()
                 .copied()
                 .filter(|&n| full_id(graph, n) == normalized)
@@ -525,13 +526,13 @@ fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<u32>)> {
 
 /// `module.path.Qualified.name` of a symbol node: a name that matches it alone at the
 /// exact-id tier (what a re-asked query names a chosen candidate by).
-pub fn full_id(graph: &Graph, node: u32) -> String {
+pub fn full_id(graph: &Graph, node: NodeId) -> String {
     let record = graph.node(node);
-    let qualified = normalize_qualified(graph.str(record.qualified.to_native()));
+    let qualified = normalize_qualified(graph.str(record.qualified()));
     match graph.file_of(node) {
         Some(file) => format!(
             "{}.{qualified}",
-            crate::graph::names::module_path_of(graph.str(file.path.to_native()))
+            crate::graph::names::module_path_of(graph.str(file.path()))
         ),
         None => qualified,
     }
@@ -539,66 +540,63 @@ pub fn full_id(graph: &Graph, node: u32) -> String {
 
 /// The words that name `node` alone when a query is asked again: its exact id when that
 /// matches it alone, else its label (`path::Qualified` for files and modules' paths).
-pub fn unique_name(graph: &Graph, node: u32) -> String {
+pub fn unique_name(graph: &Graph, node: NodeId) -> String {
     match graph.kind(node) {
-        SymbolKind::Module | SymbolKind::File => graph
-            .str(graph.node(node).qualified.to_native())
-            .to_string(),
+        SymbolKind::Module | SymbolKind::File => {
+            graph.str(graph.node(node).qualified()).to_string()
+        }
         _ => full_id(graph, node),
     }
 }
 
 /// File nodes whose dotted module path ends with `dotted` at a dot (`codegen.ast` →
 /// `sympy/codegen/ast.py`).
-fn module_files(graph: &Graph, dotted: &str) -> Vec<u32> {
+fn module_files(graph: &Graph, dotted: &str) -> Vec<NodeId> {
     graph
         .data()
         .files
         .iter()
         .filter(|f| f.language != u8::MAX)
         .filter(|f| {
-            let module = crate::graph::names::module_path_of(graph.str(f.path.to_native()));
+            let module = crate::graph::names::module_path_of(graph.str(f.path()));
             module == dotted
                 || (module.ends_with(dotted)
                     && module.as_bytes()[module.len() - dotted.len() - 1] == b'.')
         })
-        .map(|f| f.node.to_native())
+        .map(|f| f.node())
         .collect()
 }
 
 /// The symbols a label names (`path::Qualified`, as Atlas prints them): the file's
 /// definitions whose in-file qualified name is the rest. `None` when it is no label.
-fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<u32>> {
+fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<NodeId>> {
     let (path, qualified) = label.split_once("::")?;
     let file = graph.file_index(path)?;
-    let first = graph.data().files[file as usize].node.to_native();
-    let nodes: Vec<u32> = (first + 1..graph.node_count() as u32)
-        .take_while(|&n| graph.node(n).file.to_native() == file)
-        .filter(|&n| graph.str(graph.node(n).qualified.to_native()) == qualified)
+    let first = graph.data().files[file.index()].node();
+    let nodes: Vec<NodeId> = (first.0 + 1..graph.node_count() as u32)
+        .map(NodeId)
+        .take_while(|&n| graph.node(n).file() == file)
+        .filter(|&n| graph.str(graph.node(n).qualified()) == qualified)
         .collect();
     (!nodes.is_empty()).then_some(nodes)
 }
 
-fn path_nodes(graph: &Graph, path: &str) -> Vec<u32> {
+fn path_nodes(graph: &Graph, path: &str) -> Vec<NodeId> {
     let data = graph.data();
-    if let Some(file) = data
-        .files
-        .iter()
-        .find(|f| graph.str(f.path.to_native()) == path)
-    {
-        return vec![file.node.to_native()];
+    if let Some(file) = data.files.iter().find(|f| graph.str(f.path()) == path) {
+        return vec![file.node()];
     }
     // A directory: its module node.
-    (0..graph.node_count() as u32)
+    graph
+        .nodes()
         .filter(|&n| {
-            graph.kind(n) == SymbolKind::Module
-                && graph.str(graph.node(n).qualified.to_native()) == path
+            graph.kind(n) == SymbolKind::Module && graph.str(graph.node(n).qualified()) == path
         })
         .collect()
 }
 
 /// Nodes whose name segments start with every word of `text`, in order.
-fn segmented(graph: &Graph, text: &str) -> Vec<u32> {
+fn segmented(graph: &Graph, text: &str) -> Vec<NodeId> {
     let words = split_identifier(text);
     let Some(first) = words.first() else {
         return Vec::new();
@@ -607,7 +605,7 @@ fn segmented(graph: &Graph, text: &str) -> Vec<u32> {
     nodes.sort_unstable();
     nodes.dedup();
     nodes.retain(|&n| {
-        let name = graph.str(graph.node(n).name.to_native());
+        let name = graph.str(graph.node(n).name());
         let segments = split_identifier(name);
         segments.len() >= words.len() && words_match(&words, &segments)
     });
@@ -636,7 +634,7 @@ fn abbreviates(word: &str, segment: &str) -> bool {
 }
 
 /// Normalised substring of symbol names (separators and case ignored).
-fn substring(graph: &Graph, token: &str) -> Vec<u32> {
+fn substring(graph: &Graph, token: &str) -> Vec<NodeId> {
     let needle: String = token
         .to_lowercase()
         .chars()
@@ -651,13 +649,13 @@ fn substring(graph: &Graph, token: &str) -> Vec<u32> {
         .iter()
         .filter(|e| {
             let key: String = graph
-                .str(e.key.to_native())
+                .str(e.key())
                 .chars()
                 .filter(|c| c.is_alphanumeric())
                 .collect();
             key.contains(&needle)
         })
-        .map(|e| e.node.to_native())
+        .map(|e| e.node())
         .take(4096)
         .collect()
 }
@@ -669,13 +667,13 @@ fn narrow(
     graph: &Graph,
     term: &str,
     tier: MatchTier,
-    mut nodes: Vec<u32>,
+    mut nodes: Vec<NodeId>,
     callables_only: bool,
-) -> Vec<u32> {
+) -> Vec<NodeId> {
     nodes.sort_unstable();
     nodes.dedup();
-    let keep = |nodes: &mut Vec<u32>, rule: &dyn Fn(u32) -> bool| {
-        let kept: Vec<u32> = nodes.iter().copied().filter(|&n| rule(n)).collect();
+    let keep = |nodes: &mut Vec<NodeId>, rule: &dyn Fn(NodeId) -> bool| {
+        let kept: Vec<NodeId> = nodes.iter().copied().filter(|&n| rule(n)).collect();
         if !kept.is_empty() && kept.len() < nodes.len() {
             *nodes = kept;
         }
@@ -691,7 +689,7 @@ fn narrow(
     // A top-level `simplify` against methods `Basic.simplify`.
     if nodes.len() > 1 && tier == MatchTier::ExactSymbol {
         keep(&mut nodes, &|n| {
-            graph.str(graph.node(n).qualified.to_native()) == term
+            graph.str(graph.node(n).qualified()) == term
         });
     }
     // Overloads (`@overload`, TypeScript signatures) share one label: one implementation.

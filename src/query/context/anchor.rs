@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use super::ContextRequest;
 use super::project::{Choice, Diagnostic, DiagnosticCode};
 use crate::error::AtlasError;
+use crate::graph::ids::NodeId;
 use crate::graph::reader::Graph;
 use crate::query::intent::{Ambiguity, Anchor, AnchorReason, Intent, unique_name};
 use crate::query::profile::ProfileName;
@@ -31,7 +32,7 @@ const ALTERNATIVE_SHARE: f64 = 0.6;
 fn choices(
     graph: &Graph,
     ambiguity: &Ambiguity,
-    nodes: &[u32],
+    nodes: &[NodeId],
     request: &ContextRequest,
     limit: usize,
 ) -> Vec<Choice> {
@@ -95,7 +96,7 @@ pub fn ambiguity_error(
 }
 
 /// Fused search score per node.
-fn scores(hits: &[Hit]) -> HashMap<u32, f64> {
+fn scores(hits: &[Hit]) -> HashMap<NodeId, f64> {
     let mut out = HashMap::new();
     for hit in hits {
         if let Some(node) = hit.node {
@@ -118,7 +119,7 @@ pub fn rank_ambiguities(
     let mut diagnostics = Vec::new();
     for mut ambiguity in std::mem::take(&mut intent.ambiguities) {
         ambiguity.nodes.sort_by(|&a, &b| {
-            let score = |n: u32| scores.get(&n).copied().unwrap_or(0.0);
+            let score = |n: NodeId| scores.get(&n).copied().unwrap_or(0.0);
             score(b)
                 .total_cmp(&score(a))
                 .then(graph.is_test(a).cmp(&graph.is_test(b)))
@@ -168,7 +169,7 @@ fn lexical(hits: &[Hit]) -> Vec<&Hit> {
         .collect()
 }
 
-fn search_anchor(graph: &Graph, intent: &Intent, hit: &Hit, node: u32) -> Anchor {
+fn search_anchor(graph: &Graph, intent: &Intent, hit: &Hit, node: NodeId) -> Anchor {
     Anchor {
         term: intent.search_text.clone(),
         node: graph.implementation(node),
@@ -179,10 +180,10 @@ fn search_anchor(graph: &Graph, intent: &Intent, hit: &Hit, node: u32) -> Anchor
     }
 }
 
-fn module_of(graph: &Graph, node: u32) -> u32 {
+fn module_of(graph: &Graph, node: NodeId) -> NodeId {
     match graph.kind(node) {
         SymbolKind::Module => node,
-        _ => graph.file_of(node).map_or(node, |f| f.module.to_native()),
+        _ => graph.file_of(node).map_or(node, |f| f.module()),
     }
 }
 
@@ -193,7 +194,7 @@ pub fn confirm_plain_words(intent: &mut Intent, hits: &[Hit]) {
     if intent.plain_word_anchors.is_empty() {
         return;
     }
-    let first: Vec<u32> = lexical(hits)
+    let first: Vec<NodeId> = lexical(hits)
         .iter()
         .take(PLAIN_WORD_CONFIRMATION)
         .filter_map(|h| h.node)
@@ -225,7 +226,7 @@ pub fn anchor_on_search(
     let Some(&top) = pool.first() else {
         return false;
     };
-    let prefer = |wanted: &dyn Fn(u32) -> bool| -> &Hit {
+    let prefer = |wanted: &dyn Fn(NodeId) -> bool| -> &Hit {
         pool.iter()
             .copied()
             .find(|h| h.node.is_some_and(|n| wanted(n) && !graph.is_test(n)))
@@ -234,9 +235,9 @@ pub fn anchor_on_search(
     };
     match profile {
         ProfileName::Flow => {
-            let callable = |n: u32| graph.kind(n).is_callable();
+            let callable = |n: NodeId| graph.kind(n).is_callable();
             let best = prefer(&callable);
-            let node = best.node.unwrap_or_default();
+            let node = best.node.unwrap_or(NodeId(0));
             intent
                 .anchors
                 .push(search_anchor(graph, intent, best, node));
@@ -248,15 +249,15 @@ pub fn anchor_on_search(
         }
         ProfileName::Symbol | ProfileName::Impact => {
             let best = prefer(&|_| true);
-            let node = best.node.unwrap_or_default();
+            let node = best.node.unwrap_or(NodeId(0));
             intent
                 .anchors
                 .push(search_anchor(graph, intent, best, node));
         }
         ProfileName::Architecture => {
-            let mut modules: Vec<u32> = Vec::new();
+            let mut modules: Vec<NodeId> = Vec::new();
             for hit in pool.iter().take(3) {
-                let module = module_of(graph, hit.node.unwrap_or_default());
+                let module = module_of(graph, hit.node.unwrap_or(NodeId(0)));
                 if !modules.contains(&module) {
                     modules.push(module);
                     intent

@@ -28,8 +28,8 @@ use crate::query::intent::{self, Intent};
 use crate::query::profile::EvidenceClass;
 use crate::query::profile::{Profile, ProfileName};
 use crate::query::search;
-pub use project::{DiagnosticCode, OmissionReason};
 use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
+pub use project::{DiagnosticCode, OmissionReason};
 
 /// v2: one evidence entry per (class, symbol) with `sites`, anchors with
 /// `anchor_reason`, diagnostics with `candidates`, the `after-cursor` omission reason.

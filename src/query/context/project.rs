@@ -14,7 +14,7 @@ use super::retrieve::{Candidate, RelationInfo, SliceTarget};
 use super::{ArgvChange, ContextRequest};
 use crate::error::AtlasError;
 use crate::graph::codes::FileClass;
-use crate::graph::data::NONE;
+use crate::graph::ids::FileId;
 use crate::graph::reader::Graph;
 use crate::query::profile::EvidenceClass;
 use crate::syntax::facts::SymbolKind;
@@ -303,18 +303,18 @@ struct SourceFile {
 struct Sources<'a> {
     graph: &'a Graph,
     root: &'a Path,
-    files: HashMap<u32, SourceFile>,
+    files: HashMap<FileId, SourceFile>,
 }
 
 impl Sources<'_> {
     /// The file's current text if its bytes hash to the generation's hash (R-PROJ-2).
-    fn get(&mut self, file: u32) -> &SourceFile {
+    fn get(&mut self, file: FileId) -> &SourceFile {
         let graph = self.graph;
         let root = self.root;
         self.files.entry(file).or_insert_with(|| {
-            let record = &graph.data().files[file as usize];
+            let record = &graph.data().files[file.index()];
             let class = FileClass::from_code(record.class);
-            let path = graph.str(record.path.to_native());
+            let path = graph.str(record.path());
             match crate::source::read(root, path, record.size.to_native()) {
                 Ok(bytes) if blake3::hash(&bytes).as_bytes() == &record.hash => {
                     let text = String::from_utf8(bytes).ok();
@@ -364,16 +364,14 @@ fn relation_out(graph: &Graph, r: &RelationInfo) -> RelationOut {
     }
 }
 
-fn file_of_candidate(graph: &Graph, c: &Candidate) -> Option<u32> {
+fn file_of_candidate(graph: &Graph, c: &Candidate) -> Option<FileId> {
     match c.slice {
         SliceTarget::Site(file, _) => Some(file),
-        SliceTarget::Declaration(node) => {
-            Some(graph.node(node).file.to_native()).filter(|f| *f != NONE)
-        }
+        SliceTarget::Declaration(node) => Some(graph.node(node).file()).filter(|f| !f.is_none()),
         SliceTarget::None => c
             .node
-            .map(|n| graph.node(n).file.to_native())
-            .filter(|f| *f != NONE),
+            .map(|n| graph.node(n).file())
+            .filter(|f| !f.is_none()),
     }
 }
 
@@ -389,8 +387,7 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
             (
                 graph.label(n),
                 kind.as_str(),
-                (record.file.to_native() != NONE)
-                    .then(|| graph.file_path(record.file.to_native()).to_string()),
+                (!record.file().is_none()).then(|| graph.file_path(record.file()).to_string()),
                 symbolic.then(|| {
                     [
                         record.span.start_line.to_native() + 1,
@@ -518,7 +515,12 @@ pub fn project(
                 id: c.id.clone(),
             });
         }
-        omit(start + offset, c, OmissionReason::RetrievalCap, &mut omitted);
+        omit(
+            start + offset,
+            c,
+            OmissionReason::RetrievalCap,
+            &mut omitted,
+        );
     }
 
     let mut sources = Sources {
@@ -530,9 +532,9 @@ pub fn project(
     let mut positions = Vec::new();
     let mut required_positions = Vec::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
-    let mut paths: Vec<u32> = Vec::new();
+    let mut paths: Vec<FileId> = Vec::new();
     let mut used = 0usize;
-    let mut stale_reported: Vec<u32> = Vec::new();
+    let mut stale_reported: Vec<FileId> = Vec::new();
     // Whether some body is kept in full: only then may siblings become skeletons.
     let mut full_kept = false;
     // What earlier pages showed is omitted here, with the argv that shows it again.
@@ -814,7 +816,8 @@ impl Projection {
                     })
                 }
                 _ => {
-                    let stuck = reason == OmissionReason::ByteCeiling && first == self.counters.cursor_prefix;
+                    let stuck = reason == OmissionReason::ByteCeiling
+                        && first == self.counters.cursor_prefix;
                     request.argv_with(ArgvChange {
                         after: Some((fingerprint, &after)),
                         max_bytes: stuck.then(|| (limits.max_bytes * 2).clamp(1024, 1_000_000)),

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use super::spine::{Hop, SPINE_MAX, SpineBudget, Spines};
 use crate::graph::codes::FileClass;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
-use crate::graph::data::{ArchivedEdgeRecord, NONE};
+use crate::graph::data::ArchivedEdgeRecord;
+use crate::graph::ids::{FileId, NodeId, StrId};
 use crate::graph::reader::{Direction, Graph};
 use crate::query::intent::{Intent, Relation};
 use crate::query::profile::EvidenceClass;
@@ -19,22 +20,22 @@ use crate::syntax::facts::SymbolKind;
 pub enum SliceTarget {
     None,
     /// The node's declaration span.
-    Declaration(u32),
+    Declaration(NodeId),
     /// A few lines around a site: (file, 0-based line).
-    Site(u32, u32),
+    Site(FileId, u32),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelationInfo {
     pub kind: EdgeKind,
     pub extends: bool,
-    pub from: u32,
-    pub to: u32,
+    pub from: NodeId,
+    pub to: NodeId,
     pub provenance: Provenance,
     pub resolution: Resolution,
     pub confidence: u8,
     /// (file, 0-based line).
-    pub site: Option<(u32, u32)>,
+    pub site: Option<(FileId, u32)>,
     /// `facts::site` bits of a call (handler, guard, result carried on).
     pub flags: u8,
     /// A hop through dynamic dispatch: the call names a base method, `to` is the
@@ -52,7 +53,7 @@ pub struct Candidate {
     pub reasons: Vec<String>,
     pub relation_reasons: Option<RelationReasons>,
     pub required: bool,
-    pub node: Option<u32>,
+    pub node: Option<NodeId>,
     pub relation: Option<RelationInfo>,
     pub slice: SliceTarget,
     pub on_spine: bool,
@@ -62,7 +63,7 @@ pub struct Candidate {
     pub statement: Option<Statement>,
     /// Every site of this evidence — (file, 0-based line) — when one entry stands for
     /// several relations of the same symbol (a callee called from nine lines).
-    pub sites: Vec<(u32, u32)>,
+    pub sites: Vec<(FileId, u32)>,
     /// Why a spine or alternative hop was taken (`reach 214, main path`).
     pub why: Option<String>,
 }
@@ -81,7 +82,7 @@ pub struct RelationReasons {
 pub enum Note {
     None,
     /// Reached through this node (hop ≥ 2).
-    Via(u32),
+    Via(NodeId),
     Text(&'static str),
     AlternativePath(usize),
 }
@@ -93,7 +94,7 @@ impl Candidate {
         id: String,
         class: EvidenceClass,
         score: u16,
-        node: u32,
+        node: NodeId,
         reason: String,
     ) -> Self {
         Candidate {
@@ -159,7 +160,7 @@ pub struct Statement {
 pub struct Retrieval {
     pub candidates: Vec<Candidate>,
     /// Spine node ids in order (flow), for rendering.
-    pub spine: Vec<u32>,
+    pub spine: Vec<NodeId>,
     /// Distinct files touched while traversing (load profile input).
     pub paths_traversed: usize,
 }
@@ -309,24 +310,24 @@ pub fn evidence_id(class: EvidenceClass, identity: &str) -> String {
 
 struct Builder<'g> {
     graph: &'g Graph,
-    named: BTreeSet<u32>,
+    named: BTreeSet<NodeId>,
     candidates: Vec<Candidate>,
     seen: HashMap<String, usize>,
-    touched_files: BTreeSet<u32>,
+    touched_files: BTreeSet<FileId>,
 }
 
 pub(super) fn relation_of(
-    from: u32,
+    from: NodeId,
     edge: &ArchivedEdgeRecord,
     direction: Direction,
 ) -> RelationInfo {
-    let other = edge.node.to_native();
+    let other = edge.node();
     let (from, to) = if direction == Direction::Outgoing {
         (from, other)
     } else {
         (other, from)
     };
-    let site_file = edge.site_file.to_native();
+    let site_file = edge.site_file();
     RelationInfo {
         kind: EdgeKind::from_code(edge.kind).unwrap_or(EdgeKind::References),
         extends: EdgeSubkind::from_code(edge.subkind) == Some(EdgeSubkind::Extends),
@@ -335,18 +336,18 @@ pub(super) fn relation_of(
         provenance: Provenance::from_code(edge.provenance).unwrap_or(Provenance::TreeSitter),
         resolution: Resolution::from_code(edge.resolution).unwrap_or(Resolution::UniqueName),
         confidence: edge.confidence,
-        site: (site_file != NONE).then(|| (site_file, edge.site.start_line.to_native())),
+        site: (!site_file.is_none()).then(|| (site_file, edge.site.start_line.to_native())),
         flags: edge.flags,
         dispatch: false,
     }
 }
 
 impl<'g> Builder<'g> {
-    fn label(&self, node: u32) -> String {
+    fn label(&self, node: NodeId) -> String {
         self.graph.label(node)
     }
 
-    fn is_policy_class(&self, node: u32) -> bool {
+    fn is_policy_class(&self, node: NodeId) -> bool {
         self.graph.file_of(node).is_some_and(|f| {
             matches!(
                 FileClass::from_code(f.class),
@@ -356,13 +357,13 @@ impl<'g> Builder<'g> {
     }
 
     /// Centrality bonus: up to +150 for hubs (mean centrality is 1000).
-    fn bonus(&self, node: u32) -> u32 {
+    fn bonus(&self, node: NodeId) -> u32 {
         (self.graph.node(node).centrality.to_native() / 20).min(150)
     }
 
     fn relation_score(
         &self,
-        node: u32,
+        node: NodeId,
         confidence: u8,
         hop: u32,
         decay_square: bool,
@@ -381,8 +382,8 @@ impl<'g> Builder<'g> {
         candidate.id = evidence_id(candidate.class, identity);
         if let Some(node) = candidate.node {
             candidate.named |= self.named.contains(&node);
-            let file = self.graph.node(node).file.to_native();
-            if file != NONE {
+            let file = self.graph.node(node).file();
+            if !file.is_none() {
                 self.touched_files.insert(file);
             }
         }
@@ -410,7 +411,7 @@ impl<'g> Builder<'g> {
         }
     }
 
-    fn declaration(&mut self, node: u32, reason: String) {
+    fn declaration(&mut self, node: NodeId, reason: String) {
         let kind = self.graph.kind(node);
         let slice = if matches!(kind, SymbolKind::Module | SymbolKind::File) {
             SliceTarget::None
@@ -442,7 +443,7 @@ impl<'g> Builder<'g> {
     fn relation(
         &mut self,
         class: EvidenceClass,
-        node: u32,
+        node: NodeId,
         relation: RelationInfo,
         hop: u32,
         decay_square: bool,
@@ -457,7 +458,7 @@ impl<'g> Builder<'g> {
     fn relation_adjusted(
         &mut self,
         class: EvidenceClass,
-        node: u32,
+        node: NodeId,
         relation: RelationInfo,
         hop: u32,
         decay_square: bool,
@@ -480,7 +481,7 @@ impl<'g> Builder<'g> {
         };
         // One entry per (class, symbol): its relations' sites are gathered on it.
         let identity = self.label(node);
-        let sites: Vec<(u32, u32)> = relation.site.into_iter().collect();
+        let sites: Vec<(FileId, u32)> = relation.site.into_iter().collect();
         self.push(
             Candidate {
                 id: String::new(),
@@ -509,7 +510,7 @@ impl<'g> Builder<'g> {
     }
 
     /// Records why a hop was taken on the entry of `(class, node)`.
-    fn set_why(&mut self, class: EvidenceClass, node: u32, why: String) {
+    fn set_why(&mut self, class: EvidenceClass, node: NodeId, why: String) {
         let id = evidence_id(class, &self.label(node));
         if let Some(&index) = self.seen.get(&id) {
             self.candidates[index].why = Some(why);
@@ -521,7 +522,7 @@ impl<'g> Builder<'g> {
         class: EvidenceClass,
         code: &'static str,
         text: String,
-        node: Option<u32>,
+        node: Option<NodeId>,
         required: bool,
         score: u16,
     ) {
@@ -547,7 +548,7 @@ impl<'g> Builder<'g> {
         );
     }
 
-    fn edges(&self, node: u32, direction: Direction, kind: EdgeKind) -> Vec<RelationInfo> {
+    fn edges(&self, node: NodeId, direction: Direction, kind: EdgeKind) -> Vec<RelationInfo> {
         let edges = self.graph.edges(node, direction);
         edges
             .iter()
@@ -557,13 +558,13 @@ impl<'g> Builder<'g> {
     }
 
     /// Frontier entries named like `node` that could reach it.
-    fn frontier_reaching(&self, node: u32) -> Vec<(u32, u32, u32, u32)> {
-        self.frontier_reaching_named(self.graph.node(node).name.to_native())
+    fn frontier_reaching(&self, node: NodeId) -> Vec<(NodeId, FileId, u32, u32)> {
+        self.frontier_reaching_named(self.graph.node(node).name())
     }
 
     /// Unresolved call or reference sites named `name` (a string id), with at least one
     /// definition of that name: `(from, file, 0-based line, candidates)`.
-    fn frontier_reaching_named(&self, name: u32) -> Vec<(u32, u32, u32, u32)> {
+    fn frontier_reaching_named(&self, name: StrId) -> Vec<(NodeId, FileId, u32, u32)> {
         let frontier = &self.graph.data().frontier;
         self.graph
             .frontier_named(name)
@@ -572,8 +573,8 @@ impl<'g> Builder<'g> {
             .filter(|f| f.candidates.to_native() > 0)
             .map(|f| {
                 (
-                    f.from.to_native(),
-                    f.file.to_native(),
+                    f.from(),
+                    f.file(),
                     f.site.start_line.to_native(),
                     f.candidates.to_native(),
                 )
@@ -581,12 +582,9 @@ impl<'g> Builder<'g> {
             .collect()
     }
 
-    fn frontier_candidates(&mut self, anchor: u32, score: u16) -> usize {
+    fn frontier_candidates(&mut self, anchor: NodeId, score: u16) -> usize {
         let entries = self.frontier_reaching(anchor);
-        let name = self
-            .graph
-            .str(self.graph.node(anchor).name.to_native())
-            .to_string();
+        let name = self.graph.str(self.graph.node(anchor).name()).to_string();
         for (from, file, line, candidates) in &entries {
             // One entry per calling symbol; its unresolved sites are gathered on it.
             let identity = format!("frontier|{name}|{}", self.label(*from));
@@ -621,7 +619,7 @@ impl<'g> Builder<'g> {
 
     /// Implementations of `node`: implementors of a trait/interface/class, and for a
     /// method of one, the same-named members of the implementors.
-    fn implementations(&mut self, node: u32) -> usize {
+    fn implementations(&mut self, node: NodeId) -> usize {
         let graph = self.graph;
         let kind = graph.kind(node);
         let mut found = Vec::new();
@@ -629,13 +627,13 @@ impl<'g> Builder<'g> {
             found.push((relation.from, relation));
         }
         if kind == SymbolKind::Method {
-            let parent = graph.node(node).parent.to_native();
-            let name = graph.node(node).name.to_native();
-            if parent != NONE {
+            let parent = graph.node(node).parent();
+            let name = graph.node(node).name();
+            if !parent.is_none() {
                 for relation in self.edges(parent, Direction::Incoming, EdgeKind::Implements) {
                     let implementor = relation.from;
                     for member in self.edges(implementor, Direction::Outgoing, EdgeKind::Contains) {
-                        if graph.node(member.to).name.to_native() == name {
+                        if graph.node(member.to).name() == name {
                             found.push((member.to, relation.clone()));
                         }
                     }
@@ -670,13 +668,13 @@ impl<'g> Builder<'g> {
     /// Callers or callees up to `hops`, breadth first.
     fn walk_calls(
         &mut self,
-        anchor: u32,
+        anchor: NodeId,
         direction: Direction,
         hops: u32,
         class: EvidenceClass,
     ) -> usize {
         let mut frontier = vec![anchor];
-        let mut visited: BTreeSet<u32> = BTreeSet::from([anchor]);
+        let mut visited: BTreeSet<NodeId> = BTreeSet::from([anchor]);
         let mut direct = 0;
         for hop in 1..=hops {
             let mut next = Vec::new();
@@ -806,7 +804,7 @@ fn symbol(b: &mut Builder, intent: &Intent) {
 }
 
 /// "Zero callers" and "callers unknown (frontier)" are different answers (R-RES-2).
-fn failure_for_callers(b: &mut Builder, node: u32, unresolved: usize) {
+fn failure_for_callers(b: &mut Builder, node: NodeId, unresolved: usize) {
     let label = b.label(node);
     if unresolved > 0 {
         b.statement(
@@ -835,8 +833,8 @@ const CALLEE_SIGNAL_WEIGHT: i64 = 3;
 /// Implementations not taken listed per dispatched spine hop.
 const DISPATCH_ALTERNATIVES: usize = 4;
 
-fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
-    let anchors: Vec<u32> = intent.anchors.iter().map(|a| a.node).collect();
+fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<NodeId> {
+    let anchors: Vec<NodeId> = intent.anchors.iter().map(|a| a.node).collect();
     let Some(&first) = anchors.first() else {
         return Vec::new();
     };
@@ -852,7 +850,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
     } else {
         spines.main_path(first, &intent.anchors[0].describe())
     };
-    let spine: Vec<u32> = hops.iter().map(|h| h.node).collect();
+    let spine: Vec<NodeId> = hops.iter().map(|h| h.node).collect();
     for (step, hop) in hops.iter().enumerate() {
         let label = b.label(hop.node);
         let mut reasons = vec![format!("spine step {}", step + 1)];
@@ -926,7 +924,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
         alternatives.push(("alternative chain from the next search hit".into(), chain));
     }
     // What an alternative shows is not repeated as a callee.
-    let shown: Vec<u32> = spine
+    let shown: Vec<NodeId> = spine
         .iter()
         .copied()
         .chain(
@@ -1045,7 +1043,7 @@ fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec<u32> {
 /// Two anchors without a call path between them: a failure that names the hop that broke
 /// it — the unresolved call site named like the second anchor, reachable from the first,
 /// and why it is unresolved — with that site as frontier evidence (R-RES-2, issue 11).
-fn no_call_path(b: &mut Builder, intent: &Intent, first: u32, second: u32) {
+fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, second: NodeId) {
     for anchor in &intent.anchors {
         b.declaration(anchor.node, anchor.describe());
     }
@@ -1058,13 +1056,13 @@ fn no_call_path(b: &mut Builder, intent: &Intent, first: u32, second: u32) {
             continue;
         }
         for e in graph.out_edges(node) {
-            if e.kind == EdgeKind::Calls as u8 && reached.insert(e.node.to_native()) {
-                queue.push_back((e.node.to_native(), depth + 1));
+            if e.kind == EdgeKind::Calls as u8 && reached.insert(e.node()) {
+                queue.push_back((e.node(), depth + 1));
             }
         }
     }
-    let name = graph.node(second).name.to_native();
-    let broken: Vec<(u32, u32, u32, u32)> = b
+    let name = graph.node(second).name();
+    let broken: Vec<(NodeId, FileId, u32, u32)> = b
         .frontier_reaching_named(name)
         .into_iter()
         .filter(|(from, _, _, _)| reached.contains(from))
@@ -1136,20 +1134,20 @@ fn no_call_path(b: &mut Builder, intent: &Intent, first: u32, second: u32) {
 
 /// Runtime boundaries reached from the spine: resolved calls and unresolved call sites
 /// whose callee name is a known boundary (R-Q-5). Required evidence.
-fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
+fn frontier_of_spine(b: &mut Builder, spine: &[NodeId]) {
     let graph = b.graph;
-    let spine_set: BTreeSet<u32> = spine.iter().copied().collect();
-    let mut boundaries: BTreeMap<(u32, u32, String), (u32, &'static str)> = BTreeMap::new();
+    let spine_set: BTreeSet<NodeId> = spine.iter().copied().collect();
+    let mut boundaries: BTreeMap<(FileId, u32, String), (NodeId, &'static str)> = BTreeMap::new();
     for entry in graph.data().frontier.iter() {
-        let from = entry.from.to_native();
+        let from = entry.from();
         if !spine_set.contains(&from) {
             continue;
         }
-        let name = graph.str(entry.name.to_native());
+        let name = graph.str(entry.name());
         if let Some(category) = boundary_category(name) {
             boundaries.insert(
                 (
-                    entry.file.to_native(),
+                    entry.file(),
                     entry.site.start_line.to_native(),
                     name.to_string(),
                 ),
@@ -1159,7 +1157,7 @@ fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
     }
     for &node in spine {
         for relation in b.edges(node, Direction::Outgoing, EdgeKind::Calls) {
-            let name = graph.str(graph.node(relation.to).name.to_native());
+            let name = graph.str(graph.node(relation.to).name());
             if let (Some(category), Some((file, line))) = (boundary_category(name), relation.site) {
                 boundaries.insert((file, line, name.to_string()), (node, category));
             }
@@ -1197,10 +1195,10 @@ fn frontier_of_spine(b: &mut Builder, spine: &[u32]) {
     }
 }
 
-fn module_of(graph: &Graph, node: u32) -> u32 {
+fn module_of(graph: &Graph, node: NodeId) -> NodeId {
     match graph.kind(node) {
         SymbolKind::Module => node,
-        _ => graph.file_of(node).map_or(node, |f| f.module.to_native()),
+        _ => graph.file_of(node).map_or(node, |f| f.module()),
     }
 }
 
@@ -1208,8 +1206,8 @@ fn architecture(b: &mut Builder, intent: &Intent) {
     let graph = b.graph;
     let data = graph.data();
     // Modules in scope: the named ones (and their descendants), else every module.
-    let mut scope: BTreeSet<u32> = BTreeSet::new();
-    let mut named_modules: BTreeSet<u32> = BTreeSet::new();
+    let mut scope: BTreeSet<NodeId> = BTreeSet::new();
+    let mut named_modules: BTreeSet<NodeId> = BTreeSet::new();
     for anchor in &intent.anchors {
         let module = module_of(graph, anchor.node);
         named_modules.insert(module);
@@ -1217,16 +1215,17 @@ fn architecture(b: &mut Builder, intent: &Intent) {
             b.declaration(anchor.node, anchor.describe());
         }
     }
-    let module_nodes: Vec<u32> = (0..graph.node_count() as u32)
+    let module_nodes: Vec<NodeId> = graph
+        .nodes()
         .take_while(|&n| graph.kind(n) == SymbolKind::Module)
         .collect();
     if named_modules.is_empty() {
         scope.extend(module_nodes.iter().copied());
     } else {
         for &m in &module_nodes {
-            let path = graph.str(graph.node(m).qualified.to_native());
+            let path = graph.str(graph.node(m).qualified());
             if named_modules.iter().any(|&n| {
-                let named = graph.str(graph.node(n).qualified.to_native());
+                let named = graph.str(graph.node(n).qualified());
                 n == m || named == "." || path.starts_with(&format!("{named}/"))
             }) {
                 scope.insert(m);
@@ -1234,12 +1233,12 @@ fn architecture(b: &mut Builder, intent: &Intent) {
         }
     }
     // Module summaries.
-    let mut files_per_module: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut files_per_module: BTreeMap<NodeId, Vec<FileId>> = BTreeMap::new();
     for (index, file) in data.files.iter().enumerate() {
         files_per_module
-            .entry(file.module.to_native())
+            .entry(file.module())
             .or_default()
-            .push(index as u32);
+            .push(FileId(index as u32));
     }
     for &module in &scope {
         let files = files_per_module.get(&module).cloned().unwrap_or_default();
@@ -1249,13 +1248,11 @@ fn architecture(b: &mut Builder, intent: &Intent) {
         let symbols: usize = files
             .iter()
             .map(|&f| {
-                let node = data.files[f as usize].node.to_native();
+                let node = data.files[f.index()].node();
                 b.edges(node, Direction::Outgoing, EdgeKind::Contains).len()
             })
             .sum();
-        let path = graph
-            .str(graph.node(module).qualified.to_native())
-            .to_string();
+        let path = graph.str(graph.node(module).qualified()).to_string();
         let named = named_modules.contains(&module);
         let score = (200 + 40 * files.len() as u32 + 5 * symbols as u32).min(20_000) as u16;
         let text = format!(
@@ -1290,10 +1287,10 @@ fn architecture(b: &mut Builder, intent: &Intent) {
         );
         // Representatives: the most central symbols of the module's code, its public
         // ones first (what other modules use it through).
-        let mut symbols_in_module: Vec<u32> = files
+        let mut symbols_in_module: Vec<NodeId> = files
             .iter()
             .flat_map(|&f| {
-                let node = data.files[f as usize].node.to_native();
+                let node = data.files[f.index()].node();
                 b.edges(node, Direction::Outgoing, EdgeKind::Contains)
                     .into_iter()
                     .map(|r| r.to)
@@ -1328,17 +1325,15 @@ fn architecture(b: &mut Builder, intent: &Intent) {
     }
     // Relationships between modules in scope.
     for edge in data.module_edges.iter() {
-        let (from, to) = (edge.from.to_native(), edge.to.to_native());
+        let (from, to) = (edge.from(), edge.to());
         if !(scope.contains(&from) || scope.contains(&to)) {
             continue;
         }
         let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
         let count = edge.count.to_native();
         let (a, c) = (
-            graph
-                .str(graph.node(from).qualified.to_native())
-                .to_string(),
-            graph.str(graph.node(to).qualified.to_native()).to_string(),
+            graph.str(graph.node(from).qualified()).to_string(),
+            graph.str(graph.node(to).qualified()).to_string(),
         );
         let touches_named = named_modules.contains(&from) || named_modules.contains(&to);
         let score = (250 + 25 * count + if touches_named { 200 } else { 0 }).min(20_000) as u16;
@@ -1380,7 +1375,7 @@ fn impact(b: &mut Builder, intent: &Intent) {
         ];
         let mut frontier = vec![node];
         let mut visited = BTreeSet::from([node]);
-        let mut affected: BTreeSet<u32> = BTreeSet::new();
+        let mut affected: BTreeSet<NodeId> = BTreeSet::new();
         let mut dependents = 0;
         for hop in 1..=IMPACT_HOPS {
             let mut next = Vec::new();
@@ -1441,10 +1436,7 @@ fn impact(b: &mut Builder, intent: &Intent) {
         }
         affected.remove(&module_of(b.graph, node));
         for module in affected {
-            let path = b
-                .graph
-                .str(b.graph.node(module).qualified.to_native())
-                .to_string();
+            let path = b.graph.str(b.graph.node(module).qualified()).to_string();
             b.statement(
                 EvidenceClass::AffectedModule,
                 "affected-module",
@@ -1466,7 +1458,7 @@ pub fn add_search_hits(
     let mut seen: std::collections::HashSet<String> =
         retrieval.candidates.iter().map(|c| c.id.clone()).collect();
     // An anchor, a spine step or an alternative chain's step is already shown.
-    let shown: std::collections::HashSet<u32> = retrieval
+    let shown: std::collections::HashSet<NodeId> = retrieval
         .candidates
         .iter()
         .filter(|c| {

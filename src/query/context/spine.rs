@@ -12,7 +12,8 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::retrieve::{RelationInfo, relation_of};
 use crate::graph::codes::EdgeKind;
-use crate::graph::data::{FLAG_DECLARES_ONLY, NONE};
+use crate::graph::data::FLAG_DECLARES_ONLY;
+use crate::graph::ids::NodeId;
 use crate::graph::reader::{Direction, Graph};
 use crate::syntax::facts::{SymbolKind, site};
 
@@ -78,7 +79,7 @@ const PLUMBING: &[&str] = &[
 /// One hop of a spine: the node, the call that reached it, and why it was taken.
 #[derive(Debug, Clone)]
 pub struct Hop {
-    pub node: u32,
+    pub node: NodeId,
     pub via: Option<RelationInfo>,
     pub why: String,
 }
@@ -107,7 +108,7 @@ impl SpineBudget {
         }
     }
 
-    fn cost(&self, graph: &Graph, node: u32) -> u32 {
+    fn cost(&self, graph: &Graph, node: NodeId) -> u32 {
         span_lines(graph, node).min(self.lines_per_slice) + Self::STEP_OVERHEAD_LINES
     }
 }
@@ -115,22 +116,22 @@ impl SpineBudget {
 /// Reach counts and implementation lookups of one query, memoised.
 pub struct Spines<'g> {
     graph: &'g Graph,
-    reach: HashMap<u32, usize>,
+    reach: HashMap<NodeId, usize>,
     /// Nodes named by the query: preferred among implementations.
-    named: BTreeSet<u32>,
+    named: BTreeSet<NodeId>,
     budget: SpineBudget,
 }
 
 /// A callee considered for the next hop.
 struct Step {
-    node: u32,
+    node: NodeId,
     via: RelationInfo,
     score: i64,
     why: String,
 }
 
 impl<'g> Spines<'g> {
-    pub fn new(graph: &'g Graph, named: BTreeSet<u32>, budget: SpineBudget) -> Self {
+    pub fn new(graph: &'g Graph, named: BTreeSet<NodeId>, budget: SpineBudget) -> Self {
         Spines {
             graph,
             reach: HashMap::new(),
@@ -140,7 +141,7 @@ impl<'g> Spines<'g> {
     }
 
     /// Distinct repository nodes reachable by calls from `node` (capped).
-    pub fn reach(&mut self, node: u32) -> usize {
+    pub fn reach(&mut self, node: NodeId) -> usize {
         if let Some(&r) = self.reach.get(&node) {
             return r;
         }
@@ -152,7 +153,7 @@ impl<'g> Spines<'g> {
                 if e.kind != EdgeKind::Calls as u8 {
                     continue;
                 }
-                let next = e.node.to_native();
+                let next = e.node();
                 if seen.len() > REACH_CAP {
                     break;
                 }
@@ -171,16 +172,16 @@ impl<'g> Spines<'g> {
 
     /// Overrides of `method` in the implementors and subclasses of its type, when the
     /// method belongs to a base class, trait or interface: where a call to it may go.
-    pub fn implementations(&self, method: u32) -> Vec<u32> {
+    pub fn implementations(&self, method: NodeId) -> Vec<NodeId> {
         let graph = self.graph;
         if graph.kind(method) != SymbolKind::Method {
             return Vec::new();
         }
-        let parent = graph.node(method).parent.to_native();
-        if parent == NONE {
+        let parent = graph.node(method).parent();
+        if parent.is_none() {
             return Vec::new();
         }
-        let name = graph.node(method).name.to_native();
+        let name = graph.node(method).name();
         // The type that declares the method: its impl block names a trait or a type.
         let mut types = vec![parent];
         if graph.kind(parent) == SymbolKind::Impl {
@@ -189,7 +190,7 @@ impl<'g> Spines<'g> {
                     .out_edges(parent)
                     .iter()
                     .filter(|e| e.kind == EdgeKind::Implements as u8)
-                    .map(|e| e.node.to_native()),
+                    .map(|e| e.node()),
             );
         }
         let mut out = Vec::new();
@@ -198,16 +199,16 @@ impl<'g> Spines<'g> {
                 .in_edges(ty)
                 .iter()
                 .filter(|e| e.kind == EdgeKind::Implements as u8)
-                .map(|e| e.node.to_native())
+                .map(|e| e.node())
             {
                 for member in graph
                     .out_edges(implementor)
                     .iter()
                     .filter(|e| e.kind == EdgeKind::Contains as u8)
-                    .map(|e| e.node.to_native())
+                    .map(|e| e.node())
                 {
                     if member != method
-                        && graph.node(member).name.to_native() == name
+                        && graph.node(member).name() == name
                         && graph.kind(member).is_callable()
                         && !out.contains(&member)
                     {
@@ -223,17 +224,17 @@ impl<'g> Spines<'g> {
     /// Whether `method` only declares what implementations define: a trait or interface
     /// member, or a callable the extractor found only declares (abstract, `raise
     /// NotImplementedError`, `pass`, a signature without body).
-    fn is_abstract(&self, method: u32) -> bool {
+    fn is_abstract(&self, method: NodeId) -> bool {
         let graph = self.graph;
         let record = graph.node(method);
-        let parent = record.parent.to_native();
-        (parent != NONE && graph.kind(parent) == SymbolKind::Interface)
+        let parent = record.parent();
+        (!parent.is_none() && graph.kind(parent) == SymbolKind::Interface)
             || record.flags & FLAG_DECLARES_ONLY != 0
     }
 
     /// The implementation a dispatched call most likely takes: the one the query names,
     /// else the only one, else the most called; the others are alternatives.
-    fn pick_implementation(&self, implementations: &[u32]) -> Option<(u32, String)> {
+    fn pick_implementation(&self, implementations: &[NodeId]) -> Option<(NodeId, String)> {
         let graph = self.graph;
         if let Some(&named) = implementations.iter().find(|n| self.named.contains(n)) {
             return Some((named, "the implementation the query names".into()));
@@ -262,16 +263,14 @@ impl<'g> Spines<'g> {
     }
 
     /// How much a call from the current node is worth following, and why.
-    pub fn score(&mut self, via: &RelationInfo, on_path: &[u32]) -> Option<(i64, String)> {
+    pub fn score(&mut self, via: &RelationInfo, on_path: &[NodeId]) -> Option<(i64, String)> {
         let graph = self.graph;
         let callee = via.to;
         if on_path.contains(&callee) {
             return None;
         }
         let kind = graph.kind(callee);
-        let name = graph
-            .str(graph.node(callee).name.to_native())
-            .to_lowercase();
+        let name = graph.str(graph.node(callee).name()).to_lowercase();
         let reach = self.reach(callee);
         let mut score = ((1.0 + reach as f64).ln() * 20.0) as i64 + i64::from(via.confidence / 10);
         // A name resolved only by being unique in the repository is a guess (precision
@@ -341,9 +340,9 @@ impl<'g> Spines<'g> {
 
     /// The candidate next hops from `node`, best first; a call into a dispatched method
     /// continues in its likely implementation (hop marked `dispatch`).
-    fn steps(&mut self, node: u32, on_path: &[u32]) -> Vec<Step> {
+    fn steps(&mut self, node: NodeId, on_path: &[NodeId]) -> Vec<Step> {
         let graph = self.graph;
-        let mut best: HashMap<u32, Step> = HashMap::new();
+        let mut best: HashMap<NodeId, Step> = HashMap::new();
         for edge in graph.out_edges(node) {
             if edge.kind != EdgeKind::Calls as u8 {
                 continue;
@@ -399,18 +398,18 @@ impl<'g> Spines<'g> {
     }
 
     /// The main path from `from`: greedily the best next hop, while one is worth it.
-    pub fn main_path(&mut self, from: u32, why: &str) -> Vec<Hop> {
+    pub fn main_path(&mut self, from: NodeId, why: &str) -> Vec<Hop> {
         self.chain(from, why, &[])
     }
 
     /// `main_path` avoiding `avoid` (the spine an alternative must leave).
-    fn chain(&mut self, from: u32, why: &str, avoid: &[u32]) -> Vec<Hop> {
+    fn chain(&mut self, from: NodeId, why: &str, avoid: &[NodeId]) -> Vec<Hop> {
         let mut hops = vec![Hop {
             node: from,
             via: None,
             why: why.to_string(),
         }];
-        let mut on_path: Vec<u32> = avoid.to_vec();
+        let mut on_path: Vec<NodeId> = avoid.to_vec();
         on_path.push(from);
         let mut current = from;
         let mut lines = self.budget.cost(self.graph, from);
@@ -443,7 +442,7 @@ impl<'g> Spines<'g> {
 
     /// The next best chains off `spine`: from each of its first hops, the best callee not
     /// taken, followed for a few hops, labelled by how it leaves the main path.
-    pub fn alternatives(&mut self, spine: &[u32], limit: usize) -> Vec<(String, Vec<Hop>)> {
+    pub fn alternatives(&mut self, spine: &[NodeId], limit: usize) -> Vec<(String, Vec<Hop>)> {
         let mut out = Vec::new();
         for &node in spine.iter().take(3) {
             if out.len() >= limit {
@@ -475,7 +474,7 @@ impl<'g> Spines<'g> {
     /// Where a call to `method` runs when it only declares (a trait or interface member,
     /// an abstract body): its implementations, most called first; none for a concrete
     /// method.
-    pub fn dispatch_targets(&self, method: u32) -> Vec<u32> {
+    pub fn dispatch_targets(&self, method: NodeId) -> Vec<NodeId> {
         if !self.is_abstract(method) {
             return Vec::new();
         }
@@ -483,7 +482,7 @@ impl<'g> Spines<'g> {
     }
 
     /// Calls into `node`.
-    fn callers(&self, node: u32) -> usize {
+    fn callers(&self, node: NodeId) -> usize {
         self.graph
             .in_edges(node)
             .iter()
@@ -492,8 +491,8 @@ impl<'g> Spines<'g> {
     }
 
     /// The implementations of `method` outside tests, most called first.
-    fn implementations_by_use(&self, method: u32) -> Vec<u32> {
-        let mut targets: Vec<u32> = self
+    fn implementations_by_use(&self, method: NodeId) -> Vec<NodeId> {
+        let mut targets: Vec<NodeId> = self
             .implementations(method)
             .into_iter()
             .filter(|&n| !self.graph.is_test(n))
@@ -517,7 +516,7 @@ impl<'g> Spines<'g> {
                 .out_edges(via.from)
                 .iter()
                 .filter(|e| e.kind == EdgeKind::Calls as u8)
-                .map(|e| e.node.to_native())
+                .map(|e| e.node())
                 .find(|&m| self.implementations(m).contains(&hop.node))
             else {
                 continue;
@@ -545,9 +544,14 @@ impl<'g> Spines<'g> {
 
     /// The shortest call path from `from` to `to`, through dispatch too (a call to a base
     /// method continues in each implementation), optionally avoiding one edge.
-    pub fn call_path(&mut self, from: u32, to: u32, avoid: Option<(u32, u32)>) -> Option<Vec<Hop>> {
+    pub fn call_path(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        avoid: Option<(NodeId, NodeId)>,
+    ) -> Option<Vec<Hop>> {
         let graph = self.graph;
-        let mut previous: HashMap<u32, (u32, RelationInfo)> = HashMap::new();
+        let mut previous: HashMap<NodeId, (NodeId, RelationInfo)> = HashMap::new();
         let mut queue = VecDeque::from([(from, 0usize)]);
         let mut visited = BTreeSet::from([from]);
         while let Some((node, depth)) = queue.pop_front() {
@@ -620,7 +624,7 @@ impl<'g> Spines<'g> {
     }
 }
 
-fn span_lines(graph: &Graph, node: u32) -> u32 {
+fn span_lines(graph: &Graph, node: NodeId) -> u32 {
     let span = &graph.node(node).span;
     span.end_line.to_native() - span.start_line.to_native() + 1
 }

@@ -29,7 +29,7 @@ use super::embed::Embedder;
 use super::sources::{self, Commit, Section};
 use super::text::identifier_tokens;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::graph::data::NONE;
+use crate::graph::ids::{FileId, NodeId};
 use crate::graph::reader::Graph;
 use crate::syntax::facts::SymbolKind;
 
@@ -137,7 +137,7 @@ pub fn register_tokenizer(index: &Index) {
 }
 
 /// Symbols worth searching: everything but modules, files and impl blocks.
-pub fn searchable(graph: &Graph, node: u32) -> bool {
+pub fn searchable(graph: &Graph, node: NodeId) -> bool {
     !matches!(
         graph.kind(node),
         SymbolKind::Module | SymbolKind::File | SymbolKind::Impl
@@ -298,14 +298,9 @@ type Key = (&'static str, String, u32);
 
 /// The file text when it still matches the generation; stale or unreadable files give
 /// `None` (their symbols are indexed by name only).
-fn current_text(graph: &Graph, root: &Path, file: u32) -> Option<String> {
-    let meta = graph.data().files.get(file as usize)?;
-    let bytes = crate::source::read(
-        root,
-        graph.str(meta.path.to_native()),
-        meta.size.to_native(),
-    )
-    .ok()?;
+fn current_text(graph: &Graph, root: &Path, file: FileId) -> Option<String> {
+    let meta = graph.data().files.get(file.index())?;
+    let bytes = crate::source::read(root, graph.str(meta.path()), meta.size.to_native()).ok()?;
     (blake3::hash(&bytes).as_bytes() == &meta.hash)
         .then(|| String::from_utf8(bytes).ok())
         .flatten()
@@ -322,7 +317,7 @@ struct SymbolText {
     full_body: String,
 }
 
-fn symbol_text(graph: &Graph, text: Option<&str>, node: u32) -> SymbolText {
+fn symbol_text(graph: &Graph, text: Option<&str>, node: NodeId) -> SymbolText {
     let Some(text) = text else {
         return SymbolText::default();
     };
@@ -357,13 +352,13 @@ fn symbol_text(graph: &Graph, text: Option<&str>, node: u32) -> SymbolText {
 }
 
 /// Searchable nodes per file, in node order.
-fn nodes_by_file(graph: &Graph) -> Vec<Vec<u32>> {
+fn nodes_by_file(graph: &Graph) -> Vec<Vec<NodeId>> {
     let mut out = vec![Vec::new(); graph.data().files.len()];
-    for node in 0..graph.node_count() as u32 {
-        let file = graph.node(node).file.to_native();
-        if file != NONE
+    for node in graph.nodes() {
+        let file = graph.node(node).file();
+        if !file.is_none()
             && searchable(graph, node)
-            && let Some(list) = out.get_mut(file as usize)
+            && let Some(list) = out.get_mut(file.index())
         {
             list.push(node);
         }
@@ -372,23 +367,24 @@ fn nodes_by_file(graph: &Graph) -> Vec<Vec<u32>> {
 }
 
 /// A node's offset from its file node: stable while the file's content is.
-pub fn local_of(graph: &Graph, node: u32) -> Option<(u32, u32)> {
-    let file = graph.node(node).file.to_native();
-    let record = graph.data().files.get(file as usize)?;
-    Some((file, node.checked_sub(record.node.to_native())?))
+pub fn local_of(graph: &Graph, node: NodeId) -> Option<(FileId, u32)> {
+    let file = graph.node(node).file();
+    let record = graph.data().files.get(file.index())?;
+    Some((file, node.0.checked_sub(record.node().0)?))
 }
 
 /// Whether symbols can be keyed by offset: SCIP-added symbols are appended after every
 /// file's definitions, so their offsets are not stable.
 fn offsets_are_stable(graph: &Graph) -> bool {
-    (0..graph.node_count() as u32).all(|n| graph.node(n).scip_symbol.to_native() == NONE)
+    graph.nodes().all(|n| graph.node(n).scip_symbol().is_none())
 }
 
 /// Repository path → file index.
-pub type FileLookup<'g> = HashMap<&'g str, u32>;
+pub type FileLookup<'g> = HashMap<&'g str, FileId>;
 
 pub fn file_lookup(graph: &Graph) -> FileLookup<'_> {
     (0..graph.data().files.len() as u32)
+        .map(FileId)
         .map(|f| (graph.file_path(f), f))
         .collect()
 }
@@ -396,7 +392,7 @@ pub fn file_lookup(graph: &Graph) -> FileLookup<'_> {
 /// What an update from `base` re-indexes: `(changed or added files, removed paths)`;
 /// `None` when a full build is due (another index version, SCIP-added symbols, or most
 /// files changed).
-fn update_plan(graph: &Graph, base: &Base) -> Option<(Vec<u32>, Vec<String>)> {
+fn update_plan(graph: &Graph, base: &Base) -> Option<(Vec<FileId>, Vec<String>)> {
     if base.meta.version != INDEX_VERSION
         || !offsets_are_stable(graph)
         || !offsets_are_stable(base.graph)
@@ -404,8 +400,9 @@ fn update_plan(graph: &Graph, base: &Base) -> Option<(Vec<u32>, Vec<String>)> {
         return None;
     }
     let (old, new) = (file_lookup(base.graph), file_lookup(graph));
-    let hash = |g: &Graph, f: u32| g.data().files[f as usize].hash;
-    let changed: Vec<u32> = (0..graph.data().files.len() as u32)
+    let hash = |g: &Graph, f: FileId| g.data().files[f.index()].hash;
+    let changed: Vec<FileId> = (0..graph.data().files.len() as u32)
+        .map(FileId)
         .filter(|&f| {
             old.get(graph.file_path(f))
                 .is_none_or(|&o| hash(base.graph, o) != hash(graph, f))
@@ -435,21 +432,25 @@ pub fn build(
     let plan = base.as_ref().and_then(|b| update_plan(graph, b));
     let (base, changed, removed) = match plan {
         Some((changed, removed)) => (base, changed, removed),
-        None => (None, (0..files.len() as u32).collect(), Vec::new()),
+        None => (
+            None,
+            (0..files.len() as u32).map(FileId).collect(),
+            Vec::new(),
+        ),
     };
-    let changed_set: HashSet<u32> = changed.iter().copied().collect();
+    let changed_set: HashSet<FileId> = changed.iter().copied().collect();
 
     let by_file = nodes_by_file(graph);
     // Sections of every Markdown file (the table is rewritten each generation; only
     // changed files' sections are re-indexed).
     let mut sections: Vec<Section> = Vec::new();
-    let mut texts: HashMap<u32, Option<String>> = HashMap::new();
+    let mut texts: HashMap<FileId, Option<String>> = HashMap::new();
     for (f, record) in files.iter().enumerate() {
-        let path = graph.str(record.path.to_native());
+        let path = graph.str(record.path());
         if !sources::is_markdown(path) {
             continue;
         }
-        let f = f as u32;
+        let f = FileId(f as u32);
         let text = current_text(graph, root, f);
         if let Some(text) = &text {
             sections.extend(sources::markdown_sections(path, text));
@@ -495,7 +496,7 @@ pub fn build(
     }
 
     for &f in &changed {
-        let nodes = &by_file[f as usize];
+        let nodes = &by_file[f.index()];
         if nodes.is_empty() {
             continue;
         }
@@ -514,13 +515,10 @@ pub fn build(
             document.add_text(fields.kind, KIND_SYMBOL);
             document.add_text(fields.file, path);
             document.add_u64(fields.local, u64::from(local));
-            document.add_text(
-                fields.name,
-                identifier_tokens(graph.str(record.name.to_native())),
-            );
+            document.add_text(fields.name, identifier_tokens(graph.str(record.name())));
             document.add_text(
                 fields.qualified,
-                identifier_tokens(graph.str(record.qualified.to_native())),
+                identifier_tokens(graph.str(record.qualified())),
             );
             document.add_text(fields.path, identifier_tokens(path));
             document.add_text(fields.signature, identifier_tokens(&parts.signature));
@@ -557,7 +555,7 @@ pub fn build(
 
     // History: re-read only when HEAD moved (or the base had none).
     let indexed: HashSet<&str> = (0..files.len() as u32)
-        .map(|f| graph.file_path(f))
+        .map(|f| graph.file_path(FileId(f)))
         .collect();
     let mut head = None;
     let mut history_error = None;
@@ -657,11 +655,11 @@ fn write_vectors(
     graph: &Graph,
     root: &Path,
     embedder: &Embedder,
-    by_file: &[Vec<u32>],
+    by_file: &[Vec<NodeId>],
     sections: &[Section],
-    changed: &HashSet<u32>,
+    changed: &HashSet<FileId>,
     base: Option<&Base>,
-    texts: &mut HashMap<u32, Option<String>>,
+    texts: &mut HashMap<FileId, Option<String>>,
 ) -> Result<usize> {
     let dim = embedder.dim;
     let old = base.and_then(|b| OldVectors::open(b, dim, &embedder.identity));
@@ -670,7 +668,7 @@ fn write_vectors(
     for nodes in by_file {
         for &node in nodes {
             if let Some((file, local)) = local_of(graph, node) {
-                items.push(node);
+                items.push(node.0);
                 keys.push((KIND_SYMBOL, graph.file_path(file).to_string(), local));
             }
         }
@@ -699,13 +697,13 @@ fn write_vectors(
     for &i in &to_embed {
         let item = items[i];
         if item < node_count {
-            let node = item;
-            let file = graph.node(node).file.to_native();
+            let node = NodeId(item);
+            let file = graph.node(node).file();
             let text = texts
                 .entry(file)
                 .or_insert_with(|| current_text(graph, root, file));
             let parts = symbol_text(graph, text.as_deref(), node);
-            let qualified = graph.str(graph.node(node).qualified.to_native());
+            let qualified = graph.str(graph.node(node).qualified());
             let words = crate::graph::names::split_identifier(qualified).join(" ");
             inputs.push(format!(
                 "{words} {} {} {}",
@@ -770,7 +768,7 @@ impl OldVectors {
         let mut rows = HashMap::with_capacity(items.len());
         for (row, &item) in items.iter().enumerate() {
             let key = if item < node_count {
-                let (file, local) = local_of(graph, item)?;
+                let (file, local) = local_of(graph, NodeId(item))?;
                 (KIND_SYMBOL, graph.file_path(file).to_string(), local)
             } else {
                 let section = sections.get((item - node_count) as usize)?;

@@ -33,6 +33,7 @@ use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
 use crate::build::store::Store;
 use crate::error::{AtlasError, IoContext, Result};
+use crate::graph::ids::NodeId;
 use crate::graph::reader::Graph;
 use embed::Embedder;
 use index::{Fields, FileLookup, IndexMeta, file_lookup, tantivy_error};
@@ -104,7 +105,7 @@ pub struct Hit {
     pub commit: Option<CommitInfo>,
     /// The graph node of a symbol hit.
     #[serde(skip)]
-    pub node: Option<u32>,
+    pub node: Option<NodeId>,
     /// Rank in each arm, from 0.
     #[serde(skip)]
     pub ranks: Ranks,
@@ -544,12 +545,12 @@ impl SearchIndex {
                 .map(|i| graph.node_count() as u32 + i),
             _ => {
                 let file = *files.get(path)?;
-                let node = graph.data().files[file as usize].node.to_native() + local;
+                let node = NodeId(graph.data().files[file.index()].node().0 + local);
                 // An offset that no longer lands in its file is a stale document.
-                ((node as usize) < graph.node_count()
-                    && graph.node(node).file.to_native() == file
+                (node.index() < graph.node_count()
+                    && graph.node(node).file() == file
                     && index::searchable(graph, node))
-                .then_some(node)
+                .then_some(node.0)
             }
         }
     }
@@ -684,9 +685,10 @@ impl SearchIndex {
                 (Vec::new(), Vec::new())
             }
         };
-        let graph_arm = match graph_arm {
+        // Search items: a node's id, or `node_count + i` for section `i`.
+        let graph_arm: Vec<u32> = match graph_arm {
             None => Vec::new(),
-            Some(Ok(list)) => list,
+            Some(Ok(list)) => list.into_iter().map(|node| node.0).collect(),
             Some(Err(reason)) => {
                 unavailable.insert("graph", reason);
                 Vec::new()
@@ -754,7 +756,7 @@ impl SearchIndex {
             let prior = |item: u32, score: f64| {
                 if item >= node_count {
                     score * SECTION_PRIOR
-                } else if graph.is_test(item) {
+                } else if graph.is_test(NodeId(item)) {
                     score * TEST_PRIOR
                 } else {
                     score
@@ -781,13 +783,13 @@ impl SearchIndex {
             let single = (words.len() == 1)
                 .then(|| squash(&words[0]))
                 .filter(|w| w.len() >= 3);
-            let tier = |node: u32| {
-                if node >= node_count {
+            let tier = |item: u32| {
+                if item >= node_count {
                     return 2;
                 }
-                let record = graph.node(node);
-                let name = graph.str(record.name.to_native()).to_lowercase();
-                let qualified = graph.str(record.qualified.to_native()).to_lowercase();
+                let record = graph.node(NodeId(item));
+                let name = graph.str(record.name()).to_lowercase();
+                let qualified = graph.str(record.qualified()).to_lowercase();
                 if words.iter().any(|w| *w == name || *w == qualified) {
                     0
                 } else if single
@@ -820,10 +822,10 @@ impl SearchIndex {
                 break;
             }
             let hit = if item < node_count {
-                if !seen.insert(graph.label(item)) {
+                if !seen.insert(graph.label(NodeId(item))) {
                     continue;
                 }
-                symbol_hit(graph, item)
+                symbol_hit(graph, NodeId(item))
             } else {
                 let Some(section) = self.sections.get((item - node_count) as usize) else {
                     continue;
@@ -865,7 +867,7 @@ impl SearchIndex {
                 let Some(&file) = files.get(path.as_str()) else {
                     continue;
                 };
-                let record = &graph.data().files[file as usize];
+                let record = &graph.data().files[file.index()];
                 history += 1;
                 hits.push(Hit {
                     path: path.clone(),
@@ -971,13 +973,13 @@ fn open_vectors(
     Ok((mmap, rows))
 }
 
-fn symbol_hit(graph: &Graph, node: u32) -> Hit {
+fn symbol_hit(graph: &Graph, node: NodeId) -> Hit {
     let record = graph.node(node);
     let (path, hash) = graph
         .file_of(node)
         .map(|f| {
             (
-                graph.str(f.path.to_native()).to_string(),
+                graph.str(f.path()).to_string(),
                 crate::graph::format::hex(&f.hash[..4]),
             )
         })
@@ -989,7 +991,7 @@ fn symbol_hit(graph: &Graph, node: u32) -> Hit {
     Hit {
         reference: format!("{path}#L{}-L{}@{hash}", lines[0], lines[1]),
         path,
-        symbol: graph.str(record.qualified.to_native()).to_string(),
+        symbol: graph.str(record.qualified()).to_string(),
         kind: graph.kind(node).as_str(),
         lines,
         score: 0.0,
@@ -1003,7 +1005,7 @@ fn symbol_hit(graph: &Graph, node: u32) -> Hit {
 fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
     let hash = files
         .get(section.path.as_str())
-        .map(|&f| crate::graph::format::hex(&graph.data().files[f as usize].hash[..4]))
+        .map(|&f| crate::graph::format::hex(&graph.data().files[f.index()].hash[..4]))
         .unwrap_or_default();
     Hit {
         reference: format!(

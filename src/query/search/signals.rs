@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 
 use super::index::searchable;
+use crate::graph::ids::{FileId, NodeId};
 use crate::graph::reader::{Graph, NameTable};
 use crate::syntax::facts::SymbolKind;
 
@@ -51,9 +52,9 @@ struct Frame<'q> {
 }
 
 /// Nodes the query names, best first, at most `limit`.
-pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
-    let mut scores: HashMap<u32, f64> = HashMap::new();
-    let searchable = |node: u32| searchable(graph, node);
+pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<NodeId> {
+    let mut scores: HashMap<NodeId, f64> = HashMap::new();
+    let searchable = |node: NodeId| searchable(graph, node);
 
     let frames = frames(query);
     if !frames.is_empty() {
@@ -69,8 +70,9 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
     // Files the text names by path (`xarray/core/dataset.py`, `…/autodoc/__init__.py`):
     // their most central symbols are candidates.
     for file in mentioned_files(graph, query) {
-        let mut nodes: Vec<u32> = (0..graph.node_count() as u32)
-            .filter(|&n| graph.node(n).file.to_native() == file && searchable(n))
+        let mut nodes: Vec<NodeId> = graph
+            .nodes()
+            .filter(|&n| graph.node(n).file() == file && searchable(n))
             .collect();
         nodes.sort_by_key(|&n| std::cmp::Reverse(graph.node(n).centrality.to_native()));
         for (i, node) in nodes.into_iter().take(PATH_SYMBOLS).enumerate() {
@@ -111,11 +113,11 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
         }
     }
 
-    let mut ranked: Vec<(u32, f64)> = scores.into_iter().collect();
+    let mut ranked: Vec<(NodeId, f64)> = scores.into_iter().collect();
     ranked.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| {
-                let centrality = |n: u32| graph.node(n).centrality.to_native();
+                let centrality = |n: NodeId| graph.node(n).centrality.to_native();
                 centrality(b.0).cmp(&centrality(a.0))
             })
             .then(a.0.cmp(&b.0))
@@ -124,7 +126,7 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<u32> {
     ranked.into_iter().map(|(n, _)| n).collect()
 }
 
-fn kind_weight(graph: &Graph, node: u32) -> f64 {
+fn kind_weight(graph: &Graph, node: NodeId) -> f64 {
     match graph.kind(node) {
         SymbolKind::Variable | SymbolKind::Field | SymbolKind::Constant => DATA_WEIGHT,
         _ => 1.0,
@@ -166,8 +168,8 @@ fn frames(query: &str) -> Vec<Frame<'_>> {
 /// Repository files the query names by a path with at least one directory, matched by
 /// whole path components in either direction (an absolute path ending with the file's
 /// path, or a partial path the file's path ends with). Traceback frames count too.
-fn mentioned_files(graph: &Graph, query: &str) -> Vec<u32> {
-    let mut out: Vec<u32> = Vec::new();
+fn mentioned_files(graph: &Graph, query: &str) -> Vec<FileId> {
+    let mut out: Vec<FileId> = Vec::new();
     let files = &graph.data().files;
     for word in query.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-')))
     {
@@ -184,7 +186,8 @@ fn mentioned_files(graph: &Graph, query: &str) -> Vec<u32> {
             long == short
                 || (long.ends_with(short) && long.as_bytes()[long.len() - short.len() - 1] == b'/')
         };
-        let matches: Vec<u32> = (0..files.len() as u32)
+        let matches: Vec<FileId> = (0..files.len() as u32)
+            .map(FileId)
             .filter(|&f| {
                 let path = graph.file_path(f);
                 aligned(&word, path) || aligned(path, &word)
@@ -202,20 +205,20 @@ fn mentioned_files(graph: &Graph, query: &str) -> Vec<u32> {
 
 /// For each frame, the repository file whose path is the longest whole-component suffix
 /// of the frame's path (`/usr/lib/python3/site-packages/pkg/a.py` → `pkg/a.py`).
-fn frame_files(graph: &Graph, frames: &[Frame]) -> Vec<Option<u32>> {
+fn frame_files(graph: &Graph, frames: &[Frame]) -> Vec<Option<FileId>> {
     let files = &graph.data().files;
     frames
         .iter()
         .map(|frame| {
             let printed = frame.path.replace('\\', "/");
-            let mut best: Option<(usize, u32)> = None;
+            let mut best: Option<(usize, FileId)> = None;
             for (i, file) in files.iter().enumerate() {
-                let path = graph.str(file.path.to_native());
+                let path = graph.str(file.path());
                 let aligned = printed == path
                     || (printed.ends_with(path)
                         && printed.as_bytes()[printed.len() - path.len() - 1] == b'/');
                 if aligned && best.is_none_or(|(len, _)| path.len() > len) {
-                    best = Some((path.len(), i as u32));
+                    best = Some((path.len(), FileId(i as u32)));
                 }
             }
             best.map(|(_, i)| i)
@@ -225,12 +228,12 @@ fn frame_files(graph: &Graph, frames: &[Frame]) -> Vec<Option<u32>> {
 
 /// The smallest searchable symbol of `file` whose span holds `line` (1-based), preferring
 /// one named like the frame.
-fn innermost_at(graph: &Graph, file: u32, line: u32, name: &str) -> Option<u32> {
+fn innermost_at(graph: &Graph, file: FileId, line: u32, name: &str) -> Option<NodeId> {
     let line = line.checked_sub(1)?;
-    let mut best: Option<(bool, u32, u32)> = None;
-    for node in 0..graph.node_count() as u32 {
+    let mut best: Option<(bool, u32, NodeId)> = None;
+    for node in graph.nodes() {
         let record = graph.node(node);
-        if record.file.to_native() != file || !searchable(graph, node) {
+        if record.file() != file || !searchable(graph, node) {
             continue;
         }
         let (start, end) = (
@@ -240,7 +243,7 @@ fn innermost_at(graph: &Graph, file: u32, line: u32, name: &str) -> Option<u32> 
         if start > line || line > end {
             continue;
         }
-        let named = graph.str(record.name.to_native()) == name;
+        let named = graph.str(record.name()) == name;
         let key = (named, u32::MAX - (end - start), node);
         if best.is_none_or(|b| (key.0, key.1) > (b.0, b.1)) {
             best = Some(key);

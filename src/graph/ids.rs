@@ -1,0 +1,135 @@
+//! Typed ids over the archived graph's raw `u32` fields. The stored records keep plain
+//! `u32` (zero-copy, format unchanged); every reader accessor hands out one of these, so
+//! a node id cannot be passed where a string or file id is expected.
+
+use super::data::{
+    ArchivedEdgeRecord, ArchivedFileRecord, ArchivedFrontierRecord, ArchivedModuleEdgeRecord,
+    ArchivedNameEntry, ArchivedNodeRecord, NONE,
+};
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(transparent)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The stored "no value" (`data::NONE`).
+            pub const NONE: $name = $name(NONE);
+
+            pub fn is_none(self) -> bool {
+                self.0 == NONE
+            }
+
+            /// `None` for the stored "no value".
+            pub fn some(self) -> Option<$name> {
+                (!self.is_none()).then_some(self)
+            }
+
+            /// The position in the record table this id indexes.
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A node of the graph (symbol, file, module): an index into `nodes`.
+    NodeId
+);
+id_type!(
+    /// A file of the inventory: an index into `files` (sorted by path).
+    FileId
+);
+id_type!(
+    /// An interned string: an index into the sorted string table.
+    StrId
+);
+
+impl ArchivedNodeRecord {
+    pub fn name(&self) -> StrId {
+        StrId(self.name.to_native())
+    }
+
+    pub fn qualified(&self) -> StrId {
+        StrId(self.qualified.to_native())
+    }
+
+    /// The file that declares the node (`NONE` for modules).
+    pub fn file(&self) -> FileId {
+        FileId(self.file.to_native())
+    }
+
+    /// The containing node (`NONE` for roots).
+    pub fn parent(&self) -> NodeId {
+        NodeId(self.parent.to_native())
+    }
+
+    pub fn scip_symbol(&self) -> StrId {
+        StrId(self.scip_symbol.to_native())
+    }
+}
+
+impl ArchivedEdgeRecord {
+    /// The other end: the target of an outgoing edge, the source of an incoming one.
+    pub fn node(&self) -> NodeId {
+        NodeId(self.node.to_native())
+    }
+
+    pub fn site_file(&self) -> FileId {
+        FileId(self.site_file.to_native())
+    }
+}
+
+impl ArchivedFileRecord {
+    pub fn path(&self) -> StrId {
+        StrId(self.path.to_native())
+    }
+
+    /// The file's own node.
+    pub fn node(&self) -> NodeId {
+        NodeId(self.node.to_native())
+    }
+
+    /// The module (directory) node that contains the file.
+    pub fn module(&self) -> NodeId {
+        NodeId(self.module.to_native())
+    }
+}
+
+impl ArchivedFrontierRecord {
+    pub fn name(&self) -> StrId {
+        StrId(self.name.to_native())
+    }
+
+    /// The symbol whose reference could not be resolved.
+    pub fn from(&self) -> NodeId {
+        NodeId(self.from.to_native())
+    }
+
+    pub fn file(&self) -> FileId {
+        FileId(self.file.to_native())
+    }
+}
+
+impl ArchivedModuleEdgeRecord {
+    pub fn from(&self) -> NodeId {
+        NodeId(self.from.to_native())
+    }
+
+    pub fn to(&self) -> NodeId {
+        NodeId(self.to.to_native())
+    }
+}
+
+impl ArchivedNameEntry {
+    pub fn key(&self) -> StrId {
+        StrId(self.key.to_native())
+    }
+
+    pub fn node(&self) -> NodeId {
+        NodeId(self.node.to_native())
+    }
+}

@@ -1,0 +1,355 @@
+//! Name lookup inside the resolver: unique globals and members, package peers,
+//! enclosing and member scopes, types by name, and qualified references (`a.b.c`).
+
+use super::*;
+
+impl<'a> Resolver<'a> {
+    pub(super) fn candidate_count(&self, r: &Reference) -> u32 {
+        self.by_name.get(r.name.as_str()).map_or(0, |ids| {
+            ids.iter()
+                .filter(|&&id| self.compatible(r.role, id))
+                .count() as u32
+        })
+    }
+
+    /// A unique definition of the name in the whole graph — only for names the file
+    /// imports from somewhere we could not follow (an unresolved import or wildcard):
+    /// in every supported language a bare name from another file must be imported, so
+    /// anything else would be a guess.
+    pub(super) fn unique_global(&self, file: u32, r: &Reference) -> Result<Outcome, u32> {
+        let Some(ids) = self.by_name.get(r.name.as_str()) else {
+            return Err(0);
+        };
+        let (names, wildcard) = &self.opaque_imports[file as usize];
+        if !(*wildcard || names.contains(r.name.as_str())) {
+            return Err(self.candidate_count(r));
+        }
+        // A bare name never means a member: methods and fields need a receiver.
+        let compatible: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| self.compatible(r.role, id))
+            .filter(|&id| {
+                !matches!(
+                    self.out.nodes[id as usize].kind,
+                    SymbolKind::Method | SymbolKind::Field
+                )
+            })
+            .collect();
+        let compatible = self.distinct_symbols(compatible);
+        match compatible.as_slice() {
+            [only] => Ok(Outcome {
+                target: *only,
+                resolution: Resolution::UniqueName,
+                confidence: 50,
+            }),
+            other => Err(other.len() as u32),
+        }
+    }
+
+    /// A member call on a receiver of unknown type: only a method name unique in the graph
+    /// whose file the caller can see (same file or imported) is accepted.
+    pub(super) fn unique_member(&self, file: u32, r: &Reference) -> Result<Outcome, u32> {
+        let Some(ids) = self.by_name.get(r.name.as_str()) else {
+            return Err(0);
+        };
+        let methods: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| {
+                matches!(
+                    self.out.nodes[id as usize].kind,
+                    SymbolKind::Method | SymbolKind::Field
+                )
+            })
+            .collect();
+        let methods = self.distinct_symbols(methods);
+        match methods.as_slice() {
+            [only] => {
+                let target_file = self.out.nodes[*only as usize].file.unwrap_or(u32::MAX);
+                let visible = target_file == file
+                    || self.bindings[file as usize].values().any(|t| match t {
+                        Target::Symbol(id) => {
+                            self.out.nodes[*id as usize].file == Some(target_file)
+                        }
+                        Target::Files(fs) => fs.contains(&target_file),
+                    });
+                if visible {
+                    Ok(Outcome {
+                        target: *only,
+                        resolution: Resolution::UniqueName,
+                        confidence: 45,
+                    })
+                } else {
+                    Err(1)
+                }
+            }
+            other => Err(other.len() as u32),
+        }
+    }
+
+    pub(super) fn package_peers(&self, file: u32) -> Vec<u32> {
+        let unit = &self.units[file as usize];
+        match unit.language {
+            Some(Language::Go) => self.dir_files[dir_of(unit.path)]
+                .iter()
+                .copied()
+                .filter(|&f| f != file && self.language(f) == Some(Language::Go))
+                .collect(),
+            Some(Language::Java) => unit
+                .facts
+                .and_then(|f| f.package.as_deref())
+                .and_then(|p| self.packages.get(p))
+                .map(|files| files.iter().copied().filter(|&f| f != file).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Member scope name of the type enclosing a definition (class name, impl self type).
+    pub(super) fn enclosing_type(
+        &self,
+        facts: &'a FileFacts,
+        from: Option<u32>,
+    ) -> Option<&'a str> {
+        let mut scope = from;
+        while let Some(s) = scope {
+            let def = &facts.defs[s as usize];
+            if def.kind.is_type_container() {
+                return Some(def.member_scope.as_str());
+            }
+            // Go methods: the receiver type qualifies the method.
+            if def.kind == SymbolKind::Method
+                && def
+                    .parent
+                    .is_some_and(|p| !facts.defs[p as usize].span.contains(&def.span))
+            {
+                return def
+                    .parent
+                    .map(|p| facts.defs[p as usize].member_scope.as_str());
+            }
+            scope = def.parent;
+        }
+        None
+    }
+
+    pub(super) fn member_scope_of(&self, id: u32) -> &str {
+        let node = &self.out.nodes[id as usize];
+        let file = node.file.unwrap_or(0) as usize;
+        let index = id - self.def_base[file];
+        self.units[file]
+            .facts
+            .and_then(|f| f.defs.get(index as usize))
+            .map_or(node.name.as_str(), |d| d.member_scope.as_str())
+    }
+
+    /// A member `name` of type `owner`, preferring the caller's file, then bases.
+    pub(super) fn member_of(&self, file: u32, owner: &str, name: &str, depth: u32) -> Option<u32> {
+        if let Some(ids) = self.members.get(&(owner, name)) {
+            let same_file = ids
+                .iter()
+                .copied()
+                .find(|&id| self.out.nodes[id as usize].file == Some(file));
+            let only = &self.out.nodes[ids[0] as usize];
+            let one_symbol = ids.iter().all(|&id| {
+                let node = &self.out.nodes[id as usize];
+                node.file == only.file && node.qualified == only.qualified
+            });
+            return same_file
+                .or_else(|| one_symbol.then_some(ids[0]))
+                .map(|id| self.implementation_of(id, ids));
+        }
+        if depth >= 4 {
+            return None;
+        }
+        // Inherited: follow the bases declared by the owner type.
+        let owner_id = self.type_named(file, owner)?;
+        let owner_file = self.out.nodes[owner_id as usize].file?;
+        let facts = self.facts(owner_file)?;
+        let local = owner_id - self.def_base[owner_file as usize];
+        for r in &facts.refs {
+            if r.from == Some(local)
+                && matches!(r.role, RefRole::Inherit | RefRole::Implement)
+                && let Some(found) = self.member_of(owner_file, &r.name, name, depth + 1)
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// A type called `name` visible from `file`: same file, imported, or unique.
+    pub(super) fn type_named(&self, file: u32, name: &str) -> Option<u32> {
+        let is_type = |id: &u32| {
+            self.out.nodes[*id as usize].kind.is_type()
+                || self.out.nodes[*id as usize].kind == SymbolKind::Impl
+        };
+        if let Some(ids) = self.top_level[file as usize].get(name)
+            && let Some(id) = ids
+                .iter()
+                .copied()
+                .find(|id| self.out.nodes[*id as usize].kind.is_type())
+        {
+            return Some(id);
+        }
+        if let Some(Target::Symbol(id)) = self.bindings.get(file as usize).and_then(|b| b.get(name))
+            && is_type(id)
+        {
+            return Some(*id);
+        }
+        for f in self.package_peers(file) {
+            if let Some(ids) = self.top_level[f as usize].get(name)
+                && let Some(id) = ids
+                    .iter()
+                    .copied()
+                    .find(|id| self.out.nodes[*id as usize].kind.is_type())
+            {
+                return Some(id);
+            }
+        }
+        let ids = self.by_name.get(name)?;
+        let types: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.out.nodes[*id as usize].kind.is_type())
+            .collect();
+        (types.len() == 1).then(|| types[0])
+    }
+
+    pub(super) fn lookup_in_target(
+        &self,
+        target: &Target,
+        name: &str,
+        role: RefRole,
+    ) -> Option<u32> {
+        match target {
+            Target::Symbol(id) => {
+                let node = &self.out.nodes[*id as usize];
+                let file = node.file?;
+                if node.kind.is_type() {
+                    let scope = self.member_scope_of(*id);
+                    self.member_of(file, scope, name, 0)
+                } else {
+                    None
+                }
+            }
+            Target::Files(files) => files.iter().find_map(|&f| {
+                self.top_level[f as usize]
+                    .get(name)
+                    .and_then(|ids| self.pick(role, ids))
+                    .or_else(|| {
+                        self.exported(f, name)
+                            .filter(|&id| self.compatible(role, id))
+                    })
+            }),
+        }
+    }
+
+    pub(super) fn resolve_qualified(
+        &self,
+        file: u32,
+        language: Language,
+        facts: &'a FileFacts,
+        r: &Reference,
+        qualifier: &str,
+    ) -> Option<Outcome> {
+        let separator = if qualifier.contains("::") { "::" } else { "." };
+        let segments: Vec<&str> = qualifier.split(separator).map(str::trim).collect();
+        let first = *segments.first()?;
+        let mut resolution = Resolution::Qualified;
+        // The scope the first segment names.
+        let mut scope: Option<Target> =
+            if language == Language::Rust && matches!(first, "crate" | "self" | "super") {
+                let module_segments: Vec<&str> = segments
+                    .iter()
+                    .copied()
+                    .take_while(|s| matches!(*s, "crate" | "self" | "super"))
+                    .collect();
+                let path = module_segments.join("::");
+                self.rust_module(self.units[file as usize].path, &path)
+                    .map(|f| Target::Files(vec![f]))
+            } else if first == "Self" {
+                self.enclosing_type(facts, r.from)
+                    .and_then(|t| self.type_named(file, t))
+                    .map(Target::Symbol)
+            } else if let Some(t) = self.bindings[file as usize].get(first) {
+                resolution = Resolution::Import;
+                Some(t.clone())
+            } else if let Some(id) = self.type_named(file, first) {
+                Some(Target::Symbol(id))
+            } else if language == Language::Rust {
+                self.rust_module(self.units[file as usize].path, first)
+                    .map(|f| Target::Files(vec![f]))
+            } else {
+                None
+            };
+        let skip = segments
+            .iter()
+            .take_while(|s| matches!(**s, "crate" | "self" | "super"))
+            .count()
+            .max(1);
+        for segment in &segments[skip..] {
+            scope = match scope? {
+                Target::Files(files) => {
+                    let next_files: Vec<u32> = files
+                        .iter()
+                        .filter_map(|&f| {
+                            let path = self.units[f as usize].path;
+                            match language {
+                                Language::Rust => {
+                                    let (root, module) = rust_module_of(path);
+                                    let sub = if module.is_empty() {
+                                        segment.to_string()
+                                    } else {
+                                        format!("{module}::{segment}")
+                                    };
+                                    self.rust_modules.get(&(root, sub)).copied()
+                                }
+                                _ => None,
+                            }
+                        })
+                        .collect();
+                    if !next_files.is_empty() {
+                        Some(Target::Files(next_files))
+                    } else {
+                        files
+                            .iter()
+                            .find_map(|&f| {
+                                self.top_level[f as usize].get(*segment).map(|ids| ids[0])
+                            })
+                            .map(Target::Symbol)
+                    }
+                }
+                Target::Symbol(id) => {
+                    let owner = self.member_scope_of(id);
+                    let file = self.out.nodes[id as usize].file?;
+                    self.member_of(file, owner, segment, 0).map(Target::Symbol)
+                }
+            };
+        }
+        if let Some(target) = scope {
+            if let Some(id) = self.lookup_in_target(&target, &r.name, r.role) {
+                return Some(Outcome {
+                    target: id,
+                    resolution,
+                    confidence: 80,
+                });
+            }
+            return None;
+        }
+        // Qualified-suffix lookup: `Type::method` anywhere in the graph, if unique.
+        let last = segments.last()?;
+        let key = format!("{last}{}{}", language.separator(), r.name);
+        let ids = self.by_qualified.get(key.as_str())?;
+        let compatible: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| self.compatible(r.role, id))
+            .collect();
+        (compatible.len() == 1).then(|| Outcome {
+            target: compatible[0],
+            resolution: Resolution::Qualified,
+            confidence: 70,
+        })
+    }
+}

@@ -1,0 +1,331 @@
+//! Modules and imports: exported names (with re-exports), module files for Python,
+//! JS/TS (paths and workspace packages), Go and Rust, and what each file's imports bind.
+
+use super::*;
+
+impl<'a> Resolver<'a> {
+    /// A name a file defines at top level or re-exports through an import, including
+    /// wildcard re-exports (`export * from "./x"`, `from .x import *`) a few levels deep.
+    pub(super) fn exported(&self, file: u32, name: &str) -> Option<u32> {
+        self.exported_at_depth(file, name, 0)
+    }
+
+    pub(super) fn exported_at_depth(&self, file: u32, name: &str, depth: u32) -> Option<u32> {
+        if let Some(ids) = self.top_level[file as usize].get(name) {
+            return ids.first().map(|&id| self.implementation_of(id, ids));
+        }
+        if let Some(Target::Symbol(id)) = self.bindings.get(file as usize).and_then(|b| b.get(name))
+        {
+            return Some(*id);
+        }
+        if depth >= 4 {
+            return None;
+        }
+        self.wildcards
+            .get(file as usize)?
+            .iter()
+            .filter(|&&f| f != file)
+            .find_map(|&f| self.exported_at_depth(f, name, depth + 1))
+    }
+
+    /// Files a module text names, seen from `file`.
+    pub(super) fn module_files(&self, file: u32, module: &str) -> Vec<u32> {
+        let unit = &self.units[file as usize];
+        let Some(language) = unit.language else {
+            return Vec::new();
+        };
+        match language {
+            Language::Python => self.python_module(unit.path, module),
+            Language::Java => match self.packages.get(module) {
+                Some(files) => files.clone(),
+                None => self.dotted(module),
+            },
+            Language::TypeScript | Language::Tsx | Language::JavaScript => {
+                self.script_module(unit.path, module).into_iter().collect()
+            }
+            Language::Go => self.go_package(module),
+            Language::Rust => self.rust_module(unit.path, module).into_iter().collect(),
+        }
+    }
+
+    pub(super) fn dotted(&self, dotted: &str) -> Vec<u32> {
+        if let Some(files) = self.dotted_full.get(dotted) {
+            return files.clone();
+        }
+        match self.dotted_suffix.get(dotted) {
+            Some(files) if files.len() == 1 => files.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub(super) fn python_module(&self, from_path: &str, module: &str) -> Vec<u32> {
+        let dots = module.chars().take_while(|c| *c == '.').count();
+        if dots == 0 {
+            return self.dotted(module);
+        }
+        let mut package: Vec<&str> = dir_of(from_path)
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        for _ in 1..dots {
+            package.pop();
+        }
+        let rest = &module[dots..];
+        let mut parts: Vec<&str> = package;
+        if !rest.is_empty() {
+            parts.extend(rest.split('.'));
+        }
+        let dotted = parts.join(".");
+        self.dotted_full.get(&dotted).cloned().unwrap_or_default()
+    }
+
+    pub(super) fn script_module(&self, from_path: &str, spec: &str) -> Option<u32> {
+        if !spec.starts_with('.') {
+            return self.workspace_package(spec);
+        }
+        let mut parts: Vec<&str> = dir_of(from_path)
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        for part in spec.split('/') {
+            match part {
+                "." | "" => {}
+                ".." => {
+                    parts.pop()?;
+                }
+                other => parts.push(other),
+            }
+        }
+        self.script_path(&parts.join("/"))
+    }
+
+    /// A file for a module path without extension, or a directory's index.
+    pub(super) fn script_path(&self, base: &str) -> Option<u32> {
+        let stripped = ["js", "jsx", "mjs", "cjs"]
+            .iter()
+            .find_map(|e| base.strip_suffix(&format!(".{e}")));
+        const EXTENSIONS: &[&str] = &["", ".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs"];
+        for candidate in [Some(base), stripped].into_iter().flatten() {
+            for ext in EXTENSIONS {
+                if let Some(&f) = self.file_by_path.get(format!("{candidate}{ext}").as_str()) {
+                    return Some(f);
+                }
+            }
+            for ext in &EXTENSIONS[1..] {
+                if let Some(&f) = self
+                    .file_by_path
+                    .get(format!("{candidate}/index{ext}").as_str())
+                {
+                    return Some(f);
+                }
+            }
+        }
+        None
+    }
+
+    /// A bare specifier (`zod`, `zod/v4`, `@scope/pkg/sub`) naming a package of this
+    /// workspace: a directory with a `package.json` whose name is the package's last
+    /// segment, resolved to its sources (`<dir>/src/<sub>`, `<dir>/<sub>`, index files).
+    pub(super) fn workspace_package(&self, spec: &str) -> Option<u32> {
+        let mut segments = spec.split('/');
+        let first = segments.next()?;
+        let name = if first.starts_with('@') {
+            segments.next()?
+        } else {
+            first
+        };
+        let rest: Vec<&str> = segments.collect();
+        let rest = rest.join("/");
+        // Monorepo layouts whose package.json is ignored or absent.
+        let conventional = [
+            format!("packages/{name}"),
+            format!("libs/{name}"),
+            name.to_string(),
+        ];
+        let dirs: Vec<&str> = match self.package_dirs.get(name) {
+            Some(dirs) => dirs.clone(),
+            None => conventional.iter().map(String::as_str).collect(),
+        };
+        for dir in dirs {
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            let candidates = if rest.is_empty() {
+                vec![format!("{prefix}src/index"), format!("{prefix}index")]
+            } else {
+                vec![format!("{prefix}src/{rest}"), format!("{prefix}{rest}")]
+            };
+            if let Some(f) = candidates.iter().find_map(|c| self.script_path(c)) {
+                return Some(f);
+            }
+        }
+        None
+    }
+
+    pub(super) fn go_package(&self, import_path: &str) -> Vec<u32> {
+        // The longest directory that is a suffix of the import path.
+        let mut best: Option<(&str, &Vec<u32>)> = None;
+        for (dir, files) in &self.dir_files {
+            if dir.is_empty() {
+                continue;
+            }
+            let matches = import_path == *dir || import_path.ends_with(&format!("/{dir}"));
+            if matches && best.is_none_or(|(b, _)| dir.len() > b.len()) {
+                best = Some((dir, files));
+            }
+        }
+        best.map(|(_, files)| {
+            files
+                .iter()
+                .copied()
+                .filter(|&f| self.language(f) == Some(Language::Go))
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    pub(super) fn rust_module(&self, from_path: &str, path: &str) -> Option<u32> {
+        let (crate_root, current) = rust_module_of(from_path);
+        let mut segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+        let mut base: Vec<String> = Vec::new();
+        match segments.first().copied() {
+            Some("crate") => {
+                segments.remove(0);
+            }
+            Some("self") => {
+                segments.remove(0);
+                base = current
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+            }
+            Some("super") => {
+                base = current
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                while segments.first() == Some(&"super") {
+                    segments.remove(0);
+                    base.pop();
+                }
+            }
+            _ => {
+                // A path relative to the current module (Rust 2018 allows `use sibling::x`
+                // only for crates, but `mod` children resolve this way).
+                base = current
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                let mut relative = base.clone();
+                relative.extend(segments.iter().map(|s| s.to_string()));
+                if let Some(&f) = self
+                    .rust_modules
+                    .get(&(crate_root.clone(), relative.join("::")))
+                {
+                    return Some(f);
+                }
+                return None;
+            }
+        }
+        base.extend(segments.iter().map(|s| s.to_string()));
+        self.rust_modules
+            .get(&(crate_root, base.join("::")))
+            .copied()
+    }
+
+    pub(super) fn bind_imports(&self, file: u32) -> FileImports {
+        let mut bindings = HashMap::default();
+        let mut wildcards = Vec::new();
+        let mut edges = Vec::new();
+        let mut unresolved = HashSet::default();
+        let mut unresolved_wildcard = false;
+        let Some(facts) = self.facts(file) else {
+            return FileImports {
+                bindings,
+                wildcards,
+                unresolved,
+                unresolved_wildcard,
+                edges,
+            };
+        };
+        for import in &facts.imports {
+            let files = self.module_files(file, &import.module);
+            if import.wildcard {
+                unresolved_wildcard |= files.is_empty();
+                for &f in &files {
+                    edges.push((self.out.file_nodes[f as usize], import.site));
+                }
+                wildcards.extend(files);
+                continue;
+            }
+            let target = self.import_target(file, import, &files);
+            let Some(target) = target else {
+                if let Some(local) = import.local_name() {
+                    unresolved.insert(local.to_string());
+                }
+                continue;
+            };
+            match &target {
+                Target::Symbol(id) => edges.push((*id, import.site)),
+                Target::Files(fs) => {
+                    for &f in fs {
+                        edges.push((self.out.file_nodes[f as usize], import.site));
+                    }
+                }
+            }
+            if let Some(local) = import.local_name() {
+                bindings.insert(local.to_string(), target.clone());
+            }
+            if import.alias.is_none() && import.name.is_none() {
+                bindings.insert(import.module.clone(), target);
+            }
+        }
+        FileImports {
+            bindings,
+            wildcards,
+            unresolved,
+            unresolved_wildcard,
+            edges,
+        }
+    }
+
+    pub(super) fn import_target(
+        &self,
+        file: u32,
+        import: &Import,
+        files: &[u32],
+    ) -> Option<Target> {
+        let Some(name) = &import.name else {
+            return (!files.is_empty()).then(|| Target::Files(files.to_vec()));
+        };
+        // The member as a definition (or re-export) of the module's files.
+        for &f in files {
+            if let Some(id) = self.exported(f, name) {
+                return Some(Target::Symbol(id));
+            }
+        }
+        // The member as a submodule (`from pkg import mod`, `use crate::a::b`).
+        let language = self.language(file)?;
+        let sub = match language {
+            Language::Rust => format!("{}::{}", import.module, name),
+            Language::Python => {
+                if import.module.ends_with('.') {
+                    format!("{}{}", import.module, name)
+                } else {
+                    format!("{}.{}", import.module, name)
+                }
+            }
+            _ => {
+                return (!files.is_empty() && name == "default")
+                    .then(|| Target::Files(files.to_vec()));
+            }
+        };
+        let sub_files = self.module_files(file, &sub);
+        (!sub_files.is_empty()).then_some(Target::Files(sub_files))
+    }
+}

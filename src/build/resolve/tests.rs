@@ -1,0 +1,81 @@
+use super::*;
+
+#[test]
+fn rust_module_paths() {
+    assert_eq!(rust_module_of("src/lib.rs"), ("src".into(), "".into()));
+    assert_eq!(rust_module_of("src/a/b.rs"), ("src".into(), "a::b".into()));
+    assert_eq!(
+        rust_module_of("crates/x/src/a/mod.rs"),
+        ("crates/x/src".into(), "a".into())
+    );
+    assert_eq!(rust_module_of("tests/it.rs"), ("tests".into(), "".into()));
+}
+
+#[test]
+fn value_texts_name_their_types() {
+    assert_eq!(asserted_type("p.Get().(*Context)"), Some("Context"));
+    assert_eq!(asserted_type("raw as Request"), Some("Request"));
+    assert_eq!(asserted_type("t.cast(Group, cmd)"), Some("Group"));
+    assert_eq!(asserted_type("x as const"), None);
+    assert_eq!(
+        value_branches("[] if routes is None else list(routes)"),
+        ["list(routes)"]
+    );
+    assert_eq!(value_branches("a or b"), ["a", "b"]);
+    assert_eq!(value_branches("ok ? make() : null"), ["make()"]);
+    assert_eq!(value_branches("f(a if b else c)"), ["f(a if b else c)"]);
+    assert_eq!(arguments_of("f(a, g(b))"), Some("a, g(b)"));
+    assert_eq!(
+        callee_of("Server::builder().port(1)"),
+        Some("Server::builder().port")
+    );
+}
+
+#[test]
+fn unclosed_and_multibyte_collection_texts_name_nothing() {
+    // Found by `operator_shaped_texts_never_panic`.
+    assert_eq!(crate::syntax::extract::element_type("list["), None);
+    assert_eq!(crate::syntax::extract::element_type("listá"), None);
+    assert_eq!(crate::syntax::extract::collection_items("Optional[á"), None);
+    assert_eq!(
+        crate::syntax::extract::collection_items("Sequence[Route] | None").as_deref(),
+        Some("Route")
+    );
+}
+
+/// Every helper that reads a value's text, on `text`.
+fn exercise_value_text(text: &str) {
+    let _ = strip_value_noise(text);
+    let _ = callee_of(text);
+    let _ = arguments_of(text);
+    let _ = asserted_type(text);
+    let _ = value_branches(text);
+    let _ = crate::syntax::extract::collection_items(text);
+    let _ = crate::syntax::extract::element_type(text);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+    // Value texts come from any source file: no text may panic the helpers (a
+    // multi-byte character next to an operator once did).
+    #[test]
+    fn value_text_helpers_never_panic(text in "\\PC{0,40}") {
+        exercise_value_text(&text);
+    }
+
+    #[test]
+    fn operator_shaped_texts_never_panic(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "á", "é", " if ", " else ", " or ", " ? ", " : ", " ?? ", " as ", ".(", "(",
+                ")", "[", "]", "<", ">", "*", "cast", "list", "x", ",", "|", "None",
+            ]),
+            0..12,
+        )
+    ) {
+        exercise_value_text(&parts.concat());
+    }
+}

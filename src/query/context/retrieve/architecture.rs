@@ -1,0 +1,258 @@
+//! Architecture and impact retrieval: the modules in scope with their summaries,
+//! relations and representatives; what depends on a symbol, hop by hop, and the modules it affects.
+
+use super::*;
+
+pub(super) fn module_of(graph: &Graph, node: NodeId) -> NodeId {
+    match graph.kind(node) {
+        SymbolKind::Module => node,
+        _ => graph.file_of(node).map_or(node, |f| f.module()),
+    }
+}
+
+pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
+    let graph = b.graph;
+    let data = graph.data();
+    // Modules in scope: the named ones (and their descendants), else every module.
+    let mut scope: BTreeSet<NodeId> = BTreeSet::new();
+    let mut named_modules: BTreeSet<NodeId> = BTreeSet::new();
+    for anchor in &intent.anchors {
+        let module = module_of(graph, anchor.node);
+        named_modules.insert(module);
+        if graph.kind(anchor.node) != SymbolKind::Module {
+            b.declaration(anchor.node, anchor.describe());
+        }
+    }
+    let module_nodes: Vec<NodeId> = graph
+        .nodes()
+        .take_while(|&n| graph.kind(n) == SymbolKind::Module)
+        .collect();
+    if named_modules.is_empty() {
+        scope.extend(module_nodes.iter().copied());
+    } else {
+        for &m in &module_nodes {
+            let path = graph.str(graph.node(m).qualified());
+            if named_modules.iter().any(|&n| {
+                let named = graph.str(graph.node(n).qualified());
+                n == m || named == "." || path.starts_with(&format!("{named}/"))
+            }) {
+                scope.insert(m);
+            }
+        }
+    }
+    // Module summaries.
+    let mut files_per_module: BTreeMap<NodeId, Vec<FileId>> = BTreeMap::new();
+    for (index, file) in data.files.iter().enumerate() {
+        files_per_module
+            .entry(file.module())
+            .or_default()
+            .push(FileId(index as u32));
+    }
+    for &module in &scope {
+        let files = files_per_module.get(&module).cloned().unwrap_or_default();
+        if files.is_empty() && !named_modules.contains(&module) {
+            continue;
+        }
+        let symbols: usize = files
+            .iter()
+            .map(|&f| {
+                let node = data.files[f.index()].node();
+                b.edges(node, Direction::Outgoing, EdgeKind::Contains).len()
+            })
+            .sum();
+        let path = graph.str(graph.node(module).qualified()).to_string();
+        let named = named_modules.contains(&module);
+        let score = (200 + 40 * files.len() as u32 + 5 * symbols as u32).min(20_000) as u16;
+        let text = format!(
+            "module {path}/: {} file(s), {symbols} top-level symbol(s)",
+            files.len()
+        );
+        b.push(
+            Candidate {
+                id: String::new(),
+                class: EvidenceClass::Module,
+                score: if named { 60_000 } else { score },
+                reasons: vec![if named {
+                    "named module".to_string()
+                } else {
+                    format!("{} files", files.len())
+                }],
+                relation_reasons: None,
+                required: named,
+                node: Some(module),
+                relation: None,
+                slice: SliceTarget::None,
+                on_spine: false,
+                named,
+                sites: Vec::new(),
+                why: None,
+                statement: Some(Statement {
+                    code: "module",
+                    text,
+                }),
+            },
+            &path,
+        );
+        // Representatives: the most central symbols of the module's code, its public
+        // ones first (what other modules use it through).
+        let mut symbols_in_module: Vec<NodeId> = files
+            .iter()
+            .flat_map(|&f| {
+                let node = data.files[f.index()].node();
+                b.edges(node, Direction::Outgoing, EdgeKind::Contains)
+                    .into_iter()
+                    .map(|r| r.to)
+            })
+            .collect();
+        symbols_in_module.sort_by_key(|&n| {
+            (
+                b.is_policy_class(n),
+                graph.node(n).visibility != crate::syntax::facts::Visibility::Public as u8,
+                std::cmp::Reverse(graph.node(n).centrality.to_native()),
+                n,
+            )
+        });
+        for (rank, &node) in symbols_in_module.iter().take(3).enumerate() {
+            let centrality = graph.node(node).centrality.to_native();
+            let mut score = (centrality / 4).min(20_000);
+            if b.is_policy_class(node) {
+                score /= 2;
+            }
+            let label = b.label(node);
+            b.push(
+                Candidate::declaration(
+                    String::new(),
+                    EvidenceClass::Representative,
+                    score as u16,
+                    node,
+                    format!("centrality {centrality}, rank {} in {path}/", rank + 1),
+                ),
+                &label,
+            );
+        }
+    }
+    // Relationships between modules in scope.
+    for edge in data.module_edges.iter() {
+        let (from, to) = (edge.from(), edge.to());
+        if !(scope.contains(&from) || scope.contains(&to)) {
+            continue;
+        }
+        let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
+        let count = edge.count.to_native();
+        let (a, c) = (
+            graph.str(graph.node(from).qualified()).to_string(),
+            graph.str(graph.node(to).qualified()).to_string(),
+        );
+        let touches_named = named_modules.contains(&from) || named_modules.contains(&to);
+        let score = (250 + 25 * count + if touches_named { 200 } else { 0 }).min(20_000) as u16;
+        b.push(
+            Candidate {
+                id: String::new(),
+                class: EvidenceClass::ModuleRelation,
+                score,
+                reasons: vec![format!("{count} {kind} edge(s)")],
+                relation_reasons: None,
+                required: false,
+                node: None,
+                relation: None,
+                slice: SliceTarget::None,
+                on_spine: false,
+                named: false,
+                sites: Vec::new(),
+                why: None,
+                statement: Some(Statement {
+                    code: "module-relation",
+                    text: format!("{a}/ {kind} {c}/ ×{count}"),
+                }),
+            },
+            &format!("{a}|{kind}|{c}"),
+        );
+    }
+}
+
+pub(super) fn impact(b: &mut Builder, intent: &Intent) {
+    for anchor in &intent.anchors {
+        let node = anchor.node;
+        b.declaration(node, anchor.describe());
+        let kinds = [
+            EdgeKind::Calls,
+            EdgeKind::References,
+            EdgeKind::UsesType,
+            EdgeKind::Implements,
+            EdgeKind::Imports,
+        ];
+        let mut frontier = vec![node];
+        let mut visited = BTreeSet::from([node]);
+        let mut affected: BTreeSet<NodeId> = BTreeSet::new();
+        let mut dependents = 0;
+        for hop in 1..=IMPACT_HOPS {
+            let mut next = Vec::new();
+            for &current in &frontier {
+                for kind in kinds {
+                    if hop > 1 && kind == EdgeKind::Imports {
+                        continue;
+                    }
+                    for relation in b.edges(current, Direction::Incoming, kind) {
+                        let dependent = relation.from;
+                        if visited.contains(&dependent) {
+                            continue;
+                        }
+                        if hop == 1 {
+                            dependents += 1;
+                        }
+                        let class = if hop == 1 {
+                            EvidenceClass::Dependent
+                        } else {
+                            EvidenceClass::ReversePath
+                        };
+                        let note = if hop > 1 {
+                            Note::Via(current)
+                        } else {
+                            Note::None
+                        };
+                        b.relation(class, dependent, relation, hop, false, note);
+                        affected.insert(module_of(b.graph, dependent));
+                        if visited.len() < VISIT_CAP {
+                            visited.insert(dependent);
+                            next.push(dependent);
+                        }
+                    }
+                }
+            }
+            frontier = next;
+        }
+        b.implementations(node);
+        let unresolved = b.frontier_candidates(node, 400);
+        if dependents == 0 {
+            let label = b.label(node);
+            let (code, text) = if unresolved > 0 {
+                (
+                    "dependents-unknown",
+                    format!(
+                        "{label} has no resolved dependents; {unresolved} unresolved reference(s) share its name and could reach it"
+                    ),
+                )
+            } else {
+                (
+                    "no-dependents",
+                    format!(
+                        "{label} has zero dependents in the graph and no unresolved reference names it"
+                    ),
+                )
+            };
+            b.statement(EvidenceClass::Failure, code, text, Some(node), true, 50_000);
+        }
+        affected.remove(&module_of(b.graph, node));
+        for module in affected {
+            let path = b.graph.str(b.graph.node(module).qualified()).to_string();
+            b.statement(
+                EvidenceClass::AffectedModule,
+                "affected-module",
+                format!("module {path}/ depends on {}", b.label(node)),
+                Some(module),
+                false,
+                300,
+            );
+        }
+    }
+}

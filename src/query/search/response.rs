@@ -1,0 +1,171 @@
+//! Response profiles of `atlas search` (R-S-4): full hits, or compact hits cut to a
+//! byte budget, with what was cut reported.
+
+use super::*;
+
+/// Response profiles of `atlas search` (R-S-4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ResponseProfile {
+    /// Every field of every hit.
+    Full,
+    /// Fewer fields per hit (path, symbol, lines, ref), conservative dedup, a budget at
+    /// 70% of the ceiling.
+    Compact,
+}
+
+impl ResponseProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseProfile::Full => "full",
+            ResponseProfile::Compact => "compact",
+        }
+    }
+
+    /// The per-call choice, else the configured default (`ATLAS_CONTEXT_OPTIMIZATION=1`
+    /// makes it compact).
+    pub fn resolve(flag: Option<ResponseProfile>, config: &SearchConfig) -> ResponseProfile {
+        flag.unwrap_or(if config.compact_by_default {
+            ResponseProfile::Compact
+        } else {
+            ResponseProfile::Full
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactHit {
+    pub path: String,
+    pub symbol: String,
+    pub lines: [u32; 2],
+    #[serde(rename = "ref")]
+    pub reference: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Budget {
+    /// `tokens` (exact, with `tokenizer`) or `chars` (fallback).
+    pub mode: &'static str,
+    pub tokenizer: String,
+    /// The ceiling in tokens; `null` when counting fell back to characters.
+    pub max_tokens: Option<usize>,
+    /// The ceiling in the counting mode's units.
+    pub ceiling: usize,
+    /// What this response was allowed (70% of the ceiling in compact).
+    pub budget: usize,
+    pub used: usize,
+    /// Whole results cut from the tail to fit.
+    pub cut: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResponse {
+    pub query: String,
+    pub profile: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hits: Option<Vec<Hit>>,
+    #[serde(rename = "hits", skip_serializing_if = "Option::is_none")]
+    pub compact_hits: Option<Vec<CompactHit>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arms: Option<ArmCounts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reranked: Option<bool>,
+    /// Present when results were cut to fit the budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
+}
+
+impl SearchResponse {
+    /// Hits in the response, whichever profile shaped it.
+    pub fn hit_count(&self) -> usize {
+        self.hits.as_ref().map_or(0, Vec::len) + self.compact_hits.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// Shapes a search result for a profile and applies the response ceiling (R-OBS-2):
+/// whole results are cut from the tail until the JSON fits.
+pub fn respond(
+    output: SearchOutput,
+    profile: ResponseProfile,
+    max_tokens: usize,
+    tokenizer: Option<&Path>,
+) -> SearchResponse {
+    let mut response = match profile {
+        ResponseProfile::Full => SearchResponse {
+            query: output.query,
+            profile: "full",
+            hits: Some(output.hits),
+            compact_hits: None,
+            arms: Some(output.arms),
+            reranked: Some(output.reranked),
+            budget: None,
+        },
+        ResponseProfile::Compact => {
+            // Conservative dedup: a hit inside an earlier hit's lines of the same file.
+            let mut kept: Vec<CompactHit> = Vec::new();
+            for hit in output.hits {
+                let inside = kept.iter().any(|k| {
+                    k.path == hit.path && k.lines[0] <= hit.lines[0] && hit.lines[1] <= k.lines[1]
+                });
+                if !inside {
+                    kept.push(CompactHit {
+                        path: hit.path,
+                        symbol: hit.symbol,
+                        lines: hit.lines,
+                        reference: hit.reference,
+                    });
+                }
+            }
+            SearchResponse {
+                query: output.query,
+                profile: "compact",
+                hits: None,
+                compact_hits: Some(kept),
+                arms: None,
+                reranked: None,
+                budget: None,
+            }
+        }
+    };
+    let share = |ceiling: usize| match profile {
+        ResponseProfile::Full => ceiling,
+        ResponseProfile::Compact => ceiling * 7 / 10,
+    };
+    // A text never has more tokens (nor chars) than bytes: a response within the budget
+    // in bytes fits under any counting, and the tokenizer need not be loaded (~100 ms).
+    if serde_json::to_string(&response).map_or(usize::MAX, |t| t.len()) <= share(max_tokens) {
+        return response;
+    }
+    let counter = crate::query::tokens::counter(tokenizer);
+    let exact = counter.mode() == "tokens";
+    // Characters stand in for tokens at ~4 per token when counting is unavailable.
+    let ceiling = if exact { max_tokens } else { max_tokens * 4 };
+    let budget = share(ceiling);
+    let measure = |r: &SearchResponse| counter.count(&serde_json::to_string(r).unwrap_or_default());
+    let mut cut = 0;
+    loop {
+        let used = measure(&response);
+        let remaining = response.hits.as_ref().map_or(0, Vec::len)
+            + response.compact_hits.as_ref().map_or(0, Vec::len);
+        if used <= budget || remaining == 0 {
+            if cut > 0 {
+                response.budget = Some(Budget {
+                    mode: counter.mode(),
+                    tokenizer: counter.name.clone(),
+                    max_tokens: exact.then_some(max_tokens),
+                    ceiling,
+                    budget,
+                    used,
+                    cut,
+                });
+            }
+            return response;
+        }
+        if let Some(hits) = response.hits.as_mut() {
+            hits.pop();
+        }
+        if let Some(hits) = response.compact_hits.as_mut() {
+            hits.pop();
+        }
+        cut += 1;
+    }
+}

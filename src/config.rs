@@ -92,7 +92,7 @@ pub const VARIABLES: &[Variable] = &[
 ];
 
 /// How long a read that must write waits for another build by default.
-pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_millis(10_000);
+const DEFAULT_LOCK_WAIT: Duration = Duration::from_millis(10_000);
 
 /// Which search arms run (`ATLAS_SEARCH_ARMS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,7 +47,7 @@ impl Refusal {
 }
 
 /// Whether `relative` is a plain repository-relative path: no root, no `..`, not empty.
-pub fn is_relative_path(relative: &str) -> bool {
+fn is_relative_path(relative: &str) -> bool {
     let path = Path::new(relative);
     !relative.is_empty()
         && path

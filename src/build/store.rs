@@ -28,7 +28,7 @@ pub const DEFAULT_GRAPH_DIR: &str = ".agent-spec/graph";
 pub const GRAPH_FILE: &str = "graph.atlas";
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// Generations kept by garbage collection, the committed one included (R-GEN-2: ≥ 2).
-pub const KEEP_GENERATIONS: usize = 2;
+const KEEP_GENERATIONS: usize = 2;
 
 /// Which R-GEN-1 rule chose the graph directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,7 +309,7 @@ impl Store {
     }
 
     /// Where generations' search indexes live: `search/<fingerprint>/`.
-    pub fn search_root(&self) -> PathBuf {
+    fn search_root(&self) -> PathBuf {
         self.dir.join("search")
     }
 
@@ -610,7 +610,7 @@ impl Drop for Scratch {
 }
 
 /// Fsyncs every regular file under `dir`, then the directories themselves.
-pub fn sync_tree(dir: &Path) -> Result<()> {
+fn sync_tree(dir: &Path) -> Result<()> {
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
         let path = entry.path();

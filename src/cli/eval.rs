@@ -550,7 +550,7 @@ fn summarize<'a>(cases: impl Iterator<Item = &'a CaseMetrics>) -> ClassSummary {
 
 /// Runs every case; a case that cannot run at all is a failed case, not an abort.
 /// Repository cases need `repos`: a directory holding each `[repos]` key checked out.
-pub fn run_corpus(path: &Path, repos: Option<&Path>, config: &Config) -> Result<EvalReport> {
+fn run_corpus(path: &Path, repos: Option<&Path>, config: &Config) -> Result<EvalReport> {
     let corpus = load(path)?;
     let fixtures = path
         .parent()

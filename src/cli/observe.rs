@@ -21,7 +21,7 @@ pub const DIR: &str = "observability";
 const FILE: &str = "events.jsonl";
 /// Files kept: `events.jsonl`, `events.1.jsonl`, `events.2.jsonl`.
 pub const FILES: usize = 3;
-pub const FILE_LIMIT: u64 = 1024 * 1024;
+const FILE_LIMIT: u64 = 1024 * 1024;
 /// How long a writer waits for another writer's lock before dropping its event.
 const LOCK_PATIENCE: Duration = Duration::from_millis(200);
 
@@ -158,7 +158,8 @@ impl Recorder {
     }
 
     /// A recorder with a smaller rotation threshold (tests).
-    pub fn with_file_limit(graph_dir: &Path, file_limit: u64) -> Recorder {
+    #[cfg(test)]
+    fn with_file_limit(graph_dir: &Path, file_limit: u64) -> Recorder {
         Recorder {
             dir: graph_dir.join(DIR),
             file_limit,

@@ -25,7 +25,7 @@ use memmap2::Mmap;
 use super::data::{ArchivedGraphData, GraphData};
 use crate::error::{AtlasError, IoContext, Result};
 
-pub const MAGIC: &[u8; 8] = b"ATLASGR\0";
+const MAGIC: &[u8; 8] = b"ATLASGR\0";
 /// Format version written by this build. v2: parse status 2 (`truncated`); readers
 /// validate referential integrity at open. v3: edges carry their call site's flags
 /// (`facts::site`: handler, guard, result, returned, raised) and nodes the
@@ -33,8 +33,8 @@ pub const MAGIC: &[u8; 8] = b"ATLASGR\0";
 /// flags are clear or partial: flow then dispatches only through interfaces).
 pub const FORMAT_VERSION: u32 = 3;
 /// Oldest format version this build reads.
-pub const OLDEST_READABLE: u32 = 1;
-pub const HEADER_LEN: usize = 64;
+const OLDEST_READABLE: u32 = 1;
+const HEADER_LEN: usize = 64;
 
 /// Serializes `data` into the complete file bytes (header + payload).
 pub fn encode(data: &GraphData) -> Result<Vec<u8>> {
@@ -168,7 +168,7 @@ pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphDat
 /// is well-formed; this proves every id in it indexes its table, so that no read of a
 /// validated graph can go out of bounds — even when a payload was altered and its checksum
 /// recomputed. Linear in the size of the graph.
-pub fn check_references(data: &ArchivedGraphData, path: &Path) -> Result<()> {
+fn check_references(data: &ArchivedGraphData, path: &Path) -> Result<()> {
     check_ids(data).map_err(|reason| AtlasError::GraphCorrupt {
         path: path.to_path_buf(),
         reason,

@@ -195,7 +195,7 @@ impl Graph {
     }
 
     /// Id of an interned string, if present.
-    pub fn string_id(&self, text: &str) -> Option<StrId> {
+    fn string_id(&self, text: &str) -> Option<StrId> {
         let mut lo = 0usize;
         let mut hi = self.string_count();
         while lo < hi {

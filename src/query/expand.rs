@@ -13,11 +13,11 @@ use crate::source::Refusal;
 use crate::syntax::facts::SymbolKind;
 
 /// At most this many refs per call.
-pub const MAX_REFS: usize = 5;
+const MAX_REFS: usize = 5;
 /// Characters returned per page.
-pub const PAGE_CHARS: usize = 6_000;
+const PAGE_CHARS: usize = 6_000;
 /// Classes longer than this (characters) open as an outline.
-pub const OUTLINE_THRESHOLD: usize = 6_000;
+const OUTLINE_THRESHOLD: usize = 6_000;
 const OUTLINE_MAX: usize = 100;
 
 /// `path#Lstart-Lend@hash8[~offset]`.

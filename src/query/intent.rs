@@ -9,21 +9,10 @@
 //! constant) nor a module. Stop words (English and Portuguese) never are. Everything else
 //! is free text for hybrid search — reported, never interpreted by a model.
 
-use crate::graph::codes::EdgeKind;
 use crate::graph::ids::NodeId;
 use crate::graph::names::{normalize_qualified, split_identifier};
 use crate::graph::reader::{Graph, NameTable};
 use crate::syntax::facts::SymbolKind;
-
-pub const RELATION_WORDS: &[&str] = &[
-    "calls",
-    "callers",
-    "callees",
-    "references",
-    "uses-type",
-    "implements",
-    "contains",
-];
 
 /// Matching tiers, strongest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -91,16 +80,6 @@ impl Relation {
             Relation::UsesType => "uses-type",
             Relation::Implements => "implements",
             Relation::Contains => "contains",
-        }
-    }
-
-    pub fn edge_kind(self) -> EdgeKind {
-        match self {
-            Relation::Calls | Relation::Callers | Relation::Callees => EdgeKind::Calls,
-            Relation::References => EdgeKind::References,
-            Relation::UsesType => EdgeKind::UsesType,
-            Relation::Implements => EdgeKind::Implements,
-            Relation::Contains => EdgeKind::Contains,
         }
     }
 }
@@ -231,7 +210,7 @@ const NEVER_NAMES: &[&str] = &[
 ];
 
 /// A word no name is made of. Single letters other than articles may be names (`f`).
-pub fn is_stop_word(word: &str) -> bool {
+fn is_stop_word(word: &str) -> bool {
     let lower = word.to_lowercase();
     NEVER_NAMES.contains(&lower.as_str())
         || (lower.chars().count() > 1 && crate::query::search::text::is_stopword(&lower))
@@ -526,7 +505,7 @@ fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> 
 
 /// `module.path.Qualified.name` of a symbol node: a name that matches it alone at the
 /// exact-id tier (what a re-asked query names a chosen candidate by).
-pub fn full_id(graph: &Graph, node: NodeId) -> String {
+fn full_id(graph: &Graph, node: NodeId) -> String {
     let record = graph.node(node);
     let qualified = normalize_qualified(graph.str(record.qualified()));
     match graph.file_of(node) {

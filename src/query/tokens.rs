@@ -79,7 +79,7 @@ impl TokenCounter {
     }
 
     /// A HuggingFace `tokenizer.json`; characters (saying why) when it cannot be loaded.
-    pub fn hugging_face(path: &Path) -> TokenCounter {
+    fn hugging_face(path: &Path) -> TokenCounter {
         // A regular file of sane size: never a FIFO (which blocks) or /dev/zero (endless).
         let bytes = match crate::source::read_regular(path, MAX_TOKENIZER_BYTES) {
             Ok(bytes) => bytes,

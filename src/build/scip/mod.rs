@@ -18,9 +18,8 @@ use crate::error::{AtlasError, IoContext, Result};
 use crate::syntax::facts::{Span, SymbolKind};
 
 /// SCIP symbol roles (scip.proto `SymbolRole`).
-pub const ROLE_DEFINITION: i32 = 0x1;
+const ROLE_DEFINITION: i32 = 0x1;
 pub const ROLE_IMPORT: i32 = 0x2;
-pub const ROLE_WRITE: i32 = 0x4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Occurrence {
@@ -96,7 +95,7 @@ impl ScipFacts {
 
 /// `local` symbols are file-private and carry no global identity; parameters
 /// (`…().(name)`) and type parameters (`…[T]`) are locals in all but name.
-pub fn is_local(symbol: &str) -> bool {
+fn is_local(symbol: &str) -> bool {
     symbol.starts_with("local ")
         || (symbol.ends_with(')') && !symbol.ends_with(")."))
         || symbol.ends_with(']')

@@ -46,7 +46,7 @@ fn indexer_of(language: Language) -> (&'static str, &'static str) {
 }
 
 /// An executable named `name` in the directories of `search_path` (a `PATH` value).
-pub fn find_on_path(name: &str, search_path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+fn find_on_path(name: &str, search_path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     std::env::split_paths(search_path?)
         .map(|dir| dir.join(name))
         .find(|candidate| {

@@ -33,7 +33,7 @@ pub use project::{DiagnosticCode, OmissionReason};
 
 /// v2: one evidence entry per (class, symbol) with `sites`, anchors with
 /// `anchor_reason`, diagnostics with `candidates`, the `after-cursor` omission reason.
-pub const SCHEMA: &str = "atlas.context.v2";
+const SCHEMA: &str = "atlas.context.v2";
 /// Percent of the byte ceiling a one-anchor spine's steps may require: the rest holds the
 /// runtime boundaries, alternatives and callees (a two-anchor path is never cut).
 const SPINE_PAGE_SHARE: usize = 60;

@@ -83,7 +83,7 @@ impl Embedder {
         })
     }
 
-    pub fn from_dir(dir: &Path) -> Result<Embedder> {
+    fn from_dir(dir: &Path) -> Result<Embedder> {
         // Regular files of bounded size (a configured directory may hold anything).
         let read = |name: &str| {
             let path = dir.join(name);

@@ -221,7 +221,7 @@ pub fn artifacts(dir: &Path) -> Result<std::collections::BTreeMap<String, Artifa
 }
 
 /// Damage a reader can see cheaply: an artifact missing, or of another length.
-pub fn check_lengths(dir: &Path, meta: &IndexMeta) -> Result<()> {
+fn check_lengths(dir: &Path, meta: &IndexMeta) -> Result<()> {
     lengths(dir, meta).map_err(|reason| damaged(dir, reason))
 }
 

@@ -224,7 +224,7 @@ impl SearchIndex {
 
     /// Opens the index, building or repairing it first when it is missing or damaged
     /// (under the build lock, waiting a bounded time for another holder).
-    pub fn open_or_build(
+    fn open_or_build(
         store: &Store,
         fingerprint: &str,
         graph: &Graph,
@@ -257,7 +257,7 @@ impl SearchIndex {
 
     /// The index a query reads: a `frozen` read never builds it (`None` when it is
     /// missing); otherwise it is built or repaired on first use.
-    pub fn for_query(
+    fn for_query(
         store: &Store,
         fingerprint: &str,
         graph: &Graph,
@@ -318,7 +318,7 @@ impl SearchIndex {
 
     /// Builds the generation's index unless it exists, from the newest other index
     /// whose generation still exists when there is one. The caller holds the build lock.
-    pub fn ensure_built(
+    fn ensure_built(
         store: &Store,
         lock: &crate::build::store::BuildLock,
         fingerprint: &str,

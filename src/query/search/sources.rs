@@ -10,9 +10,9 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 /// Commits kept per file, newest first (R-S-5).
-pub const COMMITS_PER_FILE: usize = 100;
+const COMMITS_PER_FILE: usize = 100;
 /// How far back history is read (R-S-5).
-pub const HISTORY_MONTHS: u32 = 24;
+const HISTORY_MONTHS: u32 = 24;
 /// A bound on what one `git log` may return, whatever the repository.
 const HISTORY_BYTES: usize = 64 * 1024 * 1024;
 const SECTION_EXCERPT_LINES: usize = 12;

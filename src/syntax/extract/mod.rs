@@ -34,7 +34,7 @@ pub const EXTRACTOR_VERSION: u32 = 6;
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
 /// `truncated`, and the reason says so (issue 10, E). Real code nests a few dozen deep.
-pub const MAX_NESTING: u32 = 512;
+const MAX_NESTING: u32 = 512;
 
 const MAX_ERROR_LINES: usize = 8;
 /// Receiver and qualifier texts are clipped: they are evidence, not payload.

@@ -71,7 +71,7 @@ impl Language {
     }
 
     /// The query source; TSX is TypeScript's query plus its JSX patterns.
-    pub fn query_source(self) -> &'static str {
+    fn query_source(self) -> &'static str {
         match self {
             Language::Rust => include_str!("queries/rust.scm"),
             Language::Python => include_str!("queries/python.scm"),
@@ -106,7 +106,7 @@ impl Language {
 }
 
 /// Capture names a query may use. `_`-prefixed captures are predicate helpers.
-pub const ALLOWED_CAPTURES: &[&str] = &[
+const ALLOWED_CAPTURES: &[&str] = &[
     "def.function",
     "def.method",
     "def.class",

@@ -131,7 +131,7 @@ pub(super) const BOUNDARIES: &[(&str, &[&str])] = &[
     ),
 ];
 
-pub fn boundary_category(name: &str) -> Option<&'static str> {
+fn boundary_category(name: &str) -> Option<&'static str> {
     BOUNDARIES
         .iter()
         .find(|(_, names)| names.contains(&name))

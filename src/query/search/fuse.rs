@@ -112,87 +112,16 @@ impl SearchIndex {
             .into_iter()
             .partition(|(_, item)| *item >= node_count);
         let (vector, vector_sections) = (nearest(vector), nearest(vector_sections));
-        let mut fused: HashMap<u32, Fused> = HashMap::new();
-        for (list, arm) in [
+        let mut ranked = fuse(&[
             (&bm25, Arm::Bm25),
             (&bm25_sections, Arm::Bm25),
             (&vector, Arm::Vector),
             (&vector_sections, Arm::Vector),
             (&graph_arm, Arm::Graph),
-        ] {
-            for (rank, &item) in list.iter().enumerate() {
-                let entry = fused.entry(item).or_default();
-                entry.score += 1.0 / (RRF_K + rank as f64);
-                entry.ranks.set(arm, rank);
-            }
-        }
-        let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+        ]);
         let rerank = config.rerank;
         if rerank {
-            // Code first: tests and prose (Markdown sections) keep their order among
-            // themselves but weigh less against the code they test or describe.
-            let prior = |item: u32, score: f64| {
-                if item >= node_count {
-                    score * SECTION_PRIOR
-                } else if graph.is_test(NodeId(item)) {
-                    score * TEST_PRIOR
-                } else {
-                    score
-                }
-            };
-            ranked.sort_by(|a, b| {
-                prior(b.0, b.1.score)
-                    .total_cmp(&prior(a.0, a.1.score))
-                    .then(a.0.cmp(&b.0))
-            });
-            // Exact symbol matches stay first; for a one-identifier query, names that
-            // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
-            // otherwise (the sort is stable).
-            // Only short, identifier-like queries: in prose (an issue text) some word
-            // always equals some name, and promoting it would drown the fused ranking.
-            let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
-            let words: Vec<String> = if words.len() <= 3 { words } else { Vec::new() };
-            let squash = |s: &str| -> String {
-                s.chars()
-                    .filter(|c| c.is_alphanumeric())
-                    .flat_map(char::to_lowercase)
-                    .collect()
-            };
-            let single = (words.len() == 1)
-                .then(|| squash(&words[0]))
-                .filter(|w| w.len() >= 3);
-            let tier = |item: u32| {
-                if item >= node_count {
-                    return 2;
-                }
-                let record = graph.node(NodeId(item));
-                let name = graph.str(record.name()).to_lowercase();
-                let qualified = graph.str(record.qualified()).to_lowercase();
-                if words.iter().any(|w| *w == name || *w == qualified) {
-                    0
-                } else if single
-                    .as_ref()
-                    .is_some_and(|w| squash(&name).contains(w.as_str()))
-                {
-                    1
-                } else {
-                    2
-                }
-            };
-            // Within the promoted tiers the lexical (BM25) rank decides; the rest keep RRF
-            // order (the sort is stable).
-            ranked.sort_by_key(|r| {
-                let t = tier(r.0);
-                (
-                    t,
-                    if t < 2 {
-                        r.1.ranks.bm25.unwrap_or(usize::MAX)
-                    } else {
-                        0
-                    },
-                )
-            });
+            rerank_ranked(graph, query, &mut ranked);
         }
         let mut seen = std::collections::HashSet::new();
         let mut hits = Vec::new();
@@ -222,53 +151,19 @@ impl SearchIndex {
             });
         }
         // History only takes slots the pool left empty (R-S-5).
-        let mut history = 0;
-        let commits = if arms.bm25 && hits.len() < top_k && !unavailable.contains_key("bm25") {
-            crate::isolate::isolate(|| self.commits(query, top_k - hits.len()))
-                .unwrap_or_else(|panic| {
-                    Err(AtlasError::SearchCorrupt {
-                        path: PathBuf::from("tantivy"),
-                        reason: format!("panicked: {panic}"),
-                    })
-                })
-                .unwrap_or_else(|e| {
+        let history = if arms.bm25 && hits.len() < top_k && !unavailable.contains_key("bm25") {
+            match self.history_hits(graph, &files, query, top_k - hits.len()) {
+                Ok(commits) => commits,
+                Err(e) => {
                     unavailable.insert("history", e.to_string());
                     Vec::new()
-                })
+                }
+            }
         } else {
             Vec::new()
         };
-        {
-            for commit in commits {
-                let Some(path) = commit.files.first() else {
-                    continue;
-                };
-                let Some(&file) = files.get(path.as_str()) else {
-                    continue;
-                };
-                let record = &graph.data().files[file.index()];
-                history += 1;
-                hits.push(Hit {
-                    path: path.clone(),
-                    symbol: format!(
-                        "commit:{}",
-                        commit.hash.chars().take(12).collect::<String>()
-                    ),
-                    kind: "commit",
-                    lines: [1, record.lines.to_native().max(1)],
-                    score: 0.0,
-                    match_arms: vec!["history"],
-                    reference: format!(
-                        "{path}#L1-L{}@{}",
-                        record.lines.to_native().max(1),
-                        crate::graph::format::hex(&record.hash[..4])
-                    ),
-                    commit: Some(commit),
-                    node: None,
-                    ranks: Ranks::default(),
-                });
-            }
-        }
+        let history_count = history.len();
+        hits.extend(history);
         Ok(SearchOutput {
             query: query.to_string(),
             hits,
@@ -276,10 +171,142 @@ impl SearchIndex {
                 bm25: bm25.len() + bm25_sections.len(),
                 vector: vector.len() + vector_sections.len(),
                 graph: graph_arm.len(),
-                history,
+                history: history_count,
                 unavailable,
             },
             reranked: rerank,
         })
     }
+
+    /// Commits whose messages match the query, as hits on the first file they touched.
+    fn history_hits(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Hit>> {
+        let commits =
+            crate::isolate::isolate(|| self.commits(query, limit)).unwrap_or_else(|panic| {
+                Err(AtlasError::SearchCorrupt {
+                    path: PathBuf::from("tantivy"),
+                    reason: format!("panicked: {panic}"),
+                })
+            })?;
+        let mut hits = Vec::new();
+        for commit in commits {
+            let Some(path) = commit.files.first() else {
+                continue;
+            };
+            let Some(&file) = files.get(path.as_str()) else {
+                continue;
+            };
+            let record = &graph.data().files[file.index()];
+            let lines = record.lines.to_native().max(1);
+            hits.push(Hit {
+                path: path.clone(),
+                symbol: format!(
+                    "commit:{}",
+                    commit.hash.chars().take(12).collect::<String>()
+                ),
+                kind: "commit",
+                lines: [1, lines],
+                score: 0.0,
+                match_arms: vec!["history"],
+                reference: format!(
+                    "{path}#L1-L{lines}@{}",
+                    crate::graph::format::hex(&record.hash[..4])
+                ),
+                commit: Some(commit),
+                node: None,
+                ranks: Ranks::default(),
+            });
+        }
+        Ok(hits)
+    }
+}
+
+/// The rerank: code before tests and prose, then exact names (and, for one identifier,
+/// names containing it) in front by their BM25 rank; RRF order otherwise.
+fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) {
+    let node_count = graph.node_count() as u32;
+    // Code first: tests and prose (Markdown sections) keep their order among
+    // themselves but weigh less against the code they test or describe.
+    let prior = |item: u32, score: f64| {
+        if item >= node_count {
+            score * SECTION_PRIOR
+        } else if graph.is_test(NodeId(item)) {
+            score * TEST_PRIOR
+        } else {
+            score
+        }
+    };
+    ranked.sort_by(|a, b| {
+        prior(b.0, b.1.score)
+            .total_cmp(&prior(a.0, a.1.score))
+            .then(a.0.cmp(&b.0))
+    });
+    // Exact symbol matches stay first; for a one-identifier query, names that
+    // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
+    // otherwise (the sort is stable).
+    // Only short, identifier-like queries: in prose (an issue text) some word
+    // always equals some name, and promoting it would drown the fused ranking.
+    let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
+    let words: Vec<String> = if words.len() <= 3 { words } else { Vec::new() };
+    let squash = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let single = (words.len() == 1)
+        .then(|| squash(&words[0]))
+        .filter(|w| w.len() >= 3);
+    let tier = |item: u32| {
+        if item >= node_count {
+            return 2;
+        }
+        let record = graph.node(NodeId(item));
+        let name = graph.str(record.name()).to_lowercase();
+        let qualified = graph.str(record.qualified()).to_lowercase();
+        if words.iter().any(|w| *w == name || *w == qualified) {
+            0
+        } else if single
+            .as_ref()
+            .is_some_and(|w| squash(&name).contains(w.as_str()))
+        {
+            1
+        } else {
+            2
+        }
+    };
+    // Within the promoted tiers the lexical (BM25) rank decides; the rest keep RRF
+    // order (the sort is stable).
+    ranked.sort_by_key(|r| {
+        let t = tier(r.0);
+        (
+            t,
+            if t < 2 {
+                r.1.ranks.bm25.unwrap_or(usize::MAX)
+            } else {
+                0
+            },
+        )
+    });
+}
+
+/// Reciprocal rank fusion (K = `RRF_K`, ranks from 0) of the arms' lists, best first
+/// (ties by item).
+fn fuse(lists: &[(&Vec<u32>, Arm)]) -> Vec<(u32, Fused)> {
+    let mut fused: HashMap<u32, Fused> = HashMap::new();
+    for (list, arm) in lists {
+        for (rank, &item) in list.iter().enumerate() {
+            let entry = fused.entry(item).or_default();
+            entry.score += 1.0 / (RRF_K + rank as f64);
+            entry.ranks.set(*arm, rank);
+        }
+    }
+    let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+    ranked
 }

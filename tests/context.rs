@@ -2,28 +2,13 @@
 
 mod common;
 
-use common::{Run, Sandbox};
+use common::{ContextOut, Sandbox};
 use serde_json::Value;
-
-fn context(s: &Sandbox, args: &[&str]) -> Run {
-    let mut full = vec!["context"];
-    full.extend_from_slice(args);
-    s.atlas(&full)
-}
 
 fn built(fixture: &str) -> Sandbox {
     let s = Sandbox::with_fixture(fixture);
     s.build_json();
     s
-}
-
-fn classes(output: &Value) -> Vec<String> {
-    output["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["class"].as_str().unwrap().to_string())
-        .collect()
 }
 
 fn without_timings(mut output: Value) -> Value {
@@ -32,107 +17,83 @@ fn without_timings(mut output: Value) -> Value {
     output
 }
 
+/// `atlas context <query> --profile <profile> --frozen --format json`, which must succeed.
+fn frozen_json(s: &Sandbox, query: &str, profile: &str) -> ContextOut {
+    s.context(query)
+        .profile(profile)
+        .frozen()
+        .json()
+        .run()
+        .success()
+        .context()
+}
+
 #[test]
 fn symbol_profile_shows_declaration_callers_and_callees_with_provenance() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "shop.pricing.checkout",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
+    let out = frozen_json(&s, "shop.pricing.checkout", "symbol");
+    let anchor = &out.intent.anchors[0];
+    assert_eq!(anchor.symbol, "shop/pricing.py::checkout");
+    assert_eq!(anchor.tier.as_deref(), Some("exact-id"));
+    let declaration = &out.evidence[0];
     assert_eq!(
-        out["intent"]["anchors"][0]["symbol"],
-        "shop/pricing.py::checkout"
+        (declaration.class.as_str(), declaration.required),
+        ("declaration", true)
     );
-    assert_eq!(out["intent"]["anchors"][0]["tier"], "exact-id");
-    let evidence = out["evidence"].as_array().unwrap();
-    let declaration = &evidence[0];
-    assert_eq!(
-        (
-            declaration["class"].as_str(),
-            declaration["required"].as_bool()
-        ),
-        (Some("declaration"), Some(true))
-    );
-    assert!(
-        declaration["source"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("def checkout")
-    );
-    let callee = evidence
-        .iter()
-        .find(|e| e["class"] == "callee" && e["symbol"] == "shop/util.py::apply_discount")
+    let source = declaration.source.as_ref().expect("declaration source");
+    assert!(source.text.contains("def checkout"), "{}", source.text);
+    let callee = out
+        .of_class("callee")
+        .find(|e| e.symbol.as_deref() == Some("shop/util.py::apply_discount"))
         .expect("callee");
-    assert_eq!(callee["relation"]["provenance"], "tree-sitter");
-    assert_eq!(callee["relation"]["resolution"], "import");
-    assert_eq!(callee["relation"]["site"]["path"], "shop/pricing.py");
-    assert!(
-        evidence
-            .iter()
-            .any(|e| e["class"] == "caller" && e["symbol"] == "shop/pricing.py::quick_cart")
+    let relation = callee.relation.as_ref().expect("callee relation");
+    assert_eq!(relation.provenance, "tree-sitter");
+    assert_eq!(relation.resolution, "import");
+    assert_eq!(
+        relation.site.as_ref().map(|s| s.path.as_str()),
+        Some("shop/pricing.py")
     );
+    assert!(out.has("caller", "shop/pricing.py::quick_cart"));
 }
 
 #[test]
 fn ambiguous_suffix_is_reported_with_candidates() {
     let s = built("python");
-    let run = context(
-        &s,
-        &[
-            "total",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .failure(7, "atlas-context-ambiguous");
-    let error = &run.json()["error"];
-    assert_eq!(error["code"], "atlas-context-ambiguous");
-    let candidates: Vec<&str> = error["details"]["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
-    assert!(
-        candidates.contains(&"shop/models.py::Item.total"),
-        "{candidates:?}"
-    );
-    assert!(
-        candidates.contains(&"shop/models.py::Cart.total"),
-        "{candidates:?}"
-    );
+    let run = s
+        .context("total")
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(7, "atlas-context-ambiguous");
+    let error = run.error();
+    assert_eq!(error.code, "atlas-context-ambiguous");
+    let candidates = &error.details().candidates;
+    for wanted in ["shop/models.py::Item.total", "shop/models.py::Cart.total"] {
+        assert!(
+            candidates.iter().any(|c| c == wanted),
+            "{wanted} in {candidates:?}"
+        );
+    }
     // Qualifying the name resolves it.
-    context(&s, &["Cart.total", "--profile", "symbol", "--frozen"]).success();
+    s.context("Cart.total")
+        .profile("symbol")
+        .frozen()
+        .run()
+        .success();
 }
 
 #[test]
 fn no_match_is_a_typed_outcome_not_an_empty_success() {
     let s = built("python");
-    let run = context(
-        &s,
-        &[
-            "zzz_nothing_here",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .failure(7, "atlas-context-no-match");
-    assert_eq!(run.json()["error"]["code"], "atlas-context-no-match");
+    let run = s
+        .context("zzz_nothing_here")
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(7, "atlas-context-no-match");
+    assert_eq!(run.error().code, "atlas-context-no-match");
 }
 
 #[test]
@@ -142,149 +103,91 @@ fn stale_source_keeps_the_skeleton_and_requires_read_back() {
         "shop/util.py",
         "# edited after the build\ndef apply_discount(amount, rate):\n    return amount\n",
     );
-    let out = context(
-        &s,
-        &[
-            "apply_discount",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let declaration = &out["evidence"][0];
-    assert_eq!(declaration["projection"], "stale-skeleton");
-    assert!(
-        declaration.get("source").is_none(),
-        "no text from a changed file"
+    let out = frozen_json(&s, "apply_discount", "symbol");
+    let declaration = &out.evidence[0];
+    assert_eq!(declaration.projection, "stale-skeleton");
+    assert!(declaration.source.is_none(), "no text from a changed file");
+    assert_eq!(
+        declaration.symbol.as_deref(),
+        Some("shop/util.py::apply_discount")
     );
-    assert_eq!(declaration["symbol"], "shop/util.py::apply_discount");
-    assert_eq!(declaration["diagnostics"][0], "atlas-context-stale-source");
-    assert_eq!(out["receipt"]["read_back_required"], true);
-    assert!(
-        out["diagnostics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|d| d["code"] == "atlas-context-stale-source" && d["path"] == "shop/util.py")
+    assert_eq!(
+        declaration.diagnostics.first().map(String::as_str),
+        Some("atlas-context-stale-source")
     );
+    assert!(out.receipt.read_back_required);
+    assert!(out.diagnostics.iter().any(|d| {
+        d.code == "atlas-context-stale-source" && d.path.as_deref() == Some("shop/util.py")
+    }));
     // Without --frozen the graph is refreshed first and the text comes back.
-    let fresh = context(
-        &s,
-        &["apply_discount", "--profile", "symbol", "--format", "json"],
-    )
-    .success()
-    .json();
-    assert_eq!(fresh["receipt"]["refreshed"], true);
-    assert_eq!(fresh["evidence"][0]["projection"], "full");
-    assert_eq!(fresh["receipt"]["read_back_required"], false);
+    let fresh = s
+        .context("apply_discount")
+        .profile("symbol")
+        .json()
+        .run()
+        .success()
+        .context();
+    assert!(fresh.receipt.refreshed);
+    assert_eq!(fresh.evidence[0].projection, "full");
+    assert!(!fresh.receipt.read_back_required);
 }
 
 #[test]
 fn low_relevance_candidates_stay_omitted_while_bytes_remain() {
     let s = built("python");
     // Hop-2 callers score below the symbol profile's threshold of 300.
-    let out = context(
-        &s,
-        &[
-            "apply_discount",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let receipt = &out["receipt"];
-    assert!(
-        receipt["projection"]["below_threshold"].as_u64().unwrap() > 0,
-        "{receipt}"
-    );
-    assert!(
-        receipt["serialized_bytes"].as_u64().unwrap()
-            < receipt["limits"]["max_bytes"].as_u64().unwrap() / 2
-    );
-    let omission = out["omissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["reason"] == "below-relevance")
+    let out = frozen_json(&s, "apply_discount", "symbol");
+    let receipt = &out.receipt;
+    assert!(receipt.projection.below_threshold > 0, "{receipt:?}");
+    assert!(receipt.serialized_bytes < receipt.limits.max_bytes / 2);
+    let omission = out
+        .omission("below-relevance")
         .expect("below-relevance group");
-    let argv: Vec<&str> = omission["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
-    let at = argv
-        .iter()
-        .position(|a| *a == "--min-score")
-        .expect("--min-score lowered");
-    assert!(argv[at + 1].parse::<u16>().unwrap() < 300);
+    let min_score = omission.flag("--min-score").expect("--min-score lowered");
+    assert!(min_score.parse::<u16>().unwrap() < 300, "{omission:?}");
     // Lowering the threshold admits them.
-    let lowered = context(
-        &s,
-        &[
-            "apply_discount",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--min-score",
-            "0",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    assert_eq!(lowered["receipt"]["projection"]["below_threshold"], 0);
-    assert_eq!(lowered["receipt"]["limits"]["overridden"][0], "min_score");
+    let lowered = s
+        .context("apply_discount")
+        .profile("symbol")
+        .frozen()
+        .min_score(0)
+        .json()
+        .run()
+        .success()
+        .context();
+    assert_eq!(lowered.receipt.projection.below_threshold, 0);
+    assert_eq!(
+        lowered
+            .receipt
+            .limits
+            .overridden
+            .first()
+            .map(String::as_str),
+        Some("min_score")
+    );
 }
 
 #[test]
 fn byte_pressure_prunes_optional_evidence_under_the_ceiling() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "shop/models.py",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--max-bytes",
-            "3000",
-            "--format",
-            "json",
-        ],
-    )
-    .success();
-    let json = out.json();
-    let receipt = &json["receipt"];
-    assert!(receipt["serialized_bytes"].as_u64().unwrap() <= 3000);
-    let pruned = receipt["projection"]["byte_omitted"].as_u64().unwrap()
-        + receipt["projection"]["skeletonized"].as_u64().unwrap();
-    assert!(pruned > 0, "{receipt}");
-    let omission = json["omissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["reason"] == "byte-ceiling")
-        .expect("byte-ceiling group");
-    let argv: Vec<&str> = omission["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let out = s
+        .context("shop/models.py")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(3000)
+        .json()
+        .run()
+        .success()
+        .context();
+    let receipt = &out.receipt;
+    assert!(receipt.serialized_bytes <= 3000);
+    let pruned = receipt.projection.byte_omitted + receipt.projection.skeletonized;
+    assert!(pruned > 0, "{receipt:?}");
+    let omission = out.omission("byte-ceiling").expect("byte-ceiling group");
+    let argv = &omission.argv;
     assert_eq!(argv[0], "atlas");
     // A page is a page: the continuation keeps the ceiling and every flag as given, once.
-    let at = argv.iter().position(|a| *a == "--max-bytes").unwrap();
-    assert_eq!(argv[at + 1], "3000");
+    assert_eq!(omission.flag("--max-bytes"), Some("3000"));
     for flag in [
         "--max-bytes",
         "--frozen",
@@ -293,13 +196,12 @@ fn byte_pressure_prunes_optional_evidence_under_the_ceiling() {
         "--after",
     ] {
         assert_eq!(
-            argv.iter().filter(|a| **a == flag).count(),
+            argv.iter().filter(|a| *a == flag).count(),
             1,
             "{flag} once in {argv:?}"
         );
     }
-    let at = argv.iter().position(|a| *a == "--format").unwrap();
-    assert_eq!(argv[at + 1], "json");
+    assert_eq!(omission.flag("--format"), Some("json"));
 }
 
 #[test]
@@ -310,28 +212,18 @@ fn required_evidence_that_cannot_fit_is_a_typed_error() {
         .collect();
     s.write("big.py", format!("def big():\n{body}    return 1\n"));
     s.build_json();
-    let run = context(
-        &s,
-        &[
-            "big",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--max-bytes",
-            "1024",
-            "--format",
-            "json",
-        ],
-    )
-    .failure(8, "atlas-context-required-budget");
-    let error = run.json();
-    assert_eq!(error["error"]["code"], "atlas-context-required-budget");
-    assert!(
-        error["error"]["details"]["evidence_id"]
-            .as_str()
-            .unwrap()
-            .starts_with("ev-declaration-")
-    );
+    let run = s
+        .context("big")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(1024)
+        .json()
+        .run()
+        .failure(8, "atlas-context-required-budget");
+    let error = run.error();
+    assert_eq!(error.code, "atlas-context-required-budget");
+    let id = error.details().evidence_id.as_deref().expect("evidence_id");
+    assert!(id.starts_with("ev-declaration-"), "{id}");
 }
 
 #[test]
@@ -340,21 +232,15 @@ fn required_runtime_boundaries_over_the_slice_cap_fail_typed() {
     let opens: String = (0..20).map(|i| format!("    open('f{i}')\n")).collect();
     s.write("io_heavy.py", format!("def load_all():\n{opens}"));
     s.build_json();
-    let run = context(
-        &s,
-        &[
-            "load_all",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--max-bytes",
-            "1000000",
-            "--format",
-            "json",
-        ],
-    );
-    let run = run.failure(8, "atlas-context-required-source-cap");
-    assert_eq!(run.json()["error"]["details"]["limit"], "max_slices");
+    let run = s
+        .context("load_all")
+        .profile("flow")
+        .frozen()
+        .max_bytes(1_000_000)
+        .json()
+        .run()
+        .failure(8, "atlas-context-required-source-cap");
+    assert_eq!(run.error().details().limit.as_deref(), Some("max_slices"));
 }
 
 #[test]
@@ -363,99 +249,56 @@ fn required_evidence_beyond_the_retrieval_cap_fails_typed() {
     let opens: String = (0..400).map(|i| format!("    open('f{i}')\n")).collect();
     s.write("io_heavy.py", format!("def load_all():\n{opens}"));
     s.build_json();
-    context(
-        &s,
-        &[
-            "load_all",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .failure(8, "atlas-context-required-candidate-cap");
-}
-
-fn argv_of(omission: &Value) -> Vec<String> {
-    omission["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect()
-}
-
-fn ids_of(page: &Value) -> Vec<String> {
-    page["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap().to_string())
-        .collect()
+    let run = s
+        .context("load_all")
+        .profile("flow")
+        .frozen()
+        .json()
+        .run()
+        .failure(8, "atlas-context-required-candidate-cap");
+    assert_eq!(run.error().code, "atlas-context-required-candidate-cap");
 }
 
 #[test]
 fn continuation_argv_resumes_in_a_new_process() {
     let s = built("python");
-    let first = context(
-        &s,
-        &[
-            "shop/models.py",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--max-bytes",
-            "3000",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let total = first["receipt"]["retrieval"]["total"].as_u64().unwrap() as usize;
-    let mut seen: Vec<String> = ids_of(&first);
+    let first = s
+        .context("shop/models.py")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(3000)
+        .json()
+        .run()
+        .success()
+        .context();
+    let total = first.receipt.retrieval.total;
+    let mut seen: Vec<String> = first.ids().into_iter().map(str::to_string).collect();
     let mut page = first;
     // Follow byte-ceiling continuations, as-is, until every candidate was delivered: each
     // resumes right after its cursor and makes progress; a page keeps its ceiling unless
     // the item at its top could not fit (then the argv raises it).
     for _ in 0..8 {
-        let Some(omission) = page["omissions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["reason"] == "byte-ceiling")
-            .cloned()
-        else {
+        let Some(omission) = page.omission("byte-ceiling").cloned() else {
             break;
         };
-        let argv = argv_of(&omission);
-        assert_eq!(argv[0], "atlas");
-        assert!(argv.contains(&"--code".to_string()), "{argv:?}");
-        assert!(argv.contains(&"--frozen".to_string()), "{argv:?}");
-        let after = argv[argv.iter().position(|a| a == "--after").unwrap() + 1].clone();
-        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        let next = s
-            .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
-            .success()
-            .json();
+        let argv = &omission.argv;
+        assert!(argv.iter().any(|a| a == "--code"), "{argv:?}");
+        assert!(argv.iter().any(|a| a == "--frozen"), "{argv:?}");
+        let after = omission.flag("--after").expect("--after").to_string();
+        let run = s.replay(argv).success();
+        let next = run.context();
+        assert!(next.receipt.retrieval.cursor_prefix > 0);
+        let ids = next.ids();
         assert!(
-            next["receipt"]["retrieval"]["cursor_prefix"]
-                .as_u64()
-                .unwrap()
-                > 0
+            !ids.contains(&after.as_str()),
+            "the page starts after its cursor"
         );
-        let ids = ids_of(&next);
-        assert!(!ids.contains(&after), "the page starts after its cursor");
         // The same argv in another process gives the same page.
-        let again = s
-            .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
-            .success()
-            .json();
-        assert_eq!(without_timings(next.clone()), without_timings(again));
+        let again = s.replay(argv).success();
+        assert_eq!(without_timings(run.json()), without_timings(again.json()));
         for id in ids {
-            if !seen.contains(&id) {
-                seen.push(id);
+            if !seen.iter().any(|s| s == id) {
+                seen.push(id.to_string());
             }
         }
         page = next;
@@ -466,97 +309,53 @@ fn continuation_argv_resumes_in_a_new_process() {
 #[test]
 fn start_cursor_is_the_explicit_beginning() {
     let s = built("python");
-    let plain = context(
-        &s,
-        &[
-            "checkout",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let fp = plain["graph"]["fingerprint"].as_str().unwrap().to_string();
-    let started = context(
-        &s,
-        &[
-            "checkout",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--expect-graph",
-            &fp,
-            "--after",
-            "START",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    assert_eq!(started["receipt"]["retrieval"]["cursor_prefix"], 0);
-    assert_eq!(classes(&plain), classes(&started));
+    let plain = frozen_json(&s, "checkout", "symbol");
+    let started = s
+        .context("checkout")
+        .profile("symbol")
+        .frozen()
+        .expect_graph(&plain.graph.fingerprint)
+        .after("START")
+        .json()
+        .run()
+        .success()
+        .context();
+    assert_eq!(started.receipt.retrieval.cursor_prefix, 0);
+    assert_eq!(plain.classes(), started.classes());
 }
 
 #[test]
 fn a_continuation_on_another_graph_fails_with_graph_mismatch() {
     let s = built("python");
     let wrong = "0".repeat(64);
-    let run = context(
-        &s,
-        &[
-            "checkout",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--expect-graph",
-            &wrong,
-            "--after",
-            "START",
-            "--format",
-            "json",
-        ],
-    )
-    .failure(9, "atlas-context-graph-mismatch");
-    assert_eq!(run.json()["error"]["details"]["expected"], wrong);
+    let run = s
+        .context("checkout")
+        .profile("symbol")
+        .frozen()
+        .expect_graph(&wrong)
+        .after("START")
+        .json()
+        .run()
+        .failure(9, "atlas-context-graph-mismatch");
+    assert_eq!(
+        run.error().details().expected.as_deref(),
+        Some(wrong.as_str())
+    );
 }
 
 #[test]
 fn an_unknown_cursor_fails_typed() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "checkout",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let fp = out["graph"]["fingerprint"].as_str().unwrap().to_string();
-    context(
-        &s,
-        &[
-            "checkout",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--expect-graph",
-            &fp,
-            "--after",
-            "ev-caller-0000000000000000",
-        ],
-    )
-    .failure(9, "atlas-context-cursor");
+    let out = frozen_json(&s, "checkout", "symbol");
+    s.context("checkout")
+        .profile("symbol")
+        .frozen()
+        .expect_graph(&out.graph.fingerprint)
+        .after("ev-caller-0000000000000000")
+        .run()
+        .failure(9, "atlas-context-cursor");
     // --after needs --expect-graph.
-    let run = context(&s, &["checkout", "--profile", "symbol", "--after", "START"]);
+    let run = s.context("checkout").profile("symbol").after("START").run();
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(run.stderr.contains("--expect-graph"), "{}", run.describe());
 }
@@ -571,24 +370,16 @@ fn ordering_is_deterministic_across_runs_and_directories() {
         } else {
             "Handler"
         };
-        let ra = context(
-            &a,
-            &[query, "--profile", profile, "--frozen", "--format", "json"],
-        )
-        .success()
-        .json();
-        let rb = context(
-            &b,
-            &[query, "--profile", profile, "--frozen", "--format", "json"],
-        )
-        .success()
-        .json();
-        let rc = context(
-            &a,
-            &[query, "--profile", profile, "--frozen", "--format", "json"],
-        )
-        .success()
-        .json();
+        let run = |s: &Sandbox| {
+            s.context(query)
+                .profile(profile)
+                .frozen()
+                .json()
+                .run()
+                .success()
+                .json()
+        };
+        let (ra, rb, rc) = (run(&a), run(&b), run(&a));
         let strip_code = |mut v: Value| {
             v = without_timings(v);
             for o in v["omissions"].as_array_mut().unwrap() {
@@ -613,136 +404,82 @@ fn ordering_is_deterministic_across_runs_and_directories() {
 fn serialized_bytes_equals_the_printed_json() {
     let s = built("rust");
     for profile in ["symbol", "flow", "impact", "architecture"] {
-        let run = context(
-            &s,
-            &[
-                "Circle",
-                "--profile",
-                profile,
-                "--frozen",
-                "--format",
-                "json",
-            ],
-        )
-        .success();
+        let run = s
+            .context("Circle")
+            .profile(profile)
+            .frozen()
+            .json()
+            .run()
+            .success();
         let printed = run.stdout.strip_suffix('\n').unwrap();
-        let bytes = run.json()["receipt"]["serialized_bytes"].as_u64().unwrap();
-        assert_eq!(bytes as usize, printed.len(), "{profile}");
+        assert_eq!(
+            run.context().receipt.serialized_bytes,
+            printed.len(),
+            "{profile}"
+        );
     }
 }
 
 #[test]
 fn frozen_never_builds_and_a_changed_tree_is_refreshed_otherwise() {
     let s = Sandbox::with_fixture("go");
-    context(&s, &["NewMemory", "--profile", "symbol", "--frozen"])
+    s.context("NewMemory")
+        .profile("symbol")
+        .frozen()
+        .run()
         .failure(3, "atlas-graph-missing");
     assert!(!s.graph().exists(), "--frozen wrote nothing");
-    context(&s, &["NewMemory", "--profile", "symbol", "--no-build"])
+    s.context("NewMemory")
+        .profile("symbol")
+        .no_build()
+        .run()
         .failure(3, "atlas-graph-missing");
-    let first = context(
-        &s,
-        &["NewMemory", "--profile", "symbol", "--format", "json"],
-    )
-    .success()
-    .json();
-    assert_eq!(
-        first["receipt"]["refreshed"], true,
-        "a missing graph is built first"
-    );
-    let second = context(
-        &s,
-        &["NewMemory", "--profile", "symbol", "--format", "json"],
-    )
-    .success()
-    .json();
-    assert_eq!(second["receipt"]["refreshed"], false);
+    let refreshing = || {
+        s.context("NewMemory")
+            .profile("symbol")
+            .json()
+            .run()
+            .success()
+            .context()
+    };
+    let first = refreshing();
+    assert!(first.receipt.refreshed, "a missing graph is built first");
+    let second = refreshing();
+    assert!(!second.receipt.refreshed);
     s.write(
         "store/extra.go",
         "package store\n\nfunc Extra() *Memory { return NewMemory() }\n",
     );
-    let third = context(
-        &s,
-        &["NewMemory", "--profile", "symbol", "--format", "json"],
-    )
-    .success()
-    .json();
-    assert_eq!(third["receipt"]["refreshed"], true);
+    let third = refreshing();
+    assert!(third.receipt.refreshed);
     assert!(
-        third["evidence"]
-            .as_array()
-            .unwrap()
+        third
+            .evidence
             .iter()
-            .any(|e| e["symbol"] == "store/extra.go::Extra")
+            .any(|e| e.symbol.as_deref() == Some("store/extra.go::Extra"))
     );
 }
 
 #[test]
 fn test_bodies_are_skeletons_unless_named() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "checkout",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let test_caller = out["evidence"]
-        .as_array()
-        .unwrap()
+    let out = frozen_json(&s, "checkout", "symbol");
+    let test_caller = out
+        .evidence
         .iter()
-        .find(|e| e["symbol"] == "tests/test_pricing.py::test_checkout_empty_cart")
+        .find(|e| e.symbol.as_deref() == Some("tests/test_pricing.py::test_checkout_empty_cart"))
         .expect("test caller");
-    assert_eq!(test_caller["projection"], "policy-skeleton");
-    assert!(
-        out["receipt"]["projection"]["policy_skeletonized"]
-            .as_u64()
-            .unwrap()
-            >= 1
-    );
-    let named = context(
-        &s,
-        &[
-            "test_checkout_empty_cart",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    assert_eq!(named["evidence"][0]["projection"], "full");
+    assert_eq!(test_caller.projection, "policy-skeleton");
+    assert!(out.receipt.projection.policy_skeletonized >= 1);
+    let named = frozen_json(&s, "test_checkout_empty_cart", "symbol");
+    assert_eq!(named.evidence[0].projection, "full");
 }
 
 #[test]
 fn flow_between_two_anchors_follows_the_call_path() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "quick_cart apply_discount",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let spine: Vec<&str> = out["spine"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["symbol"].as_str().unwrap())
-        .collect();
+    let out = frozen_json(&s, "quick_cart apply_discount", "flow");
+    let spine: Vec<&str> = out.spine.iter().map(|s| s.symbol.as_str()).collect();
     assert_eq!(
         spine,
         [
@@ -751,188 +488,81 @@ fn flow_between_two_anchors_follows_the_call_path() {
             "shop/util.py::apply_discount"
         ]
     );
-    assert!(
-        out["evidence"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["class"] == "spine")
-            .all(|e| e["required"] == true)
-    );
+    assert!(out.of_class("spine").all(|e| e.required));
     // No path is failure evidence, not an empty success.
     let m = built("mixed");
-    let no_path = context(
-        &m,
-        &[
-            "handle_ping leftPad",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let failure = no_path["evidence"]
-        .as_array()
-        .unwrap()
+    let no_path = frozen_json(&m, "handle_ping leftPad", "flow");
+    let failure = no_path
+        .evidence
         .iter()
-        .find(|e| e["statement"]["code"] == "no-call-path")
+        .find(|e| {
+            e.statement
+                .as_ref()
+                .is_some_and(|s| s.code == "no-call-path")
+        })
         .expect("no-call-path");
-    assert_eq!(failure["required"], true);
+    assert!(failure.required);
 }
 
 #[test]
 fn flow_marks_runtime_boundaries_as_required() {
     let s = built("mixed");
-    let out = context(
-        &s,
-        &[
-            "HttpTransport.send",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let boundary = out["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["class"] == "runtime-boundary")
+    let out = frozen_json(&s, "HttpTransport.send", "flow");
+    let boundary = out
+        .of_class("runtime-boundary")
+        .next()
         .expect("fetch is a boundary");
-    assert_eq!(boundary["required"], true);
-    assert_eq!(boundary["statement"]["code"], "network-io");
+    assert!(boundary.required);
+    assert_eq!(
+        boundary.statement.as_ref().map(|s| s.code.as_str()),
+        Some("network-io")
+    );
 }
 
 #[test]
 fn impact_lists_dependents_and_the_frontier() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "Cart",
-            "--profile",
-            "impact",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let evidence = out["evidence"].as_array().unwrap();
-    assert!(
-        evidence
-            .iter()
-            .any(|e| e["class"] == "dependent" && e["symbol"] == "shop/pricing.py::quick_cart")
-    );
-    assert!(evidence.iter().any(|e| e["class"] == "reverse-path"));
-    let unknown = context(
-        &s,
-        &[
-            "Item.total",
-            "--profile",
-            "impact",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let ev = unknown["evidence"].as_array().unwrap();
-    assert!(ev.iter().any(|e| e["class"] == "frontier"));
-    assert!(
-        ev.iter()
-            .any(|e| e["statement"]["code"] == "dependents-unknown")
-    );
+    let out = frozen_json(&s, "Cart", "impact");
+    assert!(out.has("dependent", "shop/pricing.py::quick_cart"));
+    assert!(out.of_class("reverse-path").next().is_some());
+    let unknown = frozen_json(&s, "Item.total", "impact");
+    assert!(unknown.of_class("frontier").next().is_some());
+    assert!(unknown.statement_codes().contains(&"dependents-unknown"));
 }
 
 #[test]
 fn architecture_without_anchor_maps_the_repository() {
     // Without a search index (and --frozen never builds one), free words are reported.
     let s = Sandbox::with_fixture("mixed");
-    s.atlas(&["build", "--no-search"]).success();
-    let out = context(
-        &s,
-        &[
-            "overview",
-            "--profile",
-            "architecture",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let cls = classes(&out);
-    assert!(cls.contains(&"module".to_string()));
-    assert!(cls.contains(&"module-relation".to_string()));
-    assert!(
-        out["diagnostics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|d| d["code"] == "atlas-context-unused-term")
-    );
+    s.call("build").arg("--no-search").run().success();
+    let out = frozen_json(&s, "overview", "architecture");
+    let classes = out.classes();
+    assert!(classes.contains(&"module"), "{classes:?}");
+    assert!(classes.contains(&"module-relation"), "{classes:?}");
+    assert!(out.diagnostic("atlas-context-unused-term").is_some());
 }
 
 #[test]
 fn text_format_renders_the_spine_and_shell_argv() {
     let s = built("python");
-    let text = context(
-        &s,
-        &[
-            "checkout calls",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--max-bytes",
-            "1400",
-            "--format",
-            "text",
-        ],
-    );
+    let flow = || s.context("checkout calls").profile("flow").frozen();
+    let text = flow().max_bytes(1400).text().run();
     let text = if text.code == 0 {
         text.stdout
     } else {
-        context(
-            &s,
-            &[
-                "checkout calls",
-                "--profile",
-                "flow",
-                "--frozen",
-                "--format",
-                "text",
-            ],
-        )
-        .success()
-        .stdout
+        flow().text().run().success().stdout
     };
     assert!(text.contains("spine"), "{text}");
     assert!(text.contains("└─"), "{text}");
-    let byte_limited = context(
-        &s,
-        &[
-            "shop/models.py",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--max-bytes",
-            "2500",
-            "--format",
-            "text",
-        ],
-    )
-    .success()
-    .stdout;
+    let byte_limited = s
+        .context("shop/models.py")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(2500)
+        .text()
+        .run()
+        .success()
+        .stdout;
     assert!(
         byte_limited.contains("$ atlas context shop/models.py --profile symbol"),
         "{byte_limited}"
@@ -942,24 +572,13 @@ fn text_format_renders_the_spine_and_shell_argv() {
 #[test]
 fn agent_spec_alias_runs_context() {
     let s = built("python");
-    let repo = s.repo();
-    let args = [
-        "--code",
-        repo.to_str().unwrap(),
-        "context",
-        "checkout",
-        "--profile",
-        "symbol",
-        "--frozen",
-        "--format",
-        "json",
-    ];
-    let direct = s.run_bin(env!("CARGO_BIN_EXE_atlas"), &args).success();
-    let mut alias_args = vec!["atlas"];
-    alias_args.extend(args);
-    let alias = s
-        .run_bin(env!("CARGO_BIN_EXE_agent-spec"), &alias_args)
-        .success();
+    let call = || s.context("checkout").profile("symbol").frozen().json();
+    let direct = call().run().success();
+    // `agent-spec atlas --code <repo> context …`: the same argv after the word `atlas`.
+    let alias = call().via_agent_spec();
+    assert_eq!(alias.argv()[0], "atlas");
+    assert_eq!(alias.argv()[1..], direct.argv[1..]);
+    let alias = alias.run().success();
     assert_eq!(
         without_timings(direct.json()),
         without_timings(alias.json())
@@ -968,101 +587,56 @@ fn agent_spec_alias_runs_context() {
 
 // ── Questions (issue 9) ─────────────────────────────────────────────────────────────
 
-fn omission_reasons(out: &Value) -> Vec<String> {
-    out["omissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["reason"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn an_ambiguous_name_in_a_question_is_ranked_and_reported_not_fatal() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "why is __init__ slow for a cart",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let anchor = out["intent"]["anchors"]
-        .as_array()
-        .unwrap()
+    let out = frozen_json(&s, "why is __init__ slow for a cart", "symbol");
+    let anchor = out
+        .intent
+        .anchors
         .iter()
-        .find(|a| a["term"] == "__init__")
+        .find(|a| a.term == "__init__")
         .expect("`__init__` anchors");
-    assert_eq!(anchor["anchor_reason"], "ranked");
-    let diagnostic = out["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["code"] == "atlas-context-ambiguous")
+    assert_eq!(anchor.anchor_reason, "ranked");
+    let diagnostic = out
+        .diagnostic("atlas-context-ambiguous")
         .expect("an ambiguity diagnostic");
-    let others = diagnostic["candidates"].as_array().unwrap();
-    assert_eq!(others.len(), 1, "{diagnostic}");
-    let other = others[0]["symbol"].as_str().unwrap();
-    assert_ne!(other, anchor["symbol"].as_str().unwrap());
+    let others = &diagnostic.candidates;
+    assert_eq!(others.len(), 1, "{diagnostic:?}");
+    let other = &others[0].symbol;
+    assert_ne!(other, &anchor.symbol);
     // The listed argv asks the same question naming that candidate alone.
-    let argv: Vec<String> = others[0]["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect();
-    assert!(argv.contains(&"--frozen".to_string()), "{argv:?}");
-    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-    let again = s
-        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
-        .success()
-        .json();
+    let argv = &others[0].argv;
+    assert!(argv.iter().any(|a| a == "--frozen"), "{argv:?}");
+    let run = s.replay(argv).success();
+    let again = run.context();
     assert!(
-        again["intent"]["anchors"]
-            .as_array()
-            .unwrap()
+        again
+            .intent
+            .anchors
             .iter()
-            .any(|a| a["symbol"] == other && a["tier"] == "exact-id"),
-        "{again}"
+            .any(|a| &a.symbol == other && a.tier.as_deref() == Some("exact-id")),
+        "{}",
+        run.stdout
     );
 }
 
 #[test]
 fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
     let s = built("python");
-    let run = context(
-        &s,
-        &[
-            "__init__",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .failure(7, "atlas-context-ambiguous");
-    let details = &run.json()["error"]["details"];
-    let choices = details["choices"].as_array().unwrap();
-    assert_eq!(choices.len(), 2);
+    let run = s
+        .context("__init__")
+        .profile("flow")
+        .frozen()
+        .json()
+        .run()
+        .failure(7, "atlas-context-ambiguous");
+    let error = run.error();
+    let choices = &error.details().choices;
+    assert_eq!(choices.len(), 2, "{choices:?}");
     for choice in choices {
-        let argv: Vec<&str> = choice["argv"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
-        let out = s
-            .run_bin(env!("CARGO_BIN_EXE_atlas"), &argv[1..])
-            .success()
-            .json();
-        assert_eq!(out["intent"]["anchors"][0]["symbol"], choice["symbol"]);
+        let out = s.replay(&choice.argv).success().context();
+        assert_eq!(out.intent.anchors[0].symbol, choice.symbol);
     }
 }
 
@@ -1070,72 +644,40 @@ fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
 fn plain_words_never_fail_a_question() {
     let s = built("python");
     // `total` names two methods, `the`/`is` are stop words: none of it is an error.
-    let out = context(
-        &s,
-        &[
-            "where is the total of the cart computed",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let free: Vec<&str> = out["intent"]["free_terms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let out = frozen_json(&s, "where is the total of the cart computed", "flow");
+    let free = &out.intent.free_terms;
     assert!(
-        free.contains(&"total") && free.contains(&"where"),
+        free.iter().any(|t| t == "total") && free.iter().any(|t| t == "where"),
         "{free:?}"
     );
-    assert!(!out["spine"].as_array().unwrap().is_empty());
+    assert!(!out.spine.is_empty());
 }
 
 #[test]
 fn a_flow_question_starts_its_spine_at_the_best_callable_hit() {
     let s = built("python");
-    let out = context(
-        &s,
-        &[
-            "how is a discount applied to the price",
-            "--profile",
-            "flow",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    assert_eq!(out["spine"][0]["symbol"], "shop/util.py::apply_discount");
-    let anchor = &out["intent"]["anchors"][0];
-    assert_eq!(anchor["anchor_reason"], "search");
-    assert!(anchor.get("tier").is_none());
-    // The next strong hit in another chain is an alternative, not a second anchor.
-    assert_eq!(out["intent"]["anchors"].as_array().unwrap().len(), 1);
-    let alternative = out["intent"]["alternative"]["symbol"].as_str().unwrap();
-    assert!(
-        out["evidence"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["class"] == "alternative" && e["symbol"] == alternative)
+    let out = frozen_json(&s, "how is a discount applied to the price", "flow");
+    assert_eq!(
+        out.spine.first().map(|s| s.symbol.as_str()),
+        Some("shop/util.py::apply_discount")
     );
+    let anchor = &out.intent.anchors[0];
+    assert_eq!(anchor.anchor_reason, "search");
+    assert!(anchor.tier.is_none());
+    // The next strong hit in another chain is an alternative, not a second anchor.
+    assert_eq!(out.intent.anchors.len(), 1);
+    let alternative = &out.intent.alternative.as_ref().expect("alternative").symbol;
+    assert!(out.has("alternative", alternative));
 }
 
 #[test]
 fn a_lone_code_name_that_matches_nothing_is_no_match_not_a_search_guess() {
     let s = built("python");
-    context(
-        &s,
-        &["apply_discont_rate", "--profile", "symbol", "--frozen"],
-    )
-    .failure(7, "atlas-context-no-match");
+    s.context("apply_discont_rate")
+        .profile("symbol")
+        .frozen()
+        .run()
+        .failure(7, "atlas-context-no-match");
 }
 
 #[test]
@@ -1146,64 +688,33 @@ fn one_entry_per_callee_carries_every_call_site() {
         "def step(x):\n    return x + 1\n\n\ndef run(x):\n    x = step(x)\n    x = step(x)\n    x = step(x)\n    return step(x)\n\n\ndef main():\n    return run(1)\n",
     );
     s.build_json();
-    let out = context(
-        &s,
-        &["run", "--profile", "symbol", "--frozen", "--format", "json"],
-    )
-    .success()
-    .json();
-    let callees: Vec<&Value> = out["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["class"] == "callee")
-        .collect();
+    let out = frozen_json(&s, "run", "symbol");
+    let callees: Vec<_> = out.of_class("callee").collect();
     assert_eq!(callees.len(), 1, "one entry for four calls: {callees:?}");
-    assert_eq!(callees[0]["site_count"], 4);
-    let lines: Vec<u64> = callees[0]["sites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["line"].as_u64().unwrap())
-        .collect();
+    assert_eq!(callees[0].site_count, Some(4));
+    let lines: Vec<u32> = callees[0].sites.iter().map(|s| s.line).collect();
     assert_eq!(lines, [6, 7, 8, 9]);
-    assert!(
-        out["evidence"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["class"] == "caller" && e["symbol"] == "calc.py::main")
-    );
+    assert!(out.has("caller", "calc.py::main"));
 }
 
 #[test]
 fn continuation_argv_replays_byte_for_byte_in_a_new_process() {
     let s = built("python");
-    let first = context(
-        &s,
-        &[
-            "shop/models.py",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--max-bytes",
-            "3500",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let omission = first["omissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["reason"] == "byte-ceiling")
+    let first = s
+        .context("shop/models.py")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(3500)
+        .json()
+        .run()
+        .success()
+        .context();
+    let argv = &first
+        .omission("byte-ceiling")
         .expect("a byte-ceiling group")
-        .clone();
-    let argv = argv_of(&omission);
+        .argv;
     // The same request in this process, through the library.
-    let request = atlas::query::context::ContextRequest::from_argv(&argv).unwrap();
+    let request = atlas::query::context::ContextRequest::from_argv(argv).unwrap();
     assert!(request.after.is_some() && request.freshness.frozen);
     let location =
         atlas::build::store::locate(None, Some(&s.repo()), s.path(), &Default::default());
@@ -1213,11 +724,7 @@ fn continuation_argv_replays_byte_for_byte_in_a_new_process() {
             .json,
     )
     .unwrap();
-    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-    let replayed = s
-        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
-        .success()
-        .json();
+    let replayed = s.replay(argv).success().json();
     assert_eq!(without_timings(in_process), without_timings(replayed));
 }
 
@@ -1241,99 +748,35 @@ fn crowded() -> Sandbox {
 #[test]
 fn retrieval_cap_and_item_cap_omissions_are_grouped_with_argv() {
     let s = crowded();
-    let out = context(
-        &s,
-        &[
-            "target callers",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let reasons = omission_reasons(&out);
-    assert!(
-        reasons.contains(&"retrieval-cap".to_string()),
-        "{reasons:?}"
-    );
-    assert!(reasons.contains(&"item-cap".to_string()), "{reasons:?}");
-    assert_eq!(out["receipt"]["retrieval"]["returned"], 256);
-    assert!(
-        out["receipt"]["projection"]["item_capped"]
-            .as_u64()
-            .unwrap()
-            > 0
-    );
-    for omission in out["omissions"].as_array().unwrap() {
-        let argv = argv_of(omission);
-        assert!(argv.contains(&"--after".to_string()), "{argv:?}");
+    let out = frozen_json(&s, "target callers", "symbol");
+    let reasons = out.omission_reasons();
+    assert!(reasons.contains(&"retrieval-cap"), "{reasons:?}");
+    assert!(reasons.contains(&"item-cap"), "{reasons:?}");
+    assert_eq!(out.receipt.retrieval.returned, 256);
+    assert!(out.receipt.projection.item_capped > 0);
+    for omission in &out.omissions {
+        let argv = &omission.argv;
+        assert!(argv.iter().any(|a| a == "--after"), "{argv:?}");
     }
 }
 
 #[test]
 fn a_continuation_page_lists_what_earlier_pages_showed_as_after_cursor() {
     let s = crowded();
-    let first = context(
-        &s,
-        &[
-            "target callers",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let omission = first["omissions"]
-        .as_array()
-        .unwrap()
+    let first = frozen_json(&s, "target callers", "symbol");
+    let omission = first.omission("item-cap").expect("an item-cap group");
+    let next = s.replay(&omission.argv).success().context();
+    let group = next
+        .omission("after-cursor")
+        .expect("an after-cursor group");
+    assert_eq!(group.flag("--after"), Some("START"));
+    let shown: usize = next
+        .omissions
         .iter()
-        .find(|o| o["reason"] == "item-cap")
-        .unwrap()
-        .clone();
-    let argv = argv_of(&omission);
-    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-    let next = s
-        .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
-        .success()
-        .json();
-    let group = next["omissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["reason"] == "after-cursor")
-        .expect("an after-cursor group")
-        .clone();
-    let argv = argv_of(&group);
-    let at = argv.iter().position(|a| a == "--after").unwrap();
-    assert_eq!(argv[at + 1], "START");
-    let shown: u64 = next["omissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| o["reason"] == "after-cursor")
-        .map(|o| o["count"].as_u64().unwrap())
+        .filter(|o| o.reason == "after-cursor")
+        .map(|o| o.count)
         .sum();
-    assert_eq!(
-        shown,
-        next["receipt"]["retrieval"]["cursor_prefix"]
-            .as_u64()
-            .unwrap()
-    );
-}
-
-fn statement_codes(out: &Value) -> Vec<String> {
-    out["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["statement"]["code"].as_str().map(str::to_string))
-        .collect()
+    assert_eq!(shown, next.receipt.retrieval.cursor_prefix);
 }
 
 #[test]
@@ -1344,51 +787,13 @@ fn zero_callers_unknown_callers_and_zero_dependents_are_different_statements() {
         "def lonely():\n    return 1\n\n\nclass Port:\n    def ping(self):\n        return 2\n\n\ndef poke(thing):\n    return thing.ping()\n",
     );
     s.build_json();
-    let lonely = context(
-        &s,
-        &[
-            "lonely callers",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    assert!(statement_codes(&lonely).contains(&"no-callers".to_string()));
-    let ping = context(
-        &s,
-        &[
-            "Port.ping callers",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    assert!(
-        statement_codes(&ping).contains(&"callers-unknown".to_string()),
-        "{ping}"
-    );
-    let impact = context(
-        &s,
-        &[
-            "lonely",
-            "--profile",
-            "impact",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    assert!(statement_codes(&impact).contains(&"no-dependents".to_string()));
+    let lonely = frozen_json(&s, "lonely callers", "symbol");
+    assert!(lonely.statement_codes().contains(&"no-callers"));
+    let ping = frozen_json(&s, "Port.ping callers", "symbol");
+    let codes = ping.statement_codes();
+    assert!(codes.contains(&"callers-unknown"), "{codes:?}");
+    let impact = frozen_json(&s, "lonely", "impact");
+    assert!(impact.statement_codes().contains(&"no-dependents"));
 }
 
 #[test]
@@ -1399,27 +804,10 @@ fn slices_never_reach_past_the_last_line_of_a_file() {
         "def f():\n    return 1\n\n\ndef g():\n    return f()\n",
     );
     s.build_json();
-    let out = context(
-        &s,
-        &[
-            "f callers",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let caller = out["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["class"] == "caller")
-        .unwrap();
+    let out = frozen_json(&s, "f callers", "symbol");
+    let caller = out.of_class("caller").next().expect("a caller");
     // The call is on line 6, the file's last: the slice is lines 4–6, not 4–8.
-    assert_eq!(caller["source"]["lines"], serde_json::json!([4, 6]));
+    assert_eq!(caller.source.as_ref().map(|s| s.lines), Some([4, 6]));
 }
 
 #[test]
@@ -1435,29 +823,18 @@ fn a_representative_implementation_is_never_a_skeleton() {
         s.write(&format!("{module}/core.py"), functions);
     }
     s.build_json();
-    let out = context(
-        &s,
-        &[
-            "overview",
-            "--profile",
-            "architecture",
-            "--frozen",
-            "--max-bytes",
-            "6000",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
-    let representatives: Vec<&Value> = out["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["class"] == "representative")
-        .collect();
-    assert!(!representatives.is_empty(), "{out}");
+    let run = s
+        .context("overview")
+        .profile("architecture")
+        .frozen()
+        .max_bytes(6000)
+        .json()
+        .run()
+        .success();
+    let out = run.context();
+    let representatives: Vec<_> = out.of_class("representative").collect();
+    assert!(!representatives.is_empty(), "{}", run.stdout);
     for r in representatives {
-        assert_eq!(r["projection"], "full", "{r}");
+        assert_eq!(r.projection, "full", "{r:?}");
     }
 }

@@ -15,7 +15,7 @@ use atlas::graph::reader::Graph;
 use atlas::query::context::{ContextRequest, OpenGraph, compile_context};
 use atlas::query::profile::ProfileName;
 use atlas::syntax::lang::Language;
-use common::Sandbox;
+use common::{Run, Sandbox};
 use proptest::prelude::*;
 
 fn config() -> ProptestConfig {
@@ -92,6 +92,48 @@ fn exercise(graph: &Graph, root: &Path) {
             let _ = compile_context(&open, &ContextRequest::new(query, profile), None);
         }
     }
+}
+
+/// The properties below only reach the code under test when their checksum rewriting is
+/// right; otherwise every case stops at the checksum and passes vacuously. Unmutated
+/// artefacts with a recomputed checksum must load, and a mutation without one must not.
+#[test]
+fn the_mutation_harness_reaches_past_the_checksums() {
+    let b = built();
+    let temp = tempfile::tempdir().unwrap();
+    let path = temp.path().join("graph.atlas");
+    let mut bytes = b.graph_bytes();
+    let checksum = blake3::hash(&bytes[64..]);
+    bytes[24..56].copy_from_slice(checksum.as_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(Graph::open(&path).is_ok(), "a recomputed checksum opens");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(Graph::open(&path).is_err(), "a stale checksum is caught");
+
+    let entry = cache_entries(&b.sandbox.graph()).remove(0);
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let checksum = blake3::hash(&bytes[96..]);
+    bytes[48..80].copy_from_slice(checksum.as_bytes());
+    let store = atlas::build::store::Store::new(temp.path());
+    let name = entry.file_name().unwrap().to_string_lossy().to_string();
+    let shard = entry
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let key =
+        blake3::Hash::from_hex(format!("{shard}{}", name.trim_end_matches(".facts"))).unwrap();
+    let cached = temp.path().join("cache").join(&shard);
+    std::fs::create_dir_all(&cached).unwrap();
+    std::fs::write(cached.join(&name), &bytes).unwrap();
+    assert!(matches!(
+        store.load_facts(&key),
+        atlas::build::store::CachedFacts::Hit(_)
+    ));
 }
 
 proptest! {
@@ -233,6 +275,155 @@ proptest! {
             }
         }
     }
+}
+
+/// Garbage a shell can pass as one argument (argv cannot hold a NUL byte; files can, below).
+const GARBAGE: [&str; 12] = [
+    "",
+    "\u{1}\u{2}",
+    "}}}{{{((",
+    "class def fn func (",
+    "\u{feff}é😀 \n\t",
+    "--",
+    "-x",
+    "../../../../etc/passwd",
+    "../../../../etc/passwd#L1-L1@00",
+    "nope.py#L1-L2@deadbeef",
+    "shop/util.py#L9-L1@zz",
+    "a.b.c::d > e # f @ g",
+];
+
+/// Source files no parser can make sense of, written under every extracted extension.
+const GARBAGE_SOURCES: [&str; 6] = [
+    "",
+    "\u{0}\u{1}",
+    "}}}{{{((",
+    "class def fn func (",
+    "\u{feff}é😀 \n\t",
+    "\u{fffd}\u{fffd}\u{fffd}",
+];
+
+const EXTENSIONS: [&str; 7] = ["rs", "py", "ts", "tsx", "js", "go", "java"];
+
+/// The exit code docs/CLI.md ("Errors and exit codes") gives an error code.
+fn contract_exit(code: &str) -> Option<i32> {
+    Some(match code {
+        "atlas-io"
+        | "atlas-internal"
+        | "atlas-query-invalid"
+        | "atlas-cache-corrupt"
+        | "atlas-build-injected-failure" => 1,
+        "atlas-invalid-input" => 2,
+        "atlas-code-missing" | "atlas-graph-missing" | "atlas-search-unavailable" => 3,
+        "atlas-graph-corrupt"
+        | "atlas-graph-incompatible"
+        | "atlas-scip-corrupt"
+        | "atlas-search-corrupt" => 4,
+        "atlas-build-locked" => 5,
+        "atlas-build-strict-partial" => 6,
+        "atlas-context-no-match" | "atlas-context-ambiguous" => 7,
+        "atlas-context-required-budget"
+        | "atlas-context-required-candidate-cap"
+        | "atlas-context-required-source-cap" => 8,
+        "atlas-context-graph-mismatch"
+        | "atlas-context-cursor"
+        | "atlas-expand-stale"
+        | "atlas-ref-unknown" => 9,
+        "atlas-eval-failed" => 10,
+        "atlas-broken-pipe" => 141,
+        _ => return None,
+    })
+}
+
+/// A correct answer (exit 0, JSON on stdout) or a typed error: `error[atlas-…]` on stderr,
+/// the exit code the contract gives that code, the same code and exit in the JSON envelope
+/// on stdout, and never a panic (exit 101, `panicked at`). Returns the error code, if any.
+#[track_caller]
+fn typed_outcome(run: &Run) -> Option<String> {
+    assert!(
+        run.code != 101 && !run.stderr.contains("panicked at"),
+        "a panic:\n{}",
+        run.describe()
+    );
+    if run.code == 0 {
+        run.json();
+        return None;
+    }
+    let code = run
+        .stderr
+        .split_once("error[")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(code, _)| code.to_string())
+        .unwrap_or_else(|| panic!("no `error[…]` on stderr:\n{}", run.describe()));
+    assert_eq!(
+        Some(run.code),
+        contract_exit(&code),
+        "`{code}` exits as the contract says:\n{}",
+        run.describe()
+    );
+    assert_eq!(run.error().code, code, "{}", run.describe());
+    Some(code)
+}
+
+#[test]
+fn garbage_input_never_panics_the_cli() {
+    // Garbage source in every language is skipped or compiled, never fatal to the build.
+    let s = Sandbox::with_fixture("python");
+    for (i, source) in GARBAGE_SOURCES.iter().enumerate() {
+        for ext in EXTENSIONS {
+            s.write(&format!("garbage/g{i}.{ext}"), source);
+        }
+    }
+    let written = GARBAGE_SOURCES.len() * EXTENSIONS.len();
+    let build = s.call("build").json().run();
+    assert_eq!(typed_outcome(&build), None, "{}", build.describe());
+    // Every file is accounted for: compiled (perhaps partially) or skipped with a reason.
+    let report: common::BuildOut = build.parse();
+    let fixture_files = files_ending(&common::fixture("python"), "").len();
+    assert_eq!(
+        report.files + report.skipped.len(),
+        fixture_files + written,
+        "{}",
+        build.stdout
+    );
+    assert!(
+        report
+            .skipped
+            .iter()
+            .all(|f| f.path.starts_with("garbage/") && !f.reason.is_empty()),
+        "{}",
+        build.stdout
+    );
+    // Garbage arguments to every reading command: an answer or a typed error, each.
+    let mut outcomes = Vec::new();
+    for input in GARBAGE {
+        // The input comes last, so that `--` or `-x` cannot swallow `--format json`.
+        let runs = [
+            s.call("context").profile("flow").frozen().json().arg(input),
+            s.call("search").frozen().json().arg(input),
+            s.call("expand").json().arg(input),
+        ]
+        .map(|call| call.run());
+        for run in &runs {
+            // What the process was given: its subcommand and, last, the input itself.
+            let given = (run.argv[3].clone(), run.argv.last().unwrap().clone());
+            outcomes.push((given, typed_outcome(run)));
+        }
+    }
+    // Every input reached every command, unaltered (an empty argument included).
+    for command in ["context", "search", "expand"] {
+        let inputs: Vec<&str> = outcomes
+            .iter()
+            .filter(|((c, _), _)| c == command)
+            .map(|((_, input), _)| input.as_str())
+            .collect();
+        assert_eq!(inputs, GARBAGE, "{command}");
+    }
+    // Both kinds of outcome occur, so neither branch of `typed_outcome` is dead.
+    assert!(
+        outcomes.iter().any(|(_, o)| o.is_none()) && outcomes.iter().any(|(_, o)| o.is_some()),
+        "{outcomes:#?}"
+    );
 }
 
 fn cache_entries(graph: &Path) -> Vec<PathBuf> {

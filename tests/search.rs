@@ -3,90 +3,52 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{Call, Sandbox, SearchOut};
 
-/// The `hits` of a search response.
-fn hits_of(out: &serde_json::Value) -> &[serde_json::Value] {
-    out["hits"].as_array().map_or(&[], Vec::as_slice)
-}
-
-/// The arms that found a hit.
-fn arms_of(hit: &serde_json::Value) -> Vec<&str> {
-    hit["match_arms"].as_array().map_or(Vec::new(), |a| {
-        a.iter().filter_map(|v| v.as_str()).collect()
-    })
-}
-
-fn search(s: &Sandbox, args: &[&str]) -> serde_json::Value {
-    let mut full = vec!["search"];
-    full.extend_from_slice(args);
-    full.extend(["--format", "json"]);
-    s.atlas(&full).success().json()
+/// Runs a search call with `--format json` last; it must succeed.
+fn searched(call: Call) -> SearchOut {
+    call.json().run().success().search()
 }
 
 #[test]
 fn search_output_contract_and_both_arms() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let out = search(&s, &["apply discount to the amount", "--top-k", "5"]);
-    let hits = hits_of(&out);
+    let out = searched(s.search("apply discount to the amount").top_k(5));
+    let hits = &out.hits;
     assert!(!hits.is_empty() && hits.len() <= 5);
     let top = &hits[0];
-    assert_eq!(top["path"], "shop/util.py");
-    assert_eq!(top["symbol"], "apply_discount");
-    assert_eq!(top["kind"], "function");
-    assert_eq!(top["lines"], serde_json::json!([1, 2]));
+    assert_eq!(top.path, "shop/util.py");
+    assert_eq!(top.symbol, "apply_discount");
+    assert_eq!(top.kind.as_deref(), Some("function"));
+    assert_eq!(top.lines, [1, 2]);
     assert!(
-        top["ref"]
-            .as_str()
-            .unwrap()
-            .starts_with("shop/util.py#L1-L2@")
+        top.reference.starts_with("shop/util.py#L1-L2@"),
+        "{}",
+        top.reference
     );
-    let score = top["score"].as_f64().unwrap();
+    let score = top.score.expect("score");
     assert!(
         score > 0.0 && score <= 3.0 / 60.0 + 1e-9,
         "score is the RRF score: {score}"
     );
-    let arms: Vec<&str> = arms_of(top);
-    assert!(arms.contains(&"bm25"), "{arms:?}");
-    assert!(hits.iter().any(|h| { arms_of(h).contains(&"vector") }));
+    assert!(top.found_by("bm25"), "{:?}", top.match_arms);
+    assert!(hits.iter().any(|h| h.found_by("vector")));
     // Python symbols are in-file qualified names.
-    let methods = search(&s, &["cart total price", "--top-k", "10"]);
-    assert!(
-        hits_of(&methods)
-            .iter()
-            .any(|h| h["symbol"] == "Cart.total")
-    );
+    let methods = searched(s.search("cart total price").top_k(10));
+    assert!(methods.symbols().contains(&"Cart.total"));
 }
 
 #[test]
 fn exact_symbol_matches_stay_first_unless_rerank_is_off() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let out = search(&s, &["checkout"]);
-    assert_eq!(out["hits"][0]["symbol"], "checkout");
-    assert_eq!(out["reranked"], true);
-    let repo = s.repo();
-    let raw = s
-        .run_bin_env(
-            env!("CARGO_BIN_EXE_atlas"),
-            &[
-                "--code",
-                repo.to_str().unwrap(),
-                "search",
-                "checkout",
-                "--format",
-                "json",
-            ],
-            &[("ATLAS_RERANK", "0")],
-        )
-        .success()
-        .json();
-    assert_eq!(raw["reranked"], false);
-    let scores: Vec<f64> = hits_of(&raw)
-        .iter()
-        .map(|h| h["score"].as_f64().unwrap())
-        .collect();
+    let out = searched(s.search("checkout"));
+    assert_eq!(out.hits[0].symbol, "checkout");
+    assert_eq!(out.reranked, Some(true));
+    let raw = searched(s.search("checkout").env("ATLAS_RERANK", "0"));
+    assert_eq!(raw.reranked, Some(false));
+    let scores: Vec<f64> = raw.hits.iter().map(|h| h.score.unwrap()).collect();
     assert!(
         scores.windows(2).all(|w| w[0] >= w[1]),
         "without rerank the order is RRF order: {scores:?}"
@@ -96,17 +58,19 @@ fn exact_symbol_matches_stay_first_unless_rerank_is_off() {
 #[test]
 fn frozen_search_never_builds_the_index() {
     let s = Sandbox::with_fixture("python");
-    s.atlas(&["build", "--no-search"]).success();
-    s.atlas(&["search", "checkout", "--frozen"])
+    s.call("build").arg("--no-search").run().success();
+    s.search("checkout")
+        .frozen()
+        .run()
         .failure(3, "atlas-search-unavailable");
     // Without --frozen the index is built on first use; `atlas build` builds it by default.
-    search(&s, &["checkout"]);
-    let out = search(&s, &["checkout", "--frozen"]);
-    assert_eq!(out["hits"][0]["symbol"], "checkout");
+    searched(s.search("checkout"));
+    let out = searched(s.search("checkout").frozen());
+    assert_eq!(out.hits[0].symbol, "checkout");
     let other = Sandbox::with_fixture("python");
     other.build_json();
-    let out = search(&other, &["checkout", "--frozen"]);
-    assert_eq!(out["hits"][0]["symbol"], "checkout");
+    let out = searched(other.search("checkout").frozen());
+    assert_eq!(out.hits[0].symbol, "checkout");
 }
 
 #[test]
@@ -115,39 +79,25 @@ fn free_words_in_context_become_search_hits() {
     s.build_json();
     // A name among free words anchors; the free words add search hits as candidates.
     let out = s
-        .atlas(&[
-            "context",
-            "checkout with a discount rate",
-            "--profile",
-            "symbol",
-            "--format",
-            "json",
-        ])
+        .context("checkout with a discount rate")
+        .profile("symbol")
+        .json()
+        .run()
         .success()
-        .json();
-    assert_eq!(
-        out["intent"]["anchors"][0]["symbol"],
-        "shop/pricing.py::checkout"
-    );
-    assert_eq!(out["intent"]["anchors"][0]["anchor_reason"], "name");
-    let evidence = out["evidence"].as_array().unwrap();
-    let hit = evidence
-        .iter()
-        .find(|e| e["class"] == "search-hit" && e["symbol"] == "shop/util.py::apply_discount")
+        .context();
+    let anchor = &out.intent.anchors[0];
+    assert_eq!(anchor.symbol, "shop/pricing.py::checkout");
+    assert_eq!(anchor.anchor_reason, "name");
+    let hit = out
+        .of_class("search-hit")
+        .find(|e| e.symbol.as_deref() == Some("shop/util.py::apply_discount"))
         .expect("a search-hit candidate");
     assert!(
-        hit["reasons"][0]
-            .as_str()
-            .unwrap()
-            .starts_with("search: bm25 rank")
+        hit.reasons[0].starts_with("search: bm25 rank"),
+        "{:?}",
+        hit.reasons
     );
-    assert!(
-        !out["diagnostics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|d| d["code"] == "atlas-context-unused-term")
-    );
+    assert!(out.diagnostic("atlas-context-unused-term").is_none());
 }
 
 #[test]
@@ -155,83 +105,76 @@ fn a_question_without_a_name_is_anchored_on_its_best_search_hit() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
     let out = s
-        .atlas(&[
-            "context",
-            "discount rate",
-            "--profile",
-            "symbol",
-            "--frozen",
-            "--format",
-            "json",
-        ])
+        .context("discount rate")
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
         .success()
-        .json();
-    let anchor = &out["intent"]["anchors"][0];
-    assert_eq!(anchor["symbol"], "shop/util.py::apply_discount");
-    assert_eq!(anchor["anchor_reason"], "search");
-    assert!(anchor["arms"].as_array().unwrap().contains(&"bm25".into()));
-    let declaration = &out["evidence"][0];
-    assert_eq!(declaration["class"], "declaration");
-    assert_eq!(declaration["symbol"], "shop/util.py::apply_discount");
+        .context();
+    let anchor = &out.intent.anchors[0];
+    assert_eq!(anchor.symbol, "shop/util.py::apply_discount");
+    assert_eq!(anchor.anchor_reason, "search");
+    assert!(anchor.arms.iter().any(|a| a == "bm25"), "{:?}", anchor.arms);
+    let declaration = &out.evidence[0];
+    assert_eq!(declaration.class, "declaration");
+    assert_eq!(
+        declaration.symbol.as_deref(),
+        Some("shop/util.py::apply_discount")
+    );
     assert!(
-        declaration["reasons"][0]
-            .as_str()
-            .unwrap()
-            .starts_with("anchored by search")
+        declaration.reasons[0].starts_with("anchored by search"),
+        "{:?}",
+        declaration.reasons
     );
     // The anchor is not repeated as a search hit; its callers are there.
-    let evidence = out["evidence"].as_array().unwrap();
-    assert!(
-        !evidence
-            .iter()
-            .any(|e| e["class"] == "search-hit" && e["symbol"] == "shop/util.py::apply_discount")
-    );
-    assert!(
-        evidence
-            .iter()
-            .any(|e| e["class"] == "caller" && e["symbol"] == "shop/pricing.py::checkout")
-    );
+    assert!(!out.has("search-hit", "shop/util.py::apply_discount"));
+    assert!(out.has("caller", "shop/pricing.py::checkout"));
 }
 
 #[test]
 fn search_output_snapshot() {
     let s = Sandbox::with_fixture("mixed");
     s.build_json();
-    let out = search(&s, &["ping handler", "--top-k", "5"]);
+    let out = s
+        .search("ping handler")
+        .top_k(5)
+        .json()
+        .run()
+        .success()
+        .json();
     insta::assert_json_snapshot!("search_mixed_ping_handler", out);
-}
-
-fn expand(s: &Sandbox, refs: &[&str]) -> common::Run {
-    let mut args = vec!["expand"];
-    args.extend_from_slice(refs);
-    args.extend(["--format", "json"]);
-    s.atlas(&args)
 }
 
 #[test]
 fn expand_returns_hash_verified_source_for_a_search_ref() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let out = search(&s, &["apply discount", "--top-k", "1"]);
-    let reference = out["hits"][0]["ref"].as_str().unwrap().to_string();
-    let expanded = expand(&s, &[&reference]).success().json();
-    let item = &expanded["items"][0];
+    let out = searched(s.search("apply discount").top_k(1));
+    let reference = out.hits[0].reference.clone();
+    let expanded = s.expand(&[&reference]).json().run().success().expand();
+    let item = &expanded.items[0];
     assert_eq!(
-        item["content"],
+        item.content,
         "def apply_discount(amount, rate):\n    return amount * (1 - rate)"
     );
-    assert_eq!(item["content_complete"], true);
-    let chars = item["content"].as_str().unwrap().chars().count();
-    assert_eq!(item["content_range"], serde_json::json!([0, chars]));
+    assert!(item.content_complete);
+    assert_eq!(item.content_range, [0, item.content.chars().count()]);
     // The file changed: the ref is stale, a typed error.
     s.write(
         "shop/util.py",
         "def apply_discount(amount, rate):\n    return amount\n",
     );
-    expand(&s, &[&reference]).failure(9, "atlas-expand-stale");
+    s.expand(&[&reference])
+        .json()
+        .run()
+        .failure(9, "atlas-expand-stale");
     // More than five refs is a usage error.
     let many = vec![reference.as_str(); 6];
-    expand(&s, &many).failure(2, "atlas-invalid-input");
+    s.expand(&many)
+        .json()
+        .run()
+        .failure(2, "atlas-invalid-input");
 }
 
 #[test]
@@ -242,55 +185,46 @@ fn expand_paginates_and_opens_large_classes_as_an_outline() {
         .collect();
     s.write("big.py", format!("class Big:\n    offset = 1\n\n{methods}"));
     s.build_json();
-    let hit = search(&s, &["Big", "--top-k", "1"]);
-    let reference = hit["hits"][0]["ref"].as_str().unwrap().to_string();
-    let outlined = expand(&s, &[&reference]).success().json();
-    let item = &outlined["items"][0];
-    assert_eq!(item["warnings"][0], "expand_class_outline");
-    assert_eq!(item["outline"].as_array().unwrap().len(), 40);
-    assert_eq!(item["outline"][0]["symbol"], "Big.method_0");
-    assert_eq!(item["content_complete"], false);
+    let hit = searched(s.search("Big").top_k(1));
+    let reference = &hit.hits[0].reference;
+    let outlined = s.expand(&[reference]).json().run().success().expand();
+    let item = &outlined.items[0];
+    assert_eq!(
+        item.warnings.first().map(String::as_str),
+        Some("expand_class_outline")
+    );
+    let outline = item.outline.as_ref().expect("an outline");
+    assert_eq!(outline.len(), 40);
+    assert_eq!(outline[0].symbol, "Big.method_0");
+    assert!(!item.content_complete);
     // With the outline off, the class is paginated by characters instead.
-    let repo = s.repo();
     let paged = s
-        .run_bin_env(
-            env!("CARGO_BIN_EXE_atlas"),
-            &[
-                "--code",
-                repo.to_str().unwrap(),
-                "expand",
-                &reference,
-                "--format",
-                "json",
-            ],
-            &[("ATLAS_EXPAND_OUTLINE", "0")],
-        )
+        .expand(&[reference])
+        .json()
+        .env("ATLAS_EXPAND_OUTLINE", "0")
+        .run()
         .success()
-        .json();
-    let first = &paged["items"][0];
-    assert_eq!(first["content_range"][0], 0);
-    assert_eq!(first["content_range"][1], 6000);
-    let next = first["next_ref"].as_str().unwrap().to_string();
-    let second = expand(&s, &[&next]).success().json();
-    assert_eq!(second["items"][0]["content_range"][0], 6000);
-    assert_eq!(second["items"][0]["content_complete"], true);
+        .expand();
+    let first = &paged.items[0];
+    assert_eq!(first.content_range, [0, 6000]);
+    let next = first.next_ref.as_deref().expect("a next_ref");
+    let second = s.expand(&[next]).json().run().success().expand();
+    assert_eq!(second.items[0].content_range[0], 6000);
+    assert!(second.items[0].content_complete);
 }
 
 #[test]
 fn compact_profile_has_fewer_fields_and_the_same_ranking() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let full = search(
-        &s,
-        &["cart item total", "--top-k", "8", "--profile", "full"],
-    );
-    let compact = search(
-        &s,
-        &["cart item total", "--top-k", "8", "--profile", "compact"],
-    );
-    assert_eq!(compact["profile"], "compact");
-    let first = &compact["hits"][0];
-    let keys: Vec<&str> = first
+    let ranked = |profile| s.search("cart item total").top_k(8).profile(profile);
+    let full = searched(ranked("full"));
+    let compact_run = ranked("compact").json().run().success();
+    let compact = compact_run.search();
+    assert_eq!(compact.profile, "compact");
+    // The compact schema itself: exactly these keys on a hit.
+    let raw = compact_run.json();
+    let keys: Vec<&str> = raw["hits"][0]
         .as_object()
         .unwrap()
         .keys()
@@ -298,14 +232,14 @@ fn compact_profile_has_fewer_fields_and_the_same_ranking() {
         .collect();
     assert_eq!(keys, ["lines", "path", "ref", "symbol"]);
     assert!(
-        compact.get("budget").is_none(),
+        compact.budget.is_none() && raw.get("budget").is_none(),
         "no budget block when nothing was cut"
     );
     // Same order: compact only drops hits nested in an earlier hit of the same file.
-    let order = |v: &serde_json::Value| -> Vec<String> {
-        hits_of(v)
+    let order = |v: &SearchOut| -> Vec<String> {
+        v.hits
             .iter()
-            .map(|h| format!("{}::{}", h["path"], h["symbol"]))
+            .map(|h| format!("{}::{}", h.path, h.symbol))
             .collect()
     };
     let full_order = order(&full);
@@ -319,87 +253,35 @@ fn compact_profile_has_fewer_fields_and_the_same_ranking() {
         position += at + 1;
     }
     // ATLAS_CONTEXT_OPTIMIZATION=1 makes compact the default; --profile full overrides.
-    let repo = s.repo();
-    let env = [("ATLAS_CONTEXT_OPTIMIZATION", "1")];
-    let default = s
-        .run_bin_env(
-            env!("CARGO_BIN_EXE_atlas"),
-            &[
-                "--code",
-                repo.to_str().unwrap(),
-                "search",
-                "cart",
-                "--format",
-                "json",
-            ],
-            &env,
-        )
-        .success()
-        .json();
-    assert_eq!(default["profile"], "compact");
-    let forced = s
-        .run_bin_env(
-            env!("CARGO_BIN_EXE_atlas"),
-            &[
-                "--code",
-                repo.to_str().unwrap(),
-                "search",
-                "cart",
-                "--profile",
-                "full",
-                "--format",
-                "json",
-            ],
-            &env,
-        )
-        .success()
-        .json();
-    assert_eq!(forced["profile"], "full");
+    let optimised = || s.search("cart").env("ATLAS_CONTEXT_OPTIMIZATION", "1");
+    let default = searched(optimised());
+    assert_eq!(default.profile, "compact");
+    let forced = searched(optimised().profile("full"));
+    assert_eq!(forced.profile, "full");
 }
 
 #[test]
 fn the_token_ceiling_cuts_whole_results_from_the_tail() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let run = s
-        .atlas(&[
-            "search",
-            "cart item total price",
-            "--top-k",
-            "10",
-            "--profile",
-            "compact",
-            "--max-tokens",
-            "150",
-            "--format",
-            "json",
-        ])
-        .success();
-    let out = run.json();
-    let budget = &out["budget"];
-    assert_eq!(budget["mode"], "tokens");
-    assert_eq!(budget["tokenizer"], "o200k_base");
-    assert_eq!(budget["max_tokens"], 150);
+    let compact = || {
+        s.search("cart item total price")
+            .top_k(10)
+            .profile("compact")
+    };
+    let out = searched(compact().max_tokens(150));
+    let budget = out.budget.as_ref().expect("a budget block");
+    assert_eq!(budget.mode, "tokens");
+    assert_eq!(budget.tokenizer, "o200k_base");
+    assert_eq!(budget.max_tokens, Some(150));
+    assert_eq!(budget.budget, 105, "compact budget is 70% of the ceiling");
+    assert!(budget.cut > 0);
+    assert!(budget.used <= 105);
+    let untouched = searched(compact());
+    let kept = out.hits.len();
     assert_eq!(
-        budget["budget"], 105,
-        "compact budget is 70% of the ceiling"
-    );
-    assert!(budget["cut"].as_u64().unwrap() > 0);
-    assert!(budget["used"].as_u64().unwrap() <= 105);
-    let untouched = search(
-        &s,
-        &[
-            "cart item total price",
-            "--top-k",
-            "10",
-            "--profile",
-            "compact",
-        ],
-    );
-    let kept = hits_of(&out).len();
-    assert_eq!(
-        hits_of(&out)[..],
-        hits_of(&untouched)[..kept],
+        out.hits[..],
+        untouched.hits[..kept],
         "a prefix of the uncut results"
     );
 }
@@ -416,93 +298,88 @@ fn issue_text_names_and_traceback_frames_feed_the_graph_arm() {
         ValueError: negative\n\
         It seems `round_money` is never reached.";
     let graph_only = s
-        .atlas_env(
-            &["search", report, "--format", "json", "--top-k", "5"],
-            &[("ATLAS_SEARCH_ARMS", "graph")],
-        )
+        .search(report)
+        .json()
+        .top_k(5)
+        .env("ATLAS_SEARCH_ARMS", "graph")
+        .run()
         .success()
-        .json();
-    let symbols: Vec<&str> = hits_of(&graph_only)
-        .iter()
-        .map(|h| h["symbol"].as_str().unwrap())
-        .collect();
+        .search();
+    let symbols = graph_only.symbols();
     // The frame (line 8 of shop/pricing.py is inside `checkout`) outweighs a mention.
     assert_eq!(symbols.first(), Some(&"checkout"), "{symbols:?}");
     assert!(symbols.contains(&"round_money"), "{symbols:?}");
-    assert_eq!(graph_only["arms"]["bm25"], 0);
-    assert_eq!(graph_only["arms"]["vector"], 0);
-    let all = search(&s, &[report, "--top-k", "3"]);
-    let top = &all["hits"][0];
-    assert_eq!(top["symbol"], "checkout");
-    assert!(arms_of(top).contains(&"graph"), "{top}");
+    assert_eq!(graph_only.arms().bm25, 0);
+    assert_eq!(graph_only.arms().vector, 0);
+    let all = searched(s.search(report).top_k(3));
+    let top = &all.hits[0];
+    assert_eq!(top.symbol, "checkout");
+    assert!(top.found_by("graph"), "{top:?}");
 }
 
 #[test]
 fn an_unknown_arm_is_a_typed_error() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    s.atlas_env(
-        &["search", "checkout", "--format", "json"],
-        &[("ATLAS_SEARCH_ARMS", "bm25,telepathy")],
-    )
-    .failure(2, "atlas-invalid-input");
+    let run = s
+        .search("checkout")
+        .json()
+        .env("ATLAS_SEARCH_ARMS", "bm25,telepathy")
+        .run()
+        .failure(2, "atlas-invalid-input");
+    assert_eq!(run.error().code, "atlas-invalid-input");
 }
 
 #[test]
 fn observability_records_sizes_never_queries_paths_or_code() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let env = [("ATLAS_OBSERVABILITY", "1")];
+    let observed = "ATLAS_OBSERVABILITY";
     let secret_query = "zanzibar apply_discount";
     let out = s
-        .atlas_env(&["search", secret_query, "--format", "json"], &env)
+        .search(secret_query)
+        .json()
+        .env(observed, "1")
+        .run()
+        .success()
+        .search();
+    let reference = &out.hits[0].reference;
+    s.expand(&[reference])
+        .json()
+        .env(observed, "1")
+        .run()
         .success();
-    let reference = out.json()["hits"][0]["ref"].as_str().unwrap().to_string();
-    s.atlas_env(&["expand", &reference, "--format", "json"], &env)
+    s.context("checkout")
+        .profile("symbol")
+        .json()
+        .env(observed, "1")
+        .run()
         .success();
-    s.atlas_env(
-        &[
-            "context",
-            "checkout",
-            "--profile",
-            "symbol",
-            "--format",
-            "json",
-        ],
-        &env,
-    )
-    .success();
     // An error is observed too, by its code.
-    s.atlas_env(
-        &[
-            "context",
-            "no_such_symbol_anywhere",
-            "--profile",
-            "symbol",
-            "--format",
-            "json",
-        ],
-        &env,
-    );
+    s.context("no_such_symbol_anywhere")
+        .profile("symbol")
+        .json()
+        .env(observed, "1")
+        .run()
+        .failure(7, "atlas-context-no-match");
     // Without the variable nothing is recorded.
-    s.atlas(&["search", "checkout", "--format", "json"])
-        .success();
+    s.search("checkout").json().run().success();
 
     let log = std::fs::read_to_string(s.graph().join("observability/events.jsonl")).unwrap();
-    let events: Vec<serde_json::Value> = log
+    let events: Vec<common::ObservedEvent> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let tools: Vec<&str> = events.iter().map(|e| e["tool"].as_str().unwrap()).collect();
+    let tools: Vec<&str> = events.iter().map(|e| e.tool.as_str()).collect();
     assert_eq!(tools, ["search", "expand", "context", "context"]);
-    assert_eq!(events[0]["outcome"], "ok");
-    assert_ne!(events[3]["outcome"], "ok");
+    assert_eq!(events[0].outcome, "ok");
+    assert_ne!(events[3].outcome, "ok");
     for event in &events {
-        assert!(event["chars"].as_u64().unwrap() > 0);
-        assert!(event["bytes"].as_u64().unwrap() >= event["chars"].as_u64().unwrap());
-        assert!(event["tokens"].as_u64().unwrap() > 0);
-        assert_eq!(event["tokenizer"]["name"], "o200k_base");
-        assert_eq!(event["tokenizer"]["sha256"].as_str().unwrap().len(), 64);
+        assert!(event.chars > 0, "{event:?}");
+        assert!(event.bytes >= event.chars, "{event:?}");
+        assert!(event.tokens.is_some_and(|t| t > 0), "{event:?}");
+        assert_eq!(event.tokenizer.name, "o200k_base");
+        assert_eq!(event.tokenizer.sha256.len(), 64);
     }
     for forbidden in [
         "zanzibar",
@@ -519,33 +396,108 @@ fn observability_records_sizes_never_queries_paths_or_code() {
             "event log leaks `{forbidden}`: {log}"
         );
     }
-    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    let status = s.call("status").json().run().success().json();
     assert_eq!(status["observability"]["events"], 4);
     assert_eq!(status["observability"]["dropped_events"], 0);
 }
 
 #[test]
-fn markdown_sections_are_searchable_and_expandable() {
+fn markdown_sections_are_searchable_and_expandable_but_never_context_evidence() {
     let s = Sandbox::with_fixture("python");
     s.write(
         "docs/GUIDE.md",
         "# Shop guide\n\nOverview.\n\n## Refund policy\n\nRefunds are credited within quarantine windows.\n\n```python\n# not a heading\n```\n",
     );
     s.build_json();
-    let out = search(&s, &["quarantine windows refund"]);
-    let hit = hits_of(&out)
+    let out = searched(s.search("quarantine windows refund"));
+    let is_section = |h: &&common::Hit| h.kind.as_deref() == Some("section");
+    let hit = out
+        .hits
         .iter()
-        .find(|h| h["kind"] == "section")
-        .unwrap_or_else(|| panic!("a section hit: {out}"));
-    assert_eq!(hit["path"], "docs/GUIDE.md");
-    assert_eq!(hit["symbol"], "Shop guide > Refund policy");
-    assert_eq!(hit["lines"], serde_json::json!([5, 11]));
-    let reference = hit["ref"].as_str().unwrap();
-    let expanded = expand(&s, &[reference]).success().json();
-    let content = expanded["items"][0]["content"].as_str().unwrap();
+        .find(is_section)
+        .unwrap_or_else(|| panic!("a section hit: {out:?}"));
+    assert_eq!(hit.path, "docs/GUIDE.md");
+    assert_eq!(hit.symbol, "Shop guide > Refund policy");
+    assert_eq!(hit.lines, [5, 11]);
+    let expanded = s.expand(&[&hit.reference]).json().run().success().expand();
+    let content = &expanded.items[0].content;
     assert!(content.starts_with("## Refund policy"), "{content}");
-    // Sections are not graph evidence: free words in `context` keep to symbols.
-    assert!(!out["hits"][0]["path"].as_str().unwrap().is_empty());
+
+    // Sections are not graph evidence: free words in `context` keep to symbols. The
+    // question names `checkout`; its words go to search, whose hits handed to the context
+    // compiler include the section (the same search: the whole text, a pool of 50, frozen).
+    let question = "checkout quarantine windows refund";
+    let pool = searched(s.search(question).top_k(50).frozen());
+    let rank_of = |wanted: &str| {
+        pool.hits
+            .iter()
+            .position(|h| format!("{}::{}", h.path, h.symbol) == wanted)
+    };
+    let section_rank = pool
+        .hits
+        .iter()
+        .position(|h| h.reference == hit.reference)
+        .unwrap_or_else(|| panic!("the section is in the pool: {pool:?}"));
+    let run = s
+        .context(question)
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .success();
+    let context = run.context();
+    assert_eq!(
+        context.intent.anchors[0].symbol, "shop/pricing.py::checkout",
+        "{}",
+        run.stdout
+    );
+    assert!(
+        context.diagnostic("atlas-context-unused-term").is_none(),
+        "the free words were searched: {}",
+        run.stdout
+    );
+    // Symbol hits the pool ranks below the section do become evidence: the section is not
+    // left out for its rank or score ...
+    let admitted: Vec<&str> = context
+        .of_class("search-hit")
+        .filter_map(|e| e.symbol.as_deref())
+        .collect();
+    assert!(
+        admitted
+            .iter()
+            .any(|symbol| rank_of(symbol).is_some_and(|rank| rank > section_rank)),
+        "{admitted:?} vs the section at {section_rank} in {pool:?}"
+    );
+    // ... the section never: not as evidence, not as an omitted candidate, nowhere.
+    for evidence in &context.evidence {
+        assert_ne!(
+            evidence.path.as_deref(),
+            Some("docs/GUIDE.md"),
+            "{evidence:?}"
+        );
+        assert!(
+            !evidence
+                .symbol
+                .as_deref()
+                .is_some_and(|s| s.contains("Refund policy") || s.starts_with("docs/")),
+            "{evidence:?}"
+        );
+    }
+    for omission in &context.omissions {
+        assert!(
+            !omission
+                .top
+                .symbol
+                .as_deref()
+                .is_some_and(|s| s.contains("Refund policy") || s.starts_with("docs/")),
+            "{omission:?}"
+        );
+    }
+    assert!(
+        !run.stdout.contains("Refund policy") && !run.stdout.contains("GUIDE.md"),
+        "{}",
+        run.stdout
+    );
 }
 
 fn git(s: &Sandbox, args: &[&str]) {
@@ -583,37 +535,28 @@ fn commit_messages_fill_only_the_slots_the_pool_left_empty() {
         &["commit", "-q", "-am", "Fix xylophone rounding regression"],
     );
     s.build_json();
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            s.graph()
-                .join("search")
-                .join(s.current())
-                .join("index.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(meta["commits"], 2, "{meta}");
-    assert_eq!(meta["head"].as_str().unwrap().len(), 40);
+    let meta = s.index_meta();
+    assert_eq!(meta.commits, 2, "{meta:?}");
+    assert_eq!(meta.head.as_deref().map(str::len), Some(40), "{meta:?}");
 
     // Only the commit message says "xylophone": the pool is empty, history fills it.
-    let out = search(&s, &["xylophone", "--top-k", "3"]);
-    let hits = hits_of(&out);
-    let commit = hits
+    let out = searched(s.search("xylophone").top_k(3));
+    let commit = out
+        .hits
         .iter()
-        .find(|h| h["kind"] == "commit")
-        .unwrap_or_else(|| panic!("a commit hit: {out}"));
-    assert_eq!(commit["path"], "shop/util.py");
+        .find(|h| h.kind.as_deref() == Some("commit"))
+        .unwrap_or_else(|| panic!("a commit hit: {out:?}"));
+    assert_eq!(commit.path, "shop/util.py");
     assert_eq!(
-        commit["commit"]["subject"],
-        "Fix xylophone rounding regression"
+        commit.commit.as_ref().map(|c| c.subject.as_str()),
+        Some("Fix xylophone rounding regression")
     );
-    assert_eq!(commit["match_arms"], serde_json::json!(["history"]));
-    assert!(commit["symbol"].as_str().unwrap().starts_with("commit:"));
+    assert_eq!(commit.match_arms, ["history"]);
+    assert!(commit.symbol.starts_with("commit:"), "{}", commit.symbol);
     // A full pool leaves no slot for history.
-    let full = search(&s, &["rounding money", "--top-k", "1"]);
-    assert_eq!(hits_of(&full).len(), 1);
-    assert_ne!(full["hits"][0]["kind"], "commit");
+    let full = searched(s.search("rounding money").top_k(1));
+    assert_eq!(full.hits.len(), 1);
+    assert_ne!(full.hits[0].kind.as_deref(), Some("commit"));
 }
 
 #[test]
@@ -630,83 +573,59 @@ fn the_index_is_updated_incrementally_and_matches_a_full_build() {
     s.build_json();
     let second = s.current();
     assert_ne!(first, second);
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(s.graph().join("search").join(&second).join("index.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(meta["mode"], "incremental", "{meta}");
-    assert_eq!(meta["base"], first.as_str());
-    assert_eq!(meta["files_indexed"], 2, "{meta}");
-    let symbols = meta["symbols"].as_u64().unwrap();
-    let embedded = meta["embedded"].as_u64().unwrap();
-    assert!(embedded < symbols / 2, "{meta}");
+    let meta = s.index_meta();
+    assert_eq!(meta.mode, "incremental", "{meta:?}");
+    assert_eq!(meta.base.as_deref(), Some(first.as_str()));
+    assert_eq!(meta.files_indexed, 2, "{meta:?}");
+    assert!(meta.embedded < meta.symbols / 2, "{meta:?}");
 
     // The same tree indexed from scratch answers identically.
     let fresh = Sandbox::new();
     common::copy_dir(&s.repo(), &fresh.repo());
     std::fs::remove_dir_all(fresh.graph()).unwrap();
     fresh.build_json();
-    let fresh_meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            fresh
-                .graph()
-                .join("search")
-                .join(fresh.current())
-                .join("index.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(fresh_meta["mode"], "full");
+    assert_eq!(fresh.index_meta().mode, "full");
     for query in [
         "marmalade tax",
         "cart total",
         "apply discount",
         "notes marmalade",
     ] {
-        let a = search(&s, &[query, "--top-k", "8"]);
-        let b = search(&fresh, &[query, "--top-k", "8"]);
-        assert_eq!(a["hits"], b["hits"], "{query}");
+        // Whole hits, every field, compared as printed.
+        let hits =
+            |s: &Sandbox| s.search(query).top_k(8).json().run().success().json()["hits"].clone();
+        assert_eq!(hits(&s), hits(&fresh), "{query}");
     }
-    let top = search(&s, &["marmalade_tax"]);
-    assert_eq!(top["hits"][0]["symbol"], "marmalade_tax");
+    let top = searched(s.search("marmalade_tax"));
+    assert_eq!(top.hits[0].symbol, "marmalade_tax");
 }
 
 #[test]
 fn a_path_in_the_text_names_its_file_to_the_graph_arm() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    let out = s
-        .atlas_env(
-            &[
-                "search",
-                "Totals look wrong, I think the culprit lives in /home/me/src/shop/models.py (or so).",
-                "--format",
-                "json",
-            ],
-            &[("ATLAS_SEARCH_ARMS", "graph")],
-        )
-        .success()
-        .json();
-    let hits = hits_of(&out);
-    assert!(!hits.is_empty(), "{out}");
-    assert!(hits.iter().all(|h| h["path"] == "shop/models.py"), "{out}");
+    let graph_arm = |text: &str| {
+        let run = s
+            .search(text)
+            .json()
+            .env("ATLAS_SEARCH_ARMS", "graph")
+            .run()
+            .success();
+        (run.search(), run.stdout)
+    };
+    let (out, printed) = graph_arm(
+        "Totals look wrong, I think the culprit lives in /home/me/src/shop/models.py (or so).",
+    );
+    assert!(!out.hits.is_empty(), "{printed}");
+    assert!(
+        out.hits.iter().all(|h| h.path == "shop/models.py"),
+        "{printed}"
+    );
     // A partial path that fits several files names none of them.
     s.write("other/models.py", "def unrelated():\n    pass\n");
     s.build_json();
-    let ambiguous = s
-        .atlas_env(
-            &[
-                "search",
-                "see models.py and x/models.py",
-                "--format",
-                "json",
-            ],
-            &[("ATLAS_SEARCH_ARMS", "graph")],
-        )
-        .success()
-        .json();
-    assert_eq!(hits_of(&ambiguous).len(), 0, "{ambiguous}");
+    let (ambiguous, printed) = graph_arm("see models.py and x/models.py");
+    assert_eq!(ambiguous.hits.len(), 0, "{printed}");
 }
 
 #[test]
@@ -718,41 +637,37 @@ fn on_prose_the_vector_arm_only_reorders_lexical_candidates() {
         rounding happens before the discount is taken, which makes the total a few cents off \
         for every order we have processed this week";
     assert!(prose.split_whitespace().count() > 32);
-    let out = search(&s, &[prose, "--top-k", "50"]);
-    assert!(out["arms"]["vector"].as_u64().unwrap() > 0, "{out}");
+    let out = searched(s.search(prose).top_k(50));
+    assert!(out.arms().vector > 0, "{out:?}");
     // Every vector match is a lexical candidate: on prose the arm reorders, never adds.
-    for hit in hits_of(&out) {
-        let arms = hit["match_arms"].as_array().unwrap();
-        if arms.iter().any(|a| a == "vector") {
-            assert!(arms.iter().any(|a| a == "bm25" || a == "graph"), "{hit}");
+    for hit in &out.hits {
+        if hit.found_by("vector") {
+            assert!(hit.found_by("bm25") || hit.found_by("graph"), "{hit:?}");
         }
     }
     // Alone, the vector arm searches everything.
-    let alone = s
-        .atlas_env(
-            &["search", prose, "--format", "json", "--top-k", "50"],
-            &[("ATLAS_SEARCH_ARMS", "vector")],
-        )
-        .success()
-        .json();
-    let bm25_only = s
-        .atlas_env(
-            &["search", prose, "--format", "json", "--top-k", "50"],
-            &[("ATLAS_SEARCH_ARMS", "bm25")],
-        )
-        .success()
-        .json();
-    let lexical: Vec<&serde_json::Value> = bm25_only["hits"]
-        .as_array()
-        .unwrap()
+    let only = |arm: &str| {
+        s.search(prose)
+            .json()
+            .top_k(50)
+            .env("ATLAS_SEARCH_ARMS", arm)
+            .run()
+            .success()
+            .search()
+    };
+    let alone = only("vector");
+    let bm25_only = only("bm25");
+    let lexical: Vec<&str> = bm25_only
+        .hits
         .iter()
-        .map(|h| &h["ref"])
+        .map(|h| h.reference.as_str())
         .collect();
     assert!(
-        hits_of(&alone)
+        alone
+            .hits
             .iter()
-            .any(|h| !lexical.contains(&&h["ref"])),
-        "alone, the vector arm finds what BM25 did not: {alone}"
+            .any(|h| !lexical.contains(&h.reference.as_str())),
+        "alone, the vector arm finds what BM25 did not: {alone:?}"
     );
 }
 
@@ -763,7 +678,7 @@ fn one_process_runs_searches_with_different_configurations() {
     use atlas::config::{Arms, Config, SearchConfig};
     use atlas::query::search::{SearchIndex, embed::Embedder};
     let s = Sandbox::with_fixture("python");
-    s.atlas(&["build"]).success();
+    s.call("build").run().success();
     let store = atlas::build::store::Store::new(s.graph());
     let fingerprint = s.current();
     let graph = atlas::graph::reader::Graph::open(&store.graph_path(&fingerprint)).unwrap();

@@ -375,7 +375,29 @@ fn garbage_input_never_panics() {
             "\u{feff}é😀 \n\t",
         ] {
             let facts = extract(language, source).expect("extraction never fails on input");
-            assert!(facts.defs.len() < 10);
+            // Whatever came out is consistent: spans ordered and inside the text, parents
+            // and scopes within the definitions.
+            if let Err(e) = facts.validate() {
+                panic!("{language:?} {source:?}: inconsistent facts: {e}");
+            }
+            for def in &facts.defs {
+                assert!(
+                    def.span.end_byte as usize <= source.len(),
+                    "{language:?} {source:?}"
+                );
+            }
+            // Unbalanced brackets are never a clean parse.
+            if source == "}}}{{{((" {
+                assert_eq!(
+                    facts.parse_status,
+                    ParseStatus::Partial,
+                    "{language:?}: {source:?} parsed cleanly"
+                );
+                assert!(
+                    facts.error_count > 0,
+                    "{language:?}: no syntax error counted"
+                );
+            }
         }
     }
 }

@@ -114,7 +114,8 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OmissionReason {
-    /// Before the continuation cursor: already returned by an earlier page.
+    /// Before the continuation cursor in the total order: an earlier page returned it or
+    /// accounted for it (an earlier page's omissions are counted here again).
     AfterCursor,
     /// Scored under the profile's relevance threshold.
     BelowRelevance,

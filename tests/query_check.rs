@@ -9,6 +9,11 @@
 //! Fixture syntax: `//- /path/in/repo` starts a file; the lines up to the next header are
 //! its text. Fixture and expectation are de-indented (their common indentation removed).
 
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use fixture::trim_indent;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,40 +31,15 @@ use atlas::query::search::{IndexCompanion, SearchIndex, SearchOutput};
 
 // ── Harness ──────────────────────────────────────────────────────────────────────────
 
-/// Removes the common indentation of the non-blank lines, the first line when it is
-/// blank (the newline after `r#"`) and trailing blank space.
-fn trim_indent(text: &str) -> String {
-    let text = text.strip_prefix('\n').unwrap_or(text);
-    let indent = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    let mut out = String::new();
-    for line in text.lines() {
-        out.push_str(line.get(indent..).unwrap_or_else(|| line.trim_start()));
-        out.push('\n');
-    }
-    out.trim_end().to_string()
-}
-
 /// The files of a fixture: `(path, text)` in order of appearance.
 fn parse_fixture(fixture: &str) -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = Vec::new();
-    for line in trim_indent(fixture).lines() {
-        if let Some(path) = line.strip_prefix("//- /") {
-            files.push((path.trim().to_string(), String::new()));
-            continue;
-        }
-        let (_, text) = files
-            .last_mut()
-            .unwrap_or_else(|| panic!("fixture text before the first `//- /path`: {line:?}"));
-        text.push_str(line);
-        text.push('\n');
-    }
-    assert!(!files.is_empty(), "a fixture without files");
-    files
+    fixture::split_files(fixture)
+        .into_iter()
+        .map(|(path, lines)| {
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            (path, text)
+        })
+        .collect()
 }
 
 /// A fixture written to a temp dir and built in process, search index included.
@@ -167,7 +147,7 @@ const TOP_K: usize = 5;
 #[track_caller]
 fn assert_rendering(actual: &str, expect: &str) {
     let expect = trim_indent(expect);
-    if actual.trim_end() != expect {
+    if actual.trim_end() != expect.trim_end() {
         panic!(
             "rendering differs from the expectation\n--- expected\n{expect}\n--- actual (full)\n{actual}\n---"
         );

@@ -36,6 +36,11 @@
 //! expectation, what the graph has at the caret and the dump lines of that source line.
 //! `RESOLVE_FIXTURE_DUMP=1` prints every fixture's dump.
 
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use fixture::trim_indent;
+
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -80,24 +85,6 @@ struct Annotation {
     written: String,
 }
 
-/// Removes the indentation common to all non-blank lines, so fixtures can be indented
-/// with the test code.
-fn trim_indent(text: &str) -> String {
-    let text = text.strip_prefix('\n').unwrap_or(text);
-    let indent = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    let mut out = String::with_capacity(text.len());
-    for line in text.trim_end().lines() {
-        out.push_str(line.get(indent..).unwrap_or("").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 /// The line-comment prefix of a source file, or `None` for files written as they are.
 fn comment_prefix(path: &str) -> Option<&'static str> {
     let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
@@ -109,25 +96,7 @@ fn comment_prefix(path: &str) -> Option<&'static str> {
 }
 
 fn parse_fixture(fixture: &str) -> (Vec<FixtureFile>, Vec<Annotation>) {
-    let fixture = trim_indent(fixture);
-    let mut files: Vec<(String, Vec<&str>)> = Vec::new();
-    for line in fixture.lines() {
-        if let Some(path) = line.strip_prefix("//- /") {
-            files.push((path.trim().to_string(), Vec::new()));
-        } else if let Some((_, lines)) = files.last_mut() {
-            lines.push(line);
-        } else {
-            assert!(
-                line.trim().is_empty(),
-                "fixture text before the first `//- /path` header: {line:?}"
-            );
-        }
-    }
-    assert!(
-        !files.is_empty(),
-        "a fixture needs at least one `//- /path` header"
-    );
-
+    let files = fixture::split_files(fixture);
     let mut written = Vec::new();
     let mut annotations = Vec::new();
     for (path, lines) in files {
@@ -136,7 +105,7 @@ fn parse_fixture(fixture: &str) -> (Vec<FixtureFile>, Vec<Annotation>) {
         // (line index, byte offset of its start, its length) of the last real line.
         let mut last: Option<(usize, usize, usize)> = None;
         let mut line_count = 0usize;
-        for line in lines {
+        for line in &lines {
             let annotation = prefix.and_then(|p| {
                 let rest = line.trim_start().strip_prefix(p)?;
                 rest.trim_start().starts_with('^').then_some(())?;

@@ -14,7 +14,7 @@ use super::call::{Answer, Call};
 use super::eval::{EvalArgs, EvalCommand};
 use super::graph::GraphCommand;
 use super::output::{Format, exit_code, print_stdout, report_error, report_usage_error};
-use super::{build, context, eval, expand, graph, search, status};
+use super::{build, context, eval, expand, graph, mcp, search, status};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -66,6 +66,9 @@ pub enum Command {
     /// Inspect the committed graph.
     #[command(subcommand)]
     Graph(GraphCommand),
+    /// Serve the query commands as MCP tools over stdio (protocol on stdout only).
+    #[command(after_help = "Example:\n  claude mcp add atlas -- atlas mcp")]
+    Mcp(mcp::McpArgs),
     /// Print shell completions.
     #[command(after_help = "Example:\n  atlas completions bash > /etc/bash_completion.d/atlas")]
     Completions { shell: clap_complete::Shell },
@@ -119,6 +122,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         // The only place the environment is read.
         config: Config::from_lookup(&|name| std::env::var_os(name)),
         started: Instant::now(),
+        index_resolution: None,
     };
     let format = cli.command.format();
     match execute(&call, &cli.command) {
@@ -151,6 +155,7 @@ fn execute(call: &Call, command: &Command) -> Result<(), AtlasError> {
         Command::Expand(args) => expand::run(call, args),
         Command::Eval(args) => eval::run(call, args),
         Command::Graph(command) => graph::run(call, command),
+        Command::Mcp(args) => mcp::run(call, args),
         Command::Completions { shell } => {
             let mut command = Cli::command();
             let mut out = Vec::new();

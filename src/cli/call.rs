@@ -18,6 +18,8 @@ pub struct Call {
     pub graph: Option<PathBuf>,
     pub config: Config,
     pub started: Instant,
+    /// How a surface other than argv chose the repository (`mcp roots`), when it did.
+    pub index_resolution: Option<&'static str>,
 }
 
 impl Call {
@@ -30,6 +32,25 @@ impl Call {
             &cwd,
             &self.config.placement,
         ))
+    }
+
+    /// How the repository was found (R-GEN-1, and the MCP client's roots).
+    pub fn index_resolution(&self, location: &Location) -> &'static str {
+        if let Some(how) = self.index_resolution {
+            return how;
+        }
+        match location.rule {
+            store::GraphDirRule::Ascending | store::GraphDirRule::CodeRoot
+                if location.code_given =>
+            {
+                "flag --code"
+            }
+            store::GraphDirRule::CodeRoot => "working directory",
+            store::GraphDirRule::EditorRoot => {
+                "editor env (CLAUDE_PROJECT_DIR or WORKSPACE_FOLDER_PATHS)"
+            }
+            rule => rule.as_str(),
+        }
     }
 
     /// Records an observability event when `ATLAS_OBSERVABILITY=1`; best effort.

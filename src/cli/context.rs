@@ -37,9 +37,9 @@ pub struct ContextArgs {
     pub format: Format,
 }
 
-pub fn run(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
-    let location = call.location()?;
-    let request = ContextRequest {
+/// The request `args` make on `call`.
+fn request(call: &Call, args: &ContextArgs) -> ContextRequest {
+    ContextRequest {
         query: args.query.clone(),
         profile: args.profile,
         max_bytes: args.max_bytes.map(|b| b as usize),
@@ -53,8 +53,17 @@ pub fn run(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
             no_build: args.no_build,
         },
         format: Some(args.format.as_str()),
-    };
-    let result = context::run(&location, &request, &call.config)?;
+    }
+}
+
+/// The JSON document `--format json` prints (without its final newline).
+pub fn json(call: &Call, args: &ContextArgs) -> Result<String, AtlasError> {
+    let result = context::run(&call.location()?, &request(call, args), &call.config)?;
+    Ok(result.json)
+}
+
+pub fn run(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
+    let result = context::run(&call.location()?, &request(call, args), &call.config)?;
     let text = match args.format {
         Format::Json => result.json.clone() + "\n",
         Format::Text => context::text::render(&result.output),

@@ -16,12 +16,22 @@ pub struct ExpandArgs {
     pub format: Format,
 }
 
-pub fn run(call: &Call, args: &ExpandArgs) -> Result<(), AtlasError> {
+fn expanded(call: &Call, args: &ExpandArgs) -> Result<ExpandOutput, AtlasError> {
     let location = call.location()?;
     let store = Store::new(&location.graph_dir);
     let (_, graph) = store.open_current()?;
     let root = location.read_root(&store);
-    let output = expand::expand(&graph, &root, &args.refs, call.config.expand_outline)?;
+    expand::expand(&graph, &root, &args.refs, call.config.expand_outline)
+}
+
+/// The JSON document `--format json` prints (without its final newline).
+pub fn json(call: &Call, args: &ExpandArgs) -> Result<String, AtlasError> {
+    let text = pretty_json(&expanded(call, args)?)?;
+    Ok(text.trim_end().to_string())
+}
+
+pub fn run(call: &Call, args: &ExpandArgs) -> Result<(), AtlasError> {
+    let output = expanded(call, args)?;
     let text = match args.format {
         Format::Json => pretty_json(&output)?,
         Format::Text => render(&output),

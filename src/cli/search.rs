@@ -30,7 +30,8 @@ pub struct SearchArgs {
     pub format: Format,
 }
 
-pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
+/// The hits for `args`, over a session opened (and refreshed unless frozen) for `call`.
+fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
     let config = &call.config;
     if config.search.wants_vectors() {
         search::embed::warm_up(&config.embed);
@@ -55,7 +56,7 @@ pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
     }
     let store = Store::new(&location.graph_dir);
     let embedder = search::embed::Embedder::load(&config.embed)?;
-    let output = SearchIndex::query(
+    SearchIndex::query(
         &store,
         &fingerprint,
         &graph,
@@ -65,22 +66,43 @@ pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
         &args.text,
         usize::from(args.top_k),
         config,
-    )?;
-    let profile = ResponseProfile::resolve(args.profile, &config.search);
+    )
+}
+
+/// The JSON document `--format json` prints (without its final newline), and its hits.
+fn respond(
+    call: &Call,
+    args: &SearchArgs,
+    output: SearchOutput,
+) -> Result<(String, usize), AtlasError> {
+    let profile = ResponseProfile::resolve(args.profile, &call.config.search);
+    // Compact JSON: the ceiling is measured on exactly what is printed.
+    let response = search::respond(
+        output,
+        profile,
+        args.max_tokens.max(1),
+        call.config.tokenizer.as_deref(),
+    );
+    let items = response.hit_count();
+    let text = serde_json::to_string(&response).map_err(|e| AtlasError::Internal {
+        what: "search response",
+        reason: e.to_string(),
+    })?;
+    Ok((text, items))
+}
+
+/// The JSON document `--format json` prints (without its final newline).
+pub fn json(call: &Call, args: &SearchArgs) -> Result<String, AtlasError> {
+    let output = search(call, args)?;
+    Ok(respond(call, args, output)?.0)
+}
+
+pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
+    let output = search(call, args)?;
+    let profile = ResponseProfile::resolve(args.profile, &call.config.search);
     let (text, items) = match args.format {
         Format::Json => {
-            // Compact JSON: the ceiling is measured on exactly what is printed.
-            let response = search::respond(
-                output,
-                profile,
-                args.max_tokens.max(1),
-                config.tokenizer.as_deref(),
-            );
-            let items = response.hit_count();
-            let text = serde_json::to_string(&response).map_err(|e| AtlasError::Internal {
-                what: "search response",
-                reason: e.to_string(),
-            })?;
+            let (text, items) = respond(call, args, output)?;
             (text + "\n", items)
         }
         Format::Text => (render(&output), output.hits.len()),

@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::graph::codes::FileClass;
 
 use super::call::Call;
-use super::output::{Format, print_json, print_stdout};
+use super::output::{Format, pretty_json, print_json, print_stdout};
 use crate::graph::codes::{EdgeKind, Provenance, Resolution};
 use crate::syntax::facts::{ParseStatus, SymbolKind};
 use crate::syntax::lang::Language;
@@ -22,6 +22,9 @@ use crate::syntax::lang::Language;
 pub struct StatusReport {
     pub graph_dir: PathBuf,
     pub graph_dir_rule: &'static str,
+    /// How the repository was found: a flag, the environment, an ascending search, an
+    /// editor's environment, the MCP client's roots, or the working directory.
+    pub index_resolution: &'static str,
     pub code_root: PathBuf,
     pub fingerprint: String,
     pub format_version: u32,
@@ -73,7 +76,11 @@ pub struct Coverage {
 }
 
 /// What the committed graph holds; `observing`: whether this process records events.
-pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
+pub fn status(
+    location: &Location,
+    index_resolution: &'static str,
+    observing: bool,
+) -> Result<StatusReport> {
     let store = Store::new(&location.graph_dir);
     let (fingerprint, graph) = store.open_current()?;
     let manifest = store.read_manifest(&fingerprint).ok();
@@ -165,6 +172,7 @@ pub fn status(location: &Location, observing: bool) -> Result<StatusReport> {
     Ok(StatusReport {
         graph_dir: location.graph_dir.clone(),
         graph_dir_rule: location.rule.as_str(),
+        index_resolution,
         code_root,
         fingerprint,
         format_version: crate::graph::format::FORMAT_VERSION,
@@ -192,9 +200,25 @@ pub struct StatusArgs {
     pub format: Format,
 }
 
+/// The JSON document `--format json` prints (without its final newline).
+pub fn json(call: &Call) -> Result<String> {
+    let location = call.location()?;
+    let report = status(
+        &location,
+        call.index_resolution(&location),
+        call.config.observability,
+    )?;
+    Ok(pretty_json(&report)?.trim_end().to_string())
+}
+
 /// `atlas status`.
 pub fn run(call: &Call, args: &StatusArgs) -> Result<()> {
-    let report = status(&call.location()?, call.config.observability)?;
+    let location = call.location()?;
+    let report = status(
+        &location,
+        call.index_resolution(&location),
+        call.config.observability,
+    )?;
     match args.format {
         Format::Json => print_json(&report),
         Format::Text => print_stdout(&render(&report)),

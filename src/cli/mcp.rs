@@ -1,0 +1,324 @@
+//! `atlas mcp`: Atlas as an MCP server over stdio (R-MCP-1, R-MCP-2), on rmcp.
+//!
+//! One contract, two transports: every tool builds the arguments of its CLI command and
+//! calls that command's `json` function, so a tool answers with exactly the document
+//! `--format json` prints. A typed Atlas error is a tool error whose content is the CLI's
+//! JSON error envelope; only a malformed request is a protocol error. stdout carries the
+//! protocol alone: nothing here prints, and diagnostics go to stderr.
+//!
+//! Which repository: the graph is located per R-GEN-1, exactly as for the CLI. When that
+//! finds nothing (no flag, no environment, no graph above the working directory, no editor
+//! root: a server started from the home directory), the first call asks the client for its
+//! roots (`roots/list`) and serves the first root that is a directory.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
+};
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+
+use crate::build::store::GraphDirRule;
+use crate::config::Config;
+use crate::error::AtlasError;
+use crate::query::profile::ProfileName;
+use crate::query::search::ResponseProfile;
+
+use super::call::Call;
+use super::output::{Format, error_body};
+use super::{context, expand, search, status};
+
+#[derive(clap::Args, Debug)]
+pub struct McpArgs {}
+
+/// Serves MCP on stdin/stdout until the client closes the connection.
+pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AtlasError::io("<tokio runtime>", e))?;
+    let server = AtlasServer::new(call);
+    runtime.block_on(async move {
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| AtlasError::io("<stdio>", std::io::Error::other(e.to_string())))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| AtlasError::io("<stdio>", std::io::Error::other(e.to_string())))?;
+        Ok(())
+    })
+}
+
+/// The server's state: the global flags and configuration of `atlas mcp`, and the root
+/// the client's `roots/list` named, once asked.
+#[derive(Clone)]
+pub struct AtlasServer {
+    code: Option<PathBuf>,
+    graph: Option<PathBuf>,
+    config: Config,
+    roots: Arc<OnceCell<Option<PathBuf>>>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    Symbol,
+    Flow,
+    Architecture,
+    Impact,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextParams {
+    /// Names, paths, relation words or a question.
+    pub query: String,
+    pub profile: Profile,
+    /// Byte ceiling of the answer (1024..=1000000).
+    pub max_bytes: Option<u32>,
+    /// Continuation: the `--min-score` of an omission's argv.
+    pub min_score: Option<u16>,
+    /// Continuation: the `--after` of an omission's argv.
+    pub after: Option<String>,
+    /// Continuation: the `--expect-graph` of an omission's argv.
+    pub expect_graph: Option<String>,
+    /// Read the committed graph as it is (no refresh).
+    pub frozen: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchProfile {
+    Full,
+    Compact,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// Free text, identifiers or both.
+    pub query: String,
+    /// Hits to return (1..=1000, default 10).
+    pub top_k: Option<u16>,
+    pub profile: Option<SearchProfile>,
+    pub frozen: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpandParams {
+    /// Refs from search hits (`path#Lstart-Lend@hash`), at most 5.
+    pub refs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// Longest query a tool accepts: beyond it the query is not a question but a document.
+const MAX_QUERY_BYTES: usize = 64 * 1024;
+
+impl AtlasServer {
+    pub fn new(call: &Call) -> AtlasServer {
+        AtlasServer {
+            code: call.code.clone(),
+            graph: call.graph.clone(),
+            config: call.config.clone(),
+            roots: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// The call a tool runs as: the server's flags, or the client's root when R-GEN-1
+    /// found nothing from where the server started.
+    async fn call(&self, context: &RequestContext<RoleServer>) -> Result<Call, AtlasError> {
+        let mut call = Call {
+            code: self.code.clone(),
+            graph: self.graph.clone(),
+            config: self.config.clone(),
+            started: Instant::now(),
+            index_resolution: None,
+        };
+        if call.location()?.rule == GraphDirRule::CodeRoot && call.code.is_none() {
+            let root = self
+                .roots
+                .get_or_init(|| client_root(context.peer.clone()))
+                .await;
+            if let Some(root) = root {
+                call.code = Some(root.clone());
+                call.index_resolution = Some("mcp roots");
+            }
+        }
+        Ok(call)
+    }
+
+    /// Runs `work` (a blocking library call) off the protocol's thread and shapes its
+    /// outcome: the JSON document, or a tool error holding the JSON error envelope.
+    async fn answer(
+        &self,
+        context: RequestContext<RoleServer>,
+        work: impl FnOnce(&Call) -> Result<String, AtlasError> + Send + 'static,
+    ) -> Result<CallToolResult, ErrorData> {
+        let outcome = match self.call(&context).await {
+            Ok(call) => tokio::task::spawn_blocking(move || work(&call))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(AtlasError::Internal {
+                        what: "tool call",
+                        reason: e.to_string(),
+                    })
+                }),
+            Err(e) => Err(e),
+        };
+        Ok(match outcome {
+            Ok(json) => CallToolResult::success(vec![ContentBlock::text(json)]),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(error_body(&e).to_string())]),
+        })
+    }
+}
+
+/// The first root the client names that is a local directory; `None` when the client
+/// has no roots capability, answers nothing usable, or fails. (Roots are deprecated by a
+/// protocol revision after 2025-11-25, SEP-2577; the clients agents use today still send
+/// them, and the issue asks for them.)
+#[allow(deprecated)]
+async fn client_root(peer: rmcp::Peer<RoleServer>) -> Option<PathBuf> {
+    let supports = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.roots.is_some());
+    if !supports {
+        return None;
+    }
+    let roots = peer.list_roots().await.ok()?;
+    roots.roots.iter().find_map(|root| {
+        let path = PathBuf::from(root.uri.strip_prefix("file://")?);
+        path.is_dir().then_some(path)
+    })
+}
+
+fn too_long(query: &str) -> Result<(), AtlasError> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(AtlasError::InvalidInput {
+            what: "query",
+            reason: format!(
+                "{} bytes; a query is at most {MAX_QUERY_BYTES} bytes",
+                query.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[tool_router]
+impl AtlasServer {
+    #[tool(
+        description = "Bounded, relevance-ranked code evidence for a symbol, path or question. \
+                       symbol: declaration, callers, callees; flow: the call path (what happens \
+                       when…); architecture: modules and relations; impact: what depends on it. \
+                       Omitted evidence comes with the argv that fetches it."
+    )]
+    async fn atlas_context(
+        &self,
+        Parameters(p): Parameters<ContextParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, move |call| {
+            too_long(&p.query)?;
+            let args = context::ContextArgs {
+                query: p.query,
+                profile: match p.profile {
+                    Profile::Symbol => ProfileName::Symbol,
+                    Profile::Flow => ProfileName::Flow,
+                    Profile::Architecture => ProfileName::Architecture,
+                    Profile::Impact => ProfileName::Impact,
+                },
+                frozen: p.frozen.unwrap_or(false),
+                no_build: false,
+                max_bytes: p.max_bytes.map(|b| b.clamp(1024, 1_000_000)),
+                min_score: p.min_score,
+                expect_graph: p.expect_graph,
+                after: p.after,
+                format: Format::Json,
+            };
+            context::json(call, &args)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Hybrid search (BM25, embeddings, graph) over symbols, docs and history. \
+                       Use for free text; each hit has a ref for atlas_expand."
+    )]
+    async fn atlas_search(
+        &self,
+        Parameters(p): Parameters<SearchParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, move |call| {
+            too_long(&p.query)?;
+            let args = search::SearchArgs {
+                text: p.query,
+                top_k: p.top_k.unwrap_or(10).clamp(1, 1000),
+                profile: p.profile.map(|profile| match profile {
+                    SearchProfile::Full => ResponseProfile::Full,
+                    SearchProfile::Compact => ResponseProfile::Compact,
+                }),
+                max_tokens: 4000,
+                frozen: p.frozen.unwrap_or(false),
+                format: Format::Json,
+            };
+            if call.config.search.wants_vectors() {
+                crate::query::search::embed::warm_up(&call.config.embed);
+            }
+            search::json(call, &args)
+        })
+        .await
+    }
+
+    #[tool(description = "The hash-verified source lines behind search refs (paginated).")]
+    async fn atlas_expand(
+        &self,
+        Parameters(p): Parameters<ExpandParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, move |call| {
+            let args = expand::ExpandArgs {
+                refs: p.refs,
+                format: Format::Json,
+            };
+            expand::json(call, &args)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "What the committed graph holds: coverage, staleness, edges, and how the \
+                       repository was found."
+    )]
+    async fn atlas_status(
+        &self,
+        Parameters(_): Parameters<NoParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, status::json).await
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for AtlasServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("atlas", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Atlas: compiled code knowledge of this repository. Start with atlas_context \
+                 (a name, path or question); atlas_search for free text.",
+            )
+    }
+}

@@ -51,7 +51,20 @@ impl ClientHandler for Client {
 
 /// `atlas mcp` started in `cwd` with a clean environment (plus `args` before `mcp`).
 async fn connect(cwd: &Path, args: &[&str], client: Client) -> RunningService<RoleClient, Client> {
+    connect_env(cwd, args, &[], client).await
+}
+
+async fn connect_env(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    client: Client,
+) -> RunningService<RoleClient, Client> {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let cwd = cwd.to_path_buf();
     let (transport, _) =
         TokioChildProcess::builder(tokio::process::Command::new(ATLAS).configure(|cmd| {
@@ -64,6 +77,7 @@ async fn connect(cwd: &Path, args: &[&str], client: Client) -> RunningService<Ro
                     cmd.env_remove(key);
                 }
             }
+            cmd.envs(env.iter().map(|(k, v)| (k, v)));
         }))
         .stderr(Stdio::null())
         .spawn()
@@ -461,6 +475,49 @@ async fn concurrent_calls_build_once_and_all_answer() {
         .count();
     assert_eq!(generations, 1, "one build for six concurrent first calls");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_tools_record_observability_events_without_their_text() {
+    let s = built();
+    let client = connect_env(
+        &s.repo(),
+        &[],
+        &[("ATLAS_OBSERVABILITY", "1")],
+        Client::default(),
+    )
+    .await;
+    ok(&call(
+        &client,
+        "atlas_context",
+        json!({"query": "Cart.total", "profile": "symbol", "frozen": true}),
+    )
+    .await);
+    let failed = call(
+        &client,
+        "atlas_context",
+        json!({"query": "NoSuchSymbolAnywhere", "profile": "symbol", "frozen": true}),
+    )
+    .await;
+    assert_eq!(error_code(&failed), "atlas-context-no-match");
+    ok(&call(&client, "atlas_status", json!({})).await);
+    client.cancel().await.unwrap();
+    let events = std::fs::read_to_string(s.graph().join("observability/events.jsonl")).unwrap();
+    let events: Vec<Value> = events
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let outcomes: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (e["tool"].as_str().unwrap(), e["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("context", "ok"), ("context", "atlas-context-no-match")],
+        "status is not a query tool"
+    );
+    let text = serde_json::to_string(&events).unwrap();
+    assert!(!text.contains("Cart.total") && !text.contains("NoSuchSymbolAnywhere"));
 }
 
 #[test]

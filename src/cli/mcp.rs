@@ -30,7 +30,7 @@ use crate::error::AtlasError;
 use crate::query::profile::ProfileName;
 use crate::query::search::ResponseProfile;
 
-use super::call::Call;
+use super::call::{Answer, Call};
 use super::output::{Format, error_body};
 use super::{context, expand, search, status};
 
@@ -160,28 +160,70 @@ impl AtlasServer {
     }
 
     /// Runs `work` (a blocking library call) off the protocol's thread and shapes its
-    /// outcome: the JSON document, or a tool error holding the JSON error envelope.
+    /// outcome: the JSON document, or a tool error holding the JSON error envelope. Query
+    /// tools (`observed`) record an observability event as their commands do (R-OBS-3).
     async fn answer(
         &self,
         context: RequestContext<RoleServer>,
+        observed: Option<&'static str>,
         work: impl FnOnce(&Call) -> Result<String, AtlasError> + Send + 'static,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = match self.call(&context).await {
-            Ok(call) => tokio::task::spawn_blocking(move || work(&call))
-                .await
-                .unwrap_or_else(|e| {
-                    Err(AtlasError::Internal {
-                        what: "tool call",
-                        reason: e.to_string(),
-                    })
-                }),
-            Err(e) => Err(e),
+        let call = match self.call(&context).await {
+            Ok(call) => call,
+            Err(e) => return Ok(tool_error(&e)),
         };
+        let outcome = tokio::task::spawn_blocking(move || {
+            let outcome = work(&call);
+            if let Some(tool) = observed {
+                observe(&call, tool, &outcome);
+            }
+            outcome
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(AtlasError::Internal {
+                what: "tool call",
+                reason: e.to_string(),
+            })
+        });
         Ok(match outcome {
             Ok(json) => CallToolResult::success(vec![ContentBlock::text(json)]),
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(error_body(&e).to_string())]),
+            Err(e) => tool_error(&e),
         })
     }
+}
+
+fn tool_error(error: &AtlasError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(error_body(error).to_string())])
+}
+
+/// The event a query tool's answer records (sizes and codes only, never the text).
+fn observe(call: &Call, tool: &'static str, outcome: &Result<String, AtlasError>) {
+    if !call.config.observability {
+        return;
+    }
+    let (text, code, items) = match outcome {
+        Ok(json) => {
+            let items = serde_json::from_str::<serde_json::Value>(json)
+                .ok()
+                .and_then(|doc| {
+                    ["evidence", "hits", "items"]
+                        .iter()
+                        .find_map(|key| doc.get(key)?.as_array().map(Vec::len))
+                })
+                .unwrap_or(0);
+            (json.clone(), "ok", items)
+        }
+        Err(e) => (error_body(e).to_string(), e.code(), 0),
+    };
+    call.observe(Answer {
+        tool,
+        format: Format::Json,
+        profile: None,
+        outcome: code,
+        output: &text,
+        items,
+    });
 }
 
 /// The first root the client names that is a local directory; `None` when the client
@@ -229,7 +271,7 @@ impl AtlasServer {
         Parameters(p): Parameters<ContextParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.answer(context, move |call| {
+        self.answer(context, Some("context"), move |call| {
             too_long(&p.query)?;
             let args = context::ContextArgs {
                 query: p.query,
@@ -261,7 +303,7 @@ impl AtlasServer {
         Parameters(p): Parameters<SearchParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.answer(context, move |call| {
+        self.answer(context, Some("search"), move |call| {
             too_long(&p.query)?;
             let args = search::SearchArgs {
                 text: p.query,
@@ -288,7 +330,7 @@ impl AtlasServer {
         Parameters(p): Parameters<ExpandParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.answer(context, move |call| {
+        self.answer(context, Some("expand"), move |call| {
             let args = expand::ExpandArgs {
                 refs: p.refs,
                 format: Format::Json,
@@ -307,7 +349,7 @@ impl AtlasServer {
         Parameters(_): Parameters<NoParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.answer(context, status::json).await
+        self.answer(context, None, status::json).await
     }
 }
 

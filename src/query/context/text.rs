@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::ContextOutput;
+use super::project::EvidenceItem;
+use super::{ContextOutput, Receipt};
 use crate::query::profile::EvidenceClass;
 
 /// Quotes one argument for a POSIX shell.
@@ -31,7 +32,6 @@ fn site_suffix(relation: &super::project::RelationOut) -> String {
 
 pub fn render(output: &ContextOutput) -> String {
     let mut out = String::new();
-    let r = &output.receipt;
     let _ = writeln!(
         out,
         "context {} · profile {} · graph {}{}",
@@ -67,120 +67,10 @@ pub fn render(output: &ContextOutput) -> String {
     if !output.intent.relations.is_empty() {
         let _ = writeln!(out, "relations {}", output.intent.relations.join(", "));
     }
-    if !output.spine.is_empty() {
-        let _ = writeln!(out, "\nspine");
-        for (depth, step) in output.spine.iter().enumerate() {
-            let indent = "  ".repeat(depth + 1);
-            match &step.via {
-                Some(via) => {
-                    let site = site_suffix(via);
-                    let dispatch = if via.dispatch { " dispatch" } else { "" };
-                    let _ = writeln!(
-                        out,
-                        "{indent}└─ {} [{} {}/{} {}{site}{dispatch}] — {}",
-                        step.symbol,
-                        via.kind,
-                        via.provenance,
-                        via.resolution,
-                        via.confidence,
-                        step.why
-                    );
-                }
-                None => {
-                    let _ = writeln!(out, "{indent}{} — {}", step.symbol, step.why);
-                }
-            }
-        }
-    }
+    render_spine(&mut out, output);
     let _ = writeln!(out, "\nevidence ({})", output.evidence.len());
     for item in &output.evidence {
-        let lines = item
-            .lines
-            .map(|[a, b]| format!(" L{a}-{b}"))
-            .unwrap_or_default();
-        let label = item
-            .symbol
-            .clone()
-            .or_else(|| item.statement.as_ref().map(|s| s.text.clone()))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  [{}] {label}{lines} · score {}{} · {}",
-            item.class,
-            item.score,
-            if item.required { " · required" } else { "" },
-            item.projection
-        );
-        if let Some(why) = item
-            .why
-            .as_ref()
-            .filter(|_| item.class == EvidenceClass::Alternative)
-        {
-            let _ = writeln!(out, "      why: {why}");
-        }
-        if let Some(relation) = &item.relation {
-            let site = site_suffix(relation);
-            let _ = writeln!(
-                out,
-                "      {} {} → {} ({}/{} {}){site}",
-                relation.kind,
-                relation.from,
-                relation.to,
-                relation.provenance,
-                relation.resolution,
-                relation.confidence
-            );
-        }
-        if let Some(count) = item.site_count {
-            let shown: Vec<String> = item
-                .sites
-                .iter()
-                .map(|s| format!("{}:{}", s.path, s.line))
-                .collect();
-            let more = count.saturating_sub(shown.len());
-            let _ = writeln!(
-                out,
-                "      {count} sites: {}{}",
-                shown.join(", "),
-                if more > 0 {
-                    format!(", … {more} more")
-                } else {
-                    String::new()
-                }
-            );
-        }
-        if let Some(statement) = item.statement.as_ref().filter(|_| item.symbol.is_some()) {
-            let _ = writeln!(out, "      {}: {}", statement.code, statement.text);
-        }
-        for diagnostic in &item.diagnostics {
-            let _ = writeln!(out, "      ! {diagnostic}");
-        }
-        match (&item.source, &item.signature) {
-            (Some(source), _) => {
-                for (offset, line) in source.text.lines().enumerate() {
-                    let _ = writeln!(
-                        out,
-                        "      {:>5} │ {line}",
-                        source.lines[0] as usize + offset
-                    );
-                }
-                if source.clipped {
-                    let _ = writeln!(
-                        out,
-                        "            │ … (clipped at {} lines)",
-                        source.lines[1] - source.lines[0] + 1
-                    );
-                }
-            }
-            (None, Some(signature)) => {
-                let _ = writeln!(
-                    out,
-                    "      sig │ {}",
-                    signature.lines().next().unwrap_or("")
-                );
-            }
-            _ => {}
-        }
+        render_item(&mut out, item);
     }
     if !output.omissions.is_empty() {
         let _ = writeln!(out, "\nomitted");
@@ -210,6 +100,132 @@ pub fn render(output: &ContextOutput) -> String {
             let _ = writeln!(out, "    {}: $ {}", choice.symbol, argv.join(" "));
         }
     }
+    render_receipt(&mut out, &output.receipt);
+    out
+}
+
+/// The spine, one step a line, indented by depth, each with its edge and why.
+fn render_spine(out: &mut String, output: &ContextOutput) {
+    if !output.spine.is_empty() {
+        let _ = writeln!(out, "\nspine");
+        for (depth, step) in output.spine.iter().enumerate() {
+            let indent = "  ".repeat(depth + 1);
+            match &step.via {
+                Some(via) => {
+                    let site = site_suffix(via);
+                    let dispatch = if via.dispatch { " dispatch" } else { "" };
+                    let _ = writeln!(
+                        out,
+                        "{indent}└─ {} [{} {}/{} {}{site}{dispatch}] — {}",
+                        step.symbol,
+                        via.kind,
+                        via.provenance,
+                        via.resolution,
+                        via.confidence,
+                        step.why
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "{indent}{} — {}", step.symbol, step.why);
+                }
+            }
+        }
+    }
+}
+
+/// One evidence item: its line, relation, sites, statement, diagnostics and source.
+fn render_item(out: &mut String, item: &EvidenceItem) {
+    let lines = item
+        .lines
+        .map(|[a, b]| format!(" L{a}-{b}"))
+        .unwrap_or_default();
+    let label = item
+        .symbol
+        .clone()
+        .or_else(|| item.statement.as_ref().map(|s| s.text.clone()))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  [{}] {label}{lines} · score {}{} · {}",
+        item.class,
+        item.score,
+        if item.required { " · required" } else { "" },
+        item.projection
+    );
+    if let Some(why) = item
+        .why
+        .as_ref()
+        .filter(|_| item.class == EvidenceClass::Alternative)
+    {
+        let _ = writeln!(out, "      why: {why}");
+    }
+    if let Some(relation) = &item.relation {
+        let site = site_suffix(relation);
+        let _ = writeln!(
+            out,
+            "      {} {} → {} ({}/{} {}){site}",
+            relation.kind,
+            relation.from,
+            relation.to,
+            relation.provenance,
+            relation.resolution,
+            relation.confidence
+        );
+    }
+    if let Some(count) = item.site_count {
+        let shown: Vec<String> = item
+            .sites
+            .iter()
+            .map(|s| format!("{}:{}", s.path, s.line))
+            .collect();
+        let more = count.saturating_sub(shown.len());
+        let _ = writeln!(
+            out,
+            "      {count} sites: {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(", … {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(statement) = item.statement.as_ref().filter(|_| item.symbol.is_some()) {
+        let _ = writeln!(out, "      {}: {}", statement.code, statement.text);
+    }
+    for diagnostic in &item.diagnostics {
+        let _ = writeln!(out, "      ! {diagnostic}");
+    }
+    match (&item.source, &item.signature) {
+        (Some(source), _) => {
+            for (offset, line) in source.text.lines().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "      {:>5} │ {line}",
+                    source.lines[0] as usize + offset
+                );
+            }
+            if source.clipped {
+                let _ = writeln!(
+                    out,
+                    "            │ … (clipped at {} lines)",
+                    source.lines[1] - source.lines[0] + 1
+                );
+            }
+        }
+        (None, Some(signature)) => {
+            let _ = writeln!(
+                out,
+                "      sig │ {}",
+                signature.lines().next().unwrap_or("")
+            );
+        }
+        _ => {}
+    }
+}
+
+/// The receipt line: retrieval against projection, bytes against the ceiling.
+fn render_receipt(out: &mut String, r: &Receipt) {
     let p = &r.projection;
     let _ = writeln!(
         out,
@@ -233,7 +249,6 @@ pub fn render(output: &ContextOutput) -> String {
             ""
         }
     );
-    out
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! exact bytes printed (R-PROJ-5).
 
 pub mod anchor;
+mod assemble;
 pub mod project;
 pub mod retrieve;
 pub mod spine;
@@ -28,6 +29,7 @@ use crate::query::intent::{self, Intent};
 use crate::query::profile::EvidenceClass;
 use crate::query::profile::{Profile, ProfileName};
 use crate::query::search;
+use assemble::Assembly;
 use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
 pub use project::{DiagnosticCode, OmissionReason};
 
@@ -600,105 +602,20 @@ pub fn compile_context(
         });
     }
 
-    let assemble =
-        |projection: &project::Projection, timings: TimingsOut, serialized_bytes: usize| {
-            let counters = &projection.counters;
-            let omissions = projection.omissions(request, fingerprint, &limits);
-            let mut truncated_classes: Vec<&'static str> =
-                omissions.iter().map(|o| o.class.as_str()).collect();
-            truncated_classes.sort_unstable();
-            truncated_classes.dedup();
-            let eligible = counters.total - counters.cursor_prefix;
-            let retained = projection.retained();
-            let heavy_paths = retrieval.paths_traversed > 4;
-            let heavy_slices = counters.slices_read > 4;
-            let load_profile = match (heavy_paths, heavy_slices) {
-                (false, false) => "light",
-                (true, false) => "traversal",
-                (false, true) => "source-heavy",
-                (true, true) => "mixed",
-            };
-            let ratio = |a: usize, b: usize| {
-                if b == 0 {
-                    1.0
-                } else {
-                    (a as f64 / b as f64 * 1e4).round() / 1e4
-                }
-            };
-            let spine = projection
-                .evidence
-                .iter()
-                .filter(|e| e.class == EvidenceClass::Spine)
-                .map(|e| SpineStep {
-                    id: e.id.clone(),
-                    symbol: e.symbol.clone().unwrap_or_default(),
-                    via: e.relation.clone(),
-                    why: e.why.clone().unwrap_or_default(),
-                })
-                .collect();
-            let mut all_diagnostics = diagnostics.clone();
-            all_diagnostics.extend(projection.diagnostics.iter().cloned());
-            ContextOutput {
-                schema: SCHEMA,
-                query: request.query.clone(),
-                profile: request.profile.as_str().to_string(),
-                graph: GraphOut {
-                    fingerprint: fingerprint.to_string(),
-                    refreshed,
-                },
-                intent: IntentOut {
-                    anchors: intent
-                        .anchors
-                        .iter()
-                        .map(|a| AnchorOut::of(graph, a))
-                        .collect(),
-                    relations: intent.relations.iter().map(|r| r.as_str()).collect(),
-                    free_terms: intent.free_terms.clone(),
-                    alternative: intent.alternative.as_ref().map(|a| AnchorOut::of(graph, a)),
-                },
-                spine,
-                evidence: projection.evidence.clone(),
-                receipt: Receipt {
-                    profile: ProfileOut {
-                        name: profile.name.clone(),
-                        version: profile.version,
-                    },
-                    limits: limits.clone(),
-                    retrieval: RetrievalReceipt {
-                        total: counters.total,
-                        eligible,
-                        returned: counters.returned,
-                        cursor_prefix: counters.cursor_prefix,
-                        hard_cap: limits.retrieval_cap,
-                        coverage: ratio(counters.returned, eligible),
-                    },
-                    projection: ProjectionReceipt {
-                        above_relevance: counters.above_relevance,
-                        retained,
-                        below_threshold: counters.below_threshold,
-                        byte_omitted: counters.byte_omitted,
-                        item_capped: counters.item_capped,
-                        cursor_prefix: counters.cursor_prefix,
-                        skeletonized: counters.skeletonized,
-                        policy_skeletonized: counters.policy_skeletonized,
-                        source_unavailable: counters.source_unavailable,
-                        retention: ratio(retained, counters.above_relevance),
-                    },
-                    serialized_bytes,
-                    truncated_classes,
-                    graph_fingerprint: fingerprint.to_string(),
-                    read_back_required: counters.read_back_required,
-                    follow_ups: omissions.len(),
-                    load_profile,
-                    paths_traversed: retrieval.paths_traversed,
-                    slices_read: counters.slices_read,
-                    refreshed,
-                    timings_ms: timings,
-                },
-                omissions,
-                diagnostics: all_diagnostics,
-            }
-        };
+    let assembly = Assembly {
+        request,
+        fingerprint,
+        limits: &limits,
+        profile: &profile,
+        graph,
+        intent: &intent,
+        diagnostics: &diagnostics,
+        paths_traversed: retrieval.paths_traversed,
+        refreshed,
+    };
+    let assemble = |projection: &project::Projection, timings: TimingsOut, bytes: usize| {
+        assembly.output(projection, timings, bytes)
+    };
     // Widest timings and byte count: fitting decisions must not depend on clock digits.
     let widest = || TimingsOut {
         freshness: 99_999.999,

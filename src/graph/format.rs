@@ -16,9 +16,11 @@
 //! archive; the archive itself is then validated by bytecheck. No input can cause a panic
 //! or undefined behaviour.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use memmap2::Mmap;
 
@@ -64,19 +66,79 @@ pub fn write(path: &Path, data: &GraphData) -> Result<()> {
 }
 
 /// A validated, memory-mapped graph file.
+#[derive(Clone)]
 pub struct GraphFile {
-    mmap: Mmap,
+    mmap: Arc<Mmap>,
     path: PathBuf,
+}
+
+/// Which file a path named when its mapping was validated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FileKey {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileKey {
+    fn of(file: &File) -> Option<FileKey> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata().ok()?;
+        Some(FileKey {
+            device: meta.dev(),
+            inode: meta.ino(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+/// Validated mappings by path, with the file each was validated from.
+type Validated = HashMap<PathBuf, (FileKey, Arc<Mmap>)>;
+
+/// Validated mappings a long-lived process keeps (`reuse_validated_mappings`).
+static VALIDATED: OnceLock<Mutex<Validated>> = OnceLock::new();
+/// Mappings kept at most; beyond it the cache starts again (generations are replaced, not
+/// accumulated, by a server following one repository).
+const VALIDATED_CAP: usize = 8;
+
+/// From now on this process reuses a graph file's validated mapping while the path still
+/// names the same file (device, inode, length, modification time) — for a long-lived
+/// server, where checking a 45 MB payload's checksum on every query would dominate its
+/// latency. Sound because a published generation is written once and never modified
+/// (R-GEN-2): a new generation is a new file. One-shot commands never turn it on.
+pub fn reuse_validated_mappings() {
+    VALIDATED.get_or_init(|| Mutex::new(HashMap::new()));
 }
 
 impl GraphFile {
     pub fn open(path: &Path) -> Result<GraphFile> {
         let file = File::open(path).at(path)?;
+        let key = VALIDATED.get().and_then(|_| FileKey::of(&file));
+        if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
+            && let Ok(cache) = cache.lock()
+            && let Some((known, mmap)) = cache.get(path)
+            && *known == key
+        {
+            return Ok(GraphFile {
+                mmap: Arc::clone(mmap),
+                path: path.to_path_buf(),
+            });
+        }
         // SAFETY: generation files are written once into staging and never modified after
         // being published (R-GEN-2); readers map them read-only. A file truncated under us by
         // another process is outside that contract (documented in graph-schema/).
-        let mmap = unsafe { Mmap::map(&file) }.at(path)?;
+        let mmap = Arc::new(unsafe { Mmap::map(&file) }.at(path)?);
         validate(&mmap, path)?;
+        if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
+            && let Ok(mut cache) = cache.lock()
+        {
+            if cache.len() >= VALIDATED_CAP {
+                cache.clear();
+            }
+            cache.insert(path.to_path_buf(), (key, Arc::clone(&mmap)));
+        }
         Ok(GraphFile {
             mmap,
             path: path.to_path_buf(),

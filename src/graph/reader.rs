@@ -22,7 +22,9 @@ pub enum Direction {
     Incoming,
 }
 
-/// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy.
+/// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy; a clone
+/// shares the mapping.
+#[derive(Clone)]
 pub struct Graph {
     file: GraphFile,
 }

@@ -1,0 +1,48 @@
+//! A long-lived process reuses validated graph mappings (`atlas mcp`), and never serves a
+//! file it has not validated: a replaced file is a different file. Its own test binary,
+//! because turning reuse on is for the whole process.
+
+mod common;
+
+use atlas::graph::format::reuse_validated_mappings;
+use atlas::graph::reader::Graph;
+use common::Sandbox;
+
+#[test]
+fn a_reused_mapping_is_never_a_replaced_file() {
+    let s = Sandbox::with_fixture("python");
+    s.atlas(&["build", "--no-progress"]).success();
+    let current = std::fs::read_to_string(s.graph().join("CURRENT")).unwrap();
+    let path = s
+        .graph()
+        .join("generations")
+        .join(current.trim())
+        .join("graph.atlas");
+    assert!(path.is_file(), "{}", path.display());
+    reuse_validated_mappings();
+
+    let first = Graph::open(&path).unwrap();
+    let again = Graph::open(&path).unwrap();
+    assert_eq!(first.fingerprint(), again.fingerprint());
+    assert_eq!(first.node_count(), again.node_count());
+    assert!(
+        std::ptr::eq(first.data(), again.data()),
+        "the second open maps the file again instead of reusing the validated mapping"
+    );
+
+    // The path now names another file (a rename, as a publish does): damaged this time.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    let replacement = path.with_extension("new");
+    std::fs::write(&replacement, &bytes).unwrap();
+    std::fs::rename(&replacement, &path).unwrap();
+    let err = Graph::open(&path)
+        .err()
+        .expect("the replaced file is validated, not reused");
+    assert_eq!(err.code(), "atlas-graph-corrupt", "{err}");
+
+    // The earlier graph still reads: its mapping is of the file it validated.
+    assert_eq!(first.node_count(), again.node_count());
+    assert!(!first.fingerprint().is_empty());
+}

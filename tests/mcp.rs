@@ -478,6 +478,48 @@ async fn concurrent_calls_build_once_and_all_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_in_progress_blocks_neither_status_nor_a_query() {
+    let s = built();
+    s.write(
+        "shop/util.py",
+        "def apply_discount(amount, rate):\n    return amount\n",
+    );
+    // Another process is building: it holds the store's lock for as long as this test.
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(s.graph().join("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let client = connect_env(
+        &s.repo(),
+        &[],
+        &[("ATLAS_LOCK_WAIT_MS", "100")],
+        Client::default(),
+    )
+    .await;
+    let status = ok(&call(&client, "atlas_status", json!({})).await);
+    assert_eq!(status["staleness"]["stale"], true, "{status}");
+    // Not frozen: the refresh cannot take the lock, so the committed generation answers,
+    // saying it is stale.
+    let context = ok(&call(
+        &client,
+        "atlas_context",
+        json!({"query": "apply_discount", "profile": "symbol"}),
+    )
+    .await);
+    assert!(
+        context["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "atlas-context-stale-graph"),
+        "{context}"
+    );
+    client.cancel().await.unwrap();
+    drop(lock);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn query_tools_record_observability_events_without_their_text() {
     let s = built();
     let client = connect_env(

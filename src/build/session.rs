@@ -113,16 +113,29 @@ pub struct Staleness {
     pub examples: Vec<String>,
 }
 
-/// Files changed, added or removed since the committed generation.
-/// Files skipped by the build (binary, too large, …) are not counted as added.
-pub fn staleness(
+/// The inventoried files that differ from the committed generation, each list sorted by
+/// path: content changed (by blake3 against the file table), added, removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub changed: Vec<String>,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.added.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// Files changed, added or removed since the committed generation: the inventory scanned
+/// again and hashed against the graph's file table. Files skipped by the build (binary,
+/// too large, …: `skipped`) are not counted as added. Reads, never writes.
+pub fn changes(
     graph: &Graph,
-    manifest: Option<&Manifest>,
     code_root: &Path,
     skipped: &std::collections::HashSet<String>,
-) -> Result<Staleness> {
-    // A missing or unreadable manifest reads as another builder's.
-    let builder_changed = !manifest.is_some_and(built_by_this);
+) -> Result<Changes> {
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
     let committed: HashMap<&str, &[u8; 32]> = graph
         .data()
@@ -148,11 +161,35 @@ pub fn staleness(
     }
     let current_paths: std::collections::HashSet<&str> =
         inventory.files.iter().map(|f| f.path.as_str()).collect();
-    let removed: Vec<String> = committed
+    let mut removed: Vec<String> = committed
         .keys()
         .filter(|p| !current_paths.contains(*p))
         .map(|p| p.to_string())
         .collect();
+    removed.sort();
+    Ok(Changes {
+        changed,
+        added,
+        removed,
+    })
+}
+
+/// Files changed, added or removed since the committed generation, counted, and whether
+/// another atlas built it. Files skipped by the build (binary, too large, …) are not
+/// counted as added.
+pub fn staleness(
+    graph: &Graph,
+    manifest: Option<&Manifest>,
+    code_root: &Path,
+    skipped: &std::collections::HashSet<String>,
+) -> Result<Staleness> {
+    // A missing or unreadable manifest reads as another builder's.
+    let builder_changed = !manifest.is_some_and(built_by_this);
+    let Changes {
+        changed,
+        added,
+        removed,
+    } = changes(graph, code_root, skipped)?;
     let mut examples: Vec<String> = changed
         .iter()
         .chain(&added)

@@ -14,7 +14,7 @@ use super::call::{Answer, Call};
 use super::eval::{EvalArgs, EvalCommand};
 use super::graph::GraphCommand;
 use super::output::{Format, exit_code, print_stdout, report_error, report_usage_error};
-use super::{build, context, eval, expand, graph, mcp, search, status};
+use super::{build, context, eval, expand, graph, inspect, mcp, search, status};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -58,6 +58,26 @@ pub enum Command {
     /// The source behind search hits' refs (≤ 5), hash-verified and paginated.
     #[command(after_help = "Example:\n  atlas expand 'shop/util.py#L1-L2@0a1b2c3d'")]
     Expand(expand::ExpandArgs),
+    /// Literal occurrences of a text over the committed inventory (ripgrep's searcher);
+    /// never call relations.
+    #[command(
+        after_help = "Examples:\n  atlas find-all 'round_money(' --format json\n  atlas find-all todo -i --max-hits 20 --offset 20"
+    )]
+    FindAll(inspect::FindAllArgs),
+    /// A file's outline (signatures, docs, spans), with its text when it fits.
+    #[command(after_help = "Example:\n  atlas file-api shop/models.py --format json")]
+    FileApi(inspect::FileApiArgs),
+    /// The architecture profile as a map: modules, counts, relations, representatives.
+    #[command(after_help = "Example:\n  atlas repo-map --max-bytes 8000")]
+    RepoMap(inspect::RepoMapArgs),
+    /// Callers or callees of a symbol to a depth, with provenance and the frontier.
+    #[command(
+        after_help = "Example:\n  atlas trace-calls checkout --direction callees --depth 3 --format json"
+    )]
+    TraceCalls(inspect::TraceCallsArgs),
+    /// Which inventoried files changed since the committed generation (never writes).
+    #[command(after_help = "Example:\n  atlas check-freshness --format json")]
+    CheckFreshness(inspect::CheckFreshnessArgs),
     /// Score `atlas context` on a query-quality corpus; the receipt is written even on failure.
     #[command(
         after_help = "Example:\n  atlas eval --corpus corpus/context.toml --out target/eval-receipt.json"
@@ -87,6 +107,11 @@ impl Command {
             Command::Context(args) => args.format,
             Command::Search(args) => args.format,
             Command::Expand(args) => args.format,
+            Command::FindAll(args) => args.format,
+            Command::FileApi(args) => args.format,
+            Command::RepoMap(args) => args.format,
+            Command::TraceCalls(args) => args.format,
+            Command::CheckFreshness(args) => args.format,
             _ => Format::Text,
         }
     }
@@ -153,6 +178,11 @@ fn execute(call: &Call, command: &Command) -> Result<(), AtlasError> {
         Command::Context(args) => context::run(call, args),
         Command::Search(args) => search::run(call, args),
         Command::Expand(args) => expand::run(call, args),
+        Command::FindAll(args) => inspect::run(call, args),
+        Command::FileApi(args) => inspect::run(call, args),
+        Command::RepoMap(args) => inspect::run(call, args),
+        Command::TraceCalls(args) => inspect::run(call, args),
+        Command::CheckFreshness(args) => inspect::run(call, args),
         Command::Eval(args) => eval::run(call, args),
         Command::Graph(command) => graph::run(call, command),
         Command::Mcp(args) => mcp::run(call, args),

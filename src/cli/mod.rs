@@ -13,6 +13,7 @@ pub mod context;
 pub mod eval;
 pub mod expand;
 pub mod graph;
+pub mod inspect;
 pub mod mcp;
 pub mod observe;
 pub mod output;

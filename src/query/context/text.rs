@@ -8,7 +8,7 @@ use super::{ContextOutput, Receipt};
 use crate::query::profile::EvidenceClass;
 
 /// Quotes one argument for a POSIX shell.
-fn shell_quote(arg: &str) -> String {
+pub fn shell_quote(arg: &str) -> String {
     let safe = !arg.is_empty()
         && arg.chars().all(|c| {
             c.is_ascii_alphanumeric()

@@ -59,10 +59,21 @@ async def main(binary: str) -> None:
                 assert missing.is_error, missing
                 assert text_of(missing)["error"]["code"] == "atlas-context-no-match"
 
-                for name in sorted(set(tools) - expected):
-                    print(f"  (not called here: {name})")
-                print(f"mcp interop: {len(tools)} tools listed, "
-                      f"{len(expected)} called, answers parse")
+                inspections = {
+                    "atlas_find_all": {"literal": "total"},
+                    "atlas_file_api": {"path": "shop/models.py"},
+                    "atlas_repo_map": {},
+                    "atlas_trace_calls": {"symbol": "Cart.total", "direction": "callers"},
+                    "atlas_check_freshness": {},
+                }
+                for name, arguments in inspections.items():
+                    result = await session.call_tool(name, arguments)
+                    assert not result.is_error, (name, result)
+                    assert "truncated" in text_of(result), name
+                called = expected | set(inspections)
+                assert called == set(tools), sorted(set(tools) - called)
+                print(f"mcp interop: {len(tools)} tools listed, {len(called)} called, "
+                      f"answers parse")
 
 
 if __name__ == "__main__":

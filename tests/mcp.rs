@@ -155,10 +155,15 @@ async fn every_tool_answers_the_document_its_cli_command_prints() {
     assert_eq!(
         names,
         [
+            "atlas_check_freshness",
             "atlas_context",
             "atlas_expand",
+            "atlas_file_api",
+            "atlas_find_all",
+            "atlas_repo_map",
             "atlas_search",
-            "atlas_status"
+            "atlas_status",
+            "atlas_trace_calls",
         ]
     );
 
@@ -224,6 +229,51 @@ async fn every_tool_answers_the_document_its_cli_command_prints() {
     assert_eq!(status["fingerprint"], cli["fingerprint"]);
     assert_eq!(status["coverage"], cli["coverage"]);
     assert_eq!(status["index_resolution"], "flag --code");
+
+    // The inspection tools, each against its subcommand.
+    for (tool, arguments, argv) in [
+        (
+            "atlas_find_all",
+            json!({"literal": "total", "frozen": true}),
+            vec!["find-all", "total", "--frozen"],
+        ),
+        (
+            "atlas_file_api",
+            json!({"path": "shop/models.py", "frozen": true}),
+            vec!["file-api", "shop/models.py", "--frozen"],
+        ),
+        (
+            "atlas_repo_map",
+            json!({"frozen": true}),
+            vec!["repo-map", "--frozen"],
+        ),
+        (
+            "atlas_trace_calls",
+            json!({"symbol": "Cart.total", "direction": "callers", "frozen": true}),
+            vec![
+                "trace-calls",
+                "Cart.total",
+                "--direction",
+                "callers",
+                "--frozen",
+            ],
+        ),
+        ("atlas_check_freshness", json!({}), vec!["check-freshness"]),
+    ] {
+        let answer = ok(&call(&client, tool, arguments).await);
+        let mut argv = argv;
+        argv.extend(["--format", "json"]);
+        let cli = s.atlas(&argv).success().json();
+        assert_eq!(answer, cli, "{tool}");
+    }
+    let outside = call(
+        &client,
+        "atlas_file_api",
+        json!({"path": "../../../../etc/passwd", "frozen": true}),
+    )
+    .await;
+    assert_eq!(error_code(&outside), "atlas-ref-unknown");
+    assert!(!format!("{outside:?}").contains("root:"));
     client.cancel().await.unwrap();
 }
 

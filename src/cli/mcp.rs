@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
@@ -27,12 +28,13 @@ use tokio::sync::OnceCell;
 use crate::build::store::GraphDirRule;
 use crate::config::Config;
 use crate::error::AtlasError;
+use crate::query::inspect::TraceDirection;
 use crate::query::profile::ProfileName;
 use crate::query::search::ResponseProfile;
 
 use super::call::{Answer, Call};
 use super::output::{Format, error_body};
-use super::{context, expand, search, status};
+use super::{context, expand, inspect, search, status};
 
 #[derive(clap::Args, Debug)]
 pub struct McpArgs {}
@@ -67,6 +69,8 @@ pub struct AtlasServer {
     graph: Option<PathBuf>,
     config: Config,
     roots: Arc<OnceCell<Option<PathBuf>>>,
+    /// The query tools and the inspection tools.
+    tools: ToolRouter<AtlasServer>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -125,6 +129,58 @@ pub struct ExpandParams {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindAllParams {
+    /// A fixed string (not a regex).
+    pub literal: String,
+    pub case_insensitive: Option<bool>,
+    /// Continuation: the `--offset` of the `next` argv.
+    pub offset: Option<usize>,
+    pub frozen: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileApiParams {
+    /// A repository-relative path of an indexed file.
+    pub path: String,
+    pub offset: Option<usize>,
+    pub frozen: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PageParams {
+    pub offset: Option<usize>,
+    pub frozen: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Callers,
+    Callees,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceParams {
+    pub symbol: String,
+    /// Default callers.
+    pub direction: Option<Direction>,
+    /// 1..=5, default 2.
+    pub depth: Option<usize>,
+    pub offset: Option<usize>,
+    pub frozen: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OffsetParams {
+    pub offset: Option<usize>,
+}
+
 /// Longest query a tool accepts: beyond it the query is not a question but a document.
 const MAX_QUERY_BYTES: usize = 64 * 1024;
 
@@ -135,6 +191,7 @@ impl AtlasServer {
             graph: call.graph.clone(),
             config: call.config.clone(),
             roots: Arc::new(OnceCell::new()),
+            tools: Self::tool_router() + Self::inspection_router(),
         }
     }
 
@@ -355,7 +412,120 @@ impl AtlasServer {
     }
 }
 
-#[tool_handler]
+#[tool_router(router = inspection_router)]
+impl AtlasServer {
+    #[tool(
+        description = "Literal occurrences of a fixed string in indexed files, with the \
+                       enclosing symbol (text matches, not call relations). Paginated."
+    )]
+    async fn atlas_find_all(
+        &self,
+        Parameters(p): Parameters<FindAllParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, None, move |call| {
+            let args = inspect::FindAllArgs {
+                literal: p.literal,
+                case_insensitive: p.case_insensitive.unwrap_or(false),
+                offset: p.offset.unwrap_or(0),
+                max_hits: None,
+                max_bytes: None,
+                frozen: p.frozen.unwrap_or(false),
+                format: Format::Json,
+            };
+            inspect::json(call, &args)
+        })
+        .await
+    }
+
+    #[tool(description = "A file's outline (signatures, docs, spans), and its text when small.")]
+    async fn atlas_file_api(
+        &self,
+        Parameters(p): Parameters<FileApiParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, None, move |call| {
+            let args = inspect::FileApiArgs {
+                path: p.path,
+                offset: p.offset.unwrap_or(0),
+                max_definitions: None,
+                max_bytes: None,
+                frozen: p.frozen.unwrap_or(false),
+                format: Format::Json,
+            };
+            inspect::json(call, &args)
+        })
+        .await
+    }
+
+    #[tool(description = "A compact map of the repository's modules and their relations.")]
+    async fn atlas_repo_map(
+        &self,
+        Parameters(p): Parameters<PageParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, None, move |call| {
+            let args = inspect::RepoMapArgs {
+                offset: p.offset.unwrap_or(0),
+                max_modules: None,
+                max_bytes: None,
+                frozen: p.frozen.unwrap_or(false),
+                format: Format::Json,
+            };
+            inspect::json(call, &args)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "A call tree from a symbol, callers or callees, with each edge's \
+                       provenance and confidence and the unresolved frontier."
+    )]
+    async fn atlas_trace_calls(
+        &self,
+        Parameters(p): Parameters<TraceParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, None, move |call| {
+            let args = inspect::TraceCallsArgs {
+                symbol: p.symbol,
+                direction: match p.direction {
+                    Some(Direction::Callees) => TraceDirection::Callees,
+                    _ => TraceDirection::Callers,
+                },
+                depth: p.depth,
+                max_fanout: None,
+                offset: p.offset.unwrap_or(0),
+                max_edges: None,
+                max_bytes: None,
+                frozen: p.frozen.unwrap_or(false),
+                format: Format::Json,
+            };
+            inspect::json(call, &args)
+        })
+        .await
+    }
+
+    #[tool(description = "Which indexed files changed since the graph was built; rebuild needed?")]
+    async fn atlas_check_freshness(
+        &self,
+        Parameters(p): Parameters<OffsetParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.answer(context, None, move |call| {
+            let args = inspect::CheckFreshnessArgs {
+                offset: p.offset.unwrap_or(0),
+                max_paths: None,
+                max_bytes: None,
+                format: Format::Json,
+            };
+            inspect::json(call, &args)
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tools)]
 impl ServerHandler for AtlasServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())

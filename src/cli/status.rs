@@ -200,25 +200,24 @@ pub struct StatusArgs {
     pub format: Format,
 }
 
-/// The JSON document `--format json` prints (without its final newline).
-pub fn json(call: &Call) -> Result<String> {
+/// The status of the graph `call` locates.
+fn report(call: &Call) -> Result<StatusReport> {
     let location = call.location()?;
-    let report = status(
+    status(
         &location,
         call.index_resolution(&location),
         call.config.observability,
-    )?;
-    Ok(pretty_json(&report)?.trim_end().to_string())
+    )
+}
+
+/// The JSON document `--format json` prints (without its final newline).
+pub fn json(call: &Call) -> Result<String> {
+    Ok(pretty_json(&report(call)?)?.trim_end().to_string())
 }
 
 /// `atlas status`.
 pub fn run(call: &Call, args: &StatusArgs) -> Result<()> {
-    let location = call.location()?;
-    let report = status(
-        &location,
-        call.index_resolution(&location),
-        call.config.observability,
-    )?;
+    let report = report(call)?;
     match args.format {
         Format::Json => print_json(&report),
         Format::Text => print_stdout(&render(&report)),

@@ -370,3 +370,36 @@ fn the_environment_table_in_the_docs_is_the_configuration() {
         .collect();
     assert_eq!(rows, expected);
 }
+
+/// One module convention: a module with parts is `folder/mod.rs`; no `name.rs` stands
+/// beside a `name/` folder.
+#[test]
+fn every_module_with_parts_is_a_folder_with_mod_rs() {
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                let has_rust = std::fs::read_dir(&path)
+                    .unwrap()
+                    .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "rs"));
+                if has_rust && path.with_extension("rs").is_file() {
+                    out.push(path.with_extension("rs").display().to_string());
+                }
+                if has_rust && !path.join("mod.rs").is_file() && path.file_name().unwrap() != "bin"
+                {
+                    out.push(format!("{} (no mod.rs)", path.display()));
+                }
+                walk(&path, out);
+            }
+        }
+    }
+    let mut offenders = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut offenders,
+    );
+    assert!(
+        offenders.is_empty(),
+        "modules outside the convention: {offenders:#?}"
+    );
+}

@@ -461,6 +461,30 @@ fn frozen_never_builds_and_a_changed_tree_is_refreshed_otherwise() {
 }
 
 #[test]
+fn a_file_the_build_skipped_is_not_a_change_that_refreshes_every_read() {
+    let s = Sandbox::with_fixture("python");
+    // A `.py` file with binary content: inventoried, then skipped by the build.
+    s.write("shop/blob.py", b"x\0y");
+    let read = || {
+        s.context("Cart.total")
+            .profile("symbol")
+            .json()
+            .run()
+            .success()
+            .context()
+    };
+    assert!(read().receipt.refreshed, "a missing graph is built first");
+    let second = read();
+    assert!(
+        !second.receipt.refreshed,
+        "the skipped file made the graph look stale"
+    );
+    let status = s.atlas(&["status", "--format", "json"]).success().json();
+    assert_eq!(status["coverage"]["files_skipped"], 1, "{status}");
+    assert_eq!(status["staleness"]["stale"], false, "{status}");
+}
+
+#[test]
 fn test_bodies_are_skeletons_unless_named() {
     let s = built("python");
     let out = frozen_json(&s, "checkout", "symbol");

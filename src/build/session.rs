@@ -67,7 +67,13 @@ pub fn open_session(
             Ok((fingerprint, graph)) => {
                 // A missing or unreadable manifest reads as another builder: rebuilt.
                 let manifest = store.read_manifest(&fingerprint).ok();
-                staleness(&graph, manifest.as_ref(), &root, &Default::default())?.stale
+                // Files the build skipped (binary, too large, bundles) are in the tree but
+                // not in the file table: they are not changes.
+                let skipped: std::collections::HashSet<String> = manifest
+                    .iter()
+                    .flat_map(|m| m.skipped.iter().map(|s| s.path.clone()))
+                    .collect();
+                staleness(&graph, manifest.as_ref(), &root, &skipped)?.stale
             }
         };
         if needs_build {

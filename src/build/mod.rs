@@ -4,6 +4,7 @@
 
 pub mod compile;
 pub mod inventory;
+mod load;
 pub mod manifest;
 pub mod pipeline;
 pub mod resolve;

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -14,18 +14,18 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::compile::FileMeta;
-use super::inventory::{FileRole, InventoryLimits, SkipReason, Skipped, Truncation};
+use super::inventory::{InventoryLimits, SkipReason, Skipped, Truncation};
+use super::load::{LoadCounters, Loaded, load};
 use super::manifest::{
     Artifact, MANIFEST_VERSION, Manifest, SkippedFile, TruncationReport, builder_id, built_by_this,
 };
 use super::resolve::SourceUnit;
-use crate::build::store::{CachedFacts, GRAPH_FILE, MANIFEST_FILE, Store};
+use crate::build::store::{GRAPH_FILE, MANIFEST_FILE, Store};
 use crate::config::Config;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::graph::codes::FileClass;
 use crate::graph::format::{self, hex};
-use crate::syntax::extract::{self, EXTRACTOR_VERSION};
-use crate::syntax::facts::{FileFacts, ParseStatus};
+use crate::syntax::extract::EXTRACTOR_VERSION;
+use crate::syntax::facts::ParseStatus;
 use crate::syntax::lang::Language;
 
 /// What a build does when another process holds the lock.
@@ -170,26 +170,6 @@ pub struct Timings {
     pub total: f64,
 }
 
-/// What loading the inventory did, counted across threads.
-#[derive(Default)]
-struct LoadCounters {
-    /// Files extracted (cache misses).
-    parsed: AtomicUsize,
-    /// Cache entries that could not be trusted and were re-extracted.
-    repaired: AtomicUsize,
-}
-
-/// A file after reading and extraction.
-struct Loaded {
-    path: String,
-    language: Option<Language>,
-    class: FileClass,
-    hash: [u8; 32],
-    size: u64,
-    lines: u32,
-    facts: Option<Arc<FileFacts>>,
-}
-
 fn ms(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1e5).round() / 100.0
 }
@@ -202,20 +182,6 @@ fn inject(options: &BuildOptions, point: &str) -> Result<()> {
         Some(value) if value == point => Err(AtlasError::InjectedFailure(point.to_string())),
         _ => Ok(()),
     }
-}
-
-/// Cache key of a file's facts (R-EXT-3).
-fn fact_key(hash: &[u8; 32], language: Language) -> blake3::Hash {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(hash);
-    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
-    hasher.update(&[language.code()]);
-    hasher.update(language.query_hash().as_bytes());
-    hasher.finalize()
-}
-
-fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(8000)].contains(&0)
 }
 
 pub fn build(options: &BuildOptions) -> Result<BuildReport> {
@@ -236,57 +202,12 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     timings.inventory = ms(stage);
 
     let stage = Instant::now();
-    let progress = options.progress.as_deref();
-    if let Some(progress) = progress {
-        progress.start("extracting", inventory.files.len());
-    }
     let counters = LoadCounters::default();
-    let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
-        .files
-        .par_iter()
-        .map(|file| {
-            let result = load(
-                &store,
-                &options.code_root,
-                file,
-                options.limits.max_file_bytes,
-                &counters,
-            );
-            if let Some(progress) = progress {
-                progress.advance(1);
-            }
-            result
-        })
-        .collect();
-    if let Some(progress) = progress {
-        progress.finish();
-    }
-    let mut files = Vec::with_capacity(loaded.len());
-    let mut skipped = inventory.skipped.clone();
-    for item in loaded {
-        match item {
-            Ok(file) => files.push(file),
-            Err(skip) => skipped.push(skip),
-        }
-    }
-    skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    store.cache_writes_done();
+    let (files, skipped) = load_all(options, &store, &inventory, &counters);
     timings.extract = ms(stage);
     inject(options, "after-extract")?;
 
-    let partial: Vec<PartialFile> = files
-        .iter()
-        .filter_map(|f| {
-            let facts = f.facts.as_ref()?;
-            (facts.parse_status != ParseStatus::Complete).then(|| PartialFile {
-                path: f.path.clone(),
-                status: facts.parse_status.as_str(),
-                errors: facts.error_count,
-                lines: facts.error_lines.iter().map(|l| l + 1).collect(),
-                limit: facts.limit.clone(),
-            })
-        })
-        .collect();
+    let partial = partial_files(&files);
     if options.strict
         && let Some(first) = partial.first()
     {
@@ -297,26 +218,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     }
 
     let stage = Instant::now();
-    let mut scip_paths: Vec<PathBuf> = options.scip.clone();
-    let mut scip_runs = Vec::new();
-    if options.scip_run {
-        let languages: std::collections::BTreeSet<Language> =
-            files.iter().filter_map(|f| f.language).collect();
-        let output_dir = options.graph_dir.join("scip");
-        std::fs::create_dir_all(&output_dir).at(&output_dir)?;
-        scip_runs = crate::build::scip::run::run_indexers(
-            &options.code_root,
-            &languages,
-            &output_dir,
-            options.search_path.as_deref(),
-        );
-        scip_paths.extend(scip_runs.iter().filter_map(|r| r.output.clone()));
-    }
-    if let Some(default) = crate::build::scip::default_index(&options.code_root)
-        && !scip_paths.contains(&default)
-    {
-        scip_paths.push(default);
-    }
+    let (scip_paths, scip_runs) = scip_inputs(options, &files)?;
     let scip_hashes = crate::build::scip::input_hashes(&scip_paths)?;
     timings.scip = ms(stage);
     let fingerprint_bytes = fingerprint(
@@ -391,23 +293,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     timings.resolve = ms(stage);
 
     let stage = Instant::now();
-    let metas: Vec<FileMeta> = files
-        .iter()
-        .map(|f| FileMeta {
-            path: &f.path,
-            language: f.language,
-            class: f.class,
-            hash: f.hash,
-            size: f.size,
-            lines: f.lines,
-            parse_status: f
-                .facts
-                .as_ref()
-                .map_or(ParseStatus::Complete, |x| x.parse_status),
-            error_count: f.facts.as_ref().map_or(0, |x| x.error_count),
-        })
-        .collect();
-    let data = super::compile::compile(fingerprint_bytes, &metas, &resolved);
+    let data = super::compile::compile(fingerprint_bytes, &file_metas(&files), &resolved);
     let bytes = format::encode(&data)?;
     timings.compile = ms(stage);
 
@@ -489,6 +375,117 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         scip_runs,
         timings_ms: timings,
     })
+}
+
+/// Reads, hashes, classifies and extracts every inventoried file in parallel (cached facts
+/// skip parsing): the loaded files, and every file skipped (inventory and load), by path.
+fn load_all(
+    options: &BuildOptions,
+    store: &Store,
+    inventory: &super::inventory::Inventory,
+    counters: &LoadCounters,
+) -> (Vec<Loaded>, Vec<Skipped>) {
+    let progress = options.progress.as_deref();
+    if let Some(progress) = progress {
+        progress.start("extracting", inventory.files.len());
+    }
+    let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
+        .files
+        .par_iter()
+        .map(|file| {
+            let result = load(
+                store,
+                &options.code_root,
+                file,
+                options.limits.max_file_bytes,
+                counters,
+            );
+            if let Some(progress) = progress {
+                progress.advance(1);
+            }
+            result
+        })
+        .collect();
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    let mut files = Vec::with_capacity(loaded.len());
+    let mut skipped = inventory.skipped.clone();
+    for item in loaded {
+        match item {
+            Ok(file) => files.push(file),
+            Err(skip) => skipped.push(skip),
+        }
+    }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    store.cache_writes_done();
+    (files, skipped)
+}
+
+/// Files extracted with syntax errors or cut by a limit, for the report.
+fn partial_files(files: &[Loaded]) -> Vec<PartialFile> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let facts = f.facts.as_ref()?;
+            (facts.parse_status != ParseStatus::Complete).then(|| PartialFile {
+                path: f.path.clone(),
+                status: facts.parse_status.as_str(),
+                errors: facts.error_count,
+                lines: facts.error_lines.iter().map(|l| l + 1).collect(),
+                limit: facts.limit.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The SCIP indexes this build ingests: those given, those the indexers on PATH write
+/// (`--scip-run`), and `index.scip` at the root; with the indexer runs.
+fn scip_inputs(
+    options: &BuildOptions,
+    files: &[Loaded],
+) -> Result<(Vec<PathBuf>, Vec<crate::build::scip::run::IndexerRun>)> {
+    let mut scip_paths: Vec<PathBuf> = options.scip.clone();
+    let mut scip_runs = Vec::new();
+    if options.scip_run {
+        let languages: std::collections::BTreeSet<Language> =
+            files.iter().filter_map(|f| f.language).collect();
+        let output_dir = options.graph_dir.join("scip");
+        std::fs::create_dir_all(&output_dir).at(&output_dir)?;
+        scip_runs = crate::build::scip::run::run_indexers(
+            &options.code_root,
+            &languages,
+            &output_dir,
+            options.search_path.as_deref(),
+        );
+        scip_paths.extend(scip_runs.iter().filter_map(|r| r.output.clone()));
+    }
+    if let Some(default) = crate::build::scip::default_index(&options.code_root)
+        && !scip_paths.contains(&default)
+    {
+        scip_paths.push(default);
+    }
+    Ok((scip_paths, scip_runs))
+}
+
+/// What compilation needs of each loaded file.
+fn file_metas(files: &[Loaded]) -> Vec<FileMeta<'_>> {
+    files
+        .iter()
+        .map(|f| FileMeta {
+            path: &f.path,
+            language: f.language,
+            class: f.class,
+            hash: f.hash,
+            size: f.size,
+            lines: f.lines,
+            parse_status: f
+                .facts
+                .as_ref()
+                .map_or(ParseStatus::Complete, |x| x.parse_status),
+            error_count: f.facts.as_ref().map_or(0, |x| x.error_count),
+        })
+        .collect()
 }
 
 /// The loaded files as resolution sees them.
@@ -574,59 +571,6 @@ fn truncation_report(t: &Truncation) -> TruncationReport {
     }
 }
 
-fn load(
-    store: &Store,
-    root: &Path,
-    file: &super::inventory::InventoryFile,
-    limit: u64,
-    counters: &LoadCounters,
-) -> std::result::Result<Loaded, Skipped> {
-    let skip = |reason| Skipped {
-        path: file.path.clone(),
-        reason,
-    };
-    // Read as an inventory file: never a FIFO, never through a symlink out of the root,
-    // never beyond the inventory's size limit (the file may have changed since the walk).
-    let bytes = crate::source::read(root, &file.path, limit)
-        .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
-    if looks_binary(&bytes) {
-        return Err(skip(SkipReason::Binary));
-    }
-    let text = std::str::from_utf8(&bytes).map_err(|_| skip(SkipReason::NotUtf8))?;
-    let hash = *blake3::hash(&bytes).as_bytes();
-    let class = super::inventory::classify(&file.path, text);
-    let lines = text.lines().count() as u32;
-    let mut loaded = Loaded {
-        path: file.path.clone(),
-        language: None,
-        class,
-        hash,
-        size: bytes.len() as u64,
-        lines,
-        facts: None,
-    };
-    if let FileRole::Code(language) = file.role {
-        loaded.language = Some(language);
-        let key = fact_key(&hash, language);
-        let facts = match store.load_facts(&key) {
-            CachedFacts::Hit(facts) => facts,
-            damaged_or_missing => {
-                if matches!(damaged_or_missing, CachedFacts::Damaged(_)) {
-                    counters.repaired.fetch_add(1, Ordering::Relaxed);
-                }
-                let facts = extract::extract(language, text)
-                    .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
-                // A cache write failure costs a re-parse next time, never the build.
-                let _ = store.store_facts(&key, &facts);
-                counters.parsed.fetch_add(1, Ordering::Relaxed);
-                facts
-            }
-        };
-        loaded.facts = Some(Arc::new(facts));
-    }
-    Ok(loaded)
-}
-
 /// blake3 over the canonical build inputs (R-GEN-3).
 fn fingerprint(
     files: &[Loaded],
@@ -667,71 +611,6 @@ fn fingerprint(
         hasher.update(hash);
     }
     *hasher.finalize().as_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_file_that_cannot_be_read_is_skipped_as_unreadable() {
-        // Root reads everything, so a permission test cannot fail here; a file that
-        // vanishes between inventory and read exercises the same path.
-        let temp = tempfile::tempdir().unwrap();
-        let store = Store::new(temp.path().join("graph"));
-        let file = crate::build::inventory::InventoryFile {
-            path: "gone.py".into(),
-            size: 10,
-            role: FileRole::Code(Language::Python),
-        };
-        let counters = LoadCounters::default();
-        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters) {
-            Err(skipped) => skipped,
-            Ok(_) => panic!("a missing file cannot load"),
-        };
-        assert_eq!(skipped.path, "gone.py");
-        assert_eq!(skipped.reason.code(), "unreadable");
-        assert_eq!(counters.parsed.load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn a_corrupt_cache_entry_is_a_miss_not_an_error() {
-        let temp = tempfile::tempdir().unwrap();
-        let store = Store::new(temp.path().join("graph"));
-        std::fs::write(temp.path().join("a.py"), "def f():\n    return 1\n").unwrap();
-        let file = crate::build::inventory::InventoryFile {
-            path: "a.py".into(),
-            size: 22,
-            role: FileRole::Code(Language::Python),
-        };
-        let counters = LoadCounters::default();
-        assert!(load(&store, temp.path(), &file, u64::MAX, &counters).is_ok());
-        assert_eq!(counters.parsed.load(Ordering::Relaxed), 1);
-        // Overwrite every cache entry with garbage: the next load re-parses and counts a
-        // repair.
-        for entry in walk(&temp.path().join("graph/cache")) {
-            std::fs::write(entry, b"garbage").unwrap();
-        }
-        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters)
-            .map_err(|s| s.path)
-            .unwrap();
-        assert_eq!(counters.parsed.load(Ordering::Relaxed), 2);
-        assert_eq!(counters.repaired.load(Ordering::Relaxed), 1);
-        assert_eq!(loaded.facts.unwrap().defs[0].name, "f");
-    }
-
-    fn walk(dir: &Path) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                out.extend(walk(&path));
-            } else {
-                out.push(path);
-            }
-        }
-        out
-    }
 }
 
 /// `atlas eval edges`: heuristic edges against a SCIP index (R-RES-4).

@@ -1,0 +1,168 @@
+//! Loading one inventoried file: read it as the inventory allows (confined, regular,
+//! bounded), hash and classify it, and take its facts from the cache by content or extract
+//! them (R-EXT-3), repairing a cache entry that cannot be trusted.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::inventory::{FileRole, SkipReason, Skipped};
+use crate::build::store::{CachedFacts, Store};
+use crate::graph::codes::FileClass;
+use crate::syntax::extract::{self, EXTRACTOR_VERSION};
+use crate::syntax::facts::FileFacts;
+use crate::syntax::lang::Language;
+
+/// What loading the inventory did, counted across threads.
+#[derive(Default)]
+pub(super) struct LoadCounters {
+    /// Files extracted (cache misses).
+    pub(super) parsed: AtomicUsize,
+    /// Cache entries that could not be trusted and were re-extracted.
+    pub(super) repaired: AtomicUsize,
+}
+
+/// A file after reading and extraction.
+pub(super) struct Loaded {
+    pub(super) path: String,
+    pub(super) language: Option<Language>,
+    pub(super) class: FileClass,
+    pub(super) hash: [u8; 32],
+    pub(super) size: u64,
+    pub(super) lines: u32,
+    pub(super) facts: Option<Arc<FileFacts>>,
+}
+
+/// Cache key of a file's facts (R-EXT-3).
+fn fact_key(hash: &[u8; 32], language: Language) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(hash);
+    hasher.update(&EXTRACTOR_VERSION.to_le_bytes());
+    hasher.update(&[language.code()]);
+    hasher.update(language.query_hash().as_bytes());
+    hasher.finalize()
+}
+
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8000)].contains(&0)
+}
+
+/// Reads, hashes, classifies and (unless cached) extracts one inventoried file.
+pub(super) fn load(
+    store: &Store,
+    root: &Path,
+    file: &super::inventory::InventoryFile,
+    limit: u64,
+    counters: &LoadCounters,
+) -> std::result::Result<Loaded, Skipped> {
+    let skip = |reason| Skipped {
+        path: file.path.clone(),
+        reason,
+    };
+    // Read as an inventory file: never a FIFO, never through a symlink out of the root,
+    // never beyond the inventory's size limit (the file may have changed since the walk).
+    let bytes = crate::source::read(root, &file.path, limit)
+        .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
+    if looks_binary(&bytes) {
+        return Err(skip(SkipReason::Binary));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|_| skip(SkipReason::NotUtf8))?;
+    let hash = *blake3::hash(&bytes).as_bytes();
+    let class = super::inventory::classify(&file.path, text);
+    let lines = text.lines().count() as u32;
+    let mut loaded = Loaded {
+        path: file.path.clone(),
+        language: None,
+        class,
+        hash,
+        size: bytes.len() as u64,
+        lines,
+        facts: None,
+    };
+    if let FileRole::Code(language) = file.role {
+        loaded.language = Some(language);
+        let key = fact_key(&hash, language);
+        let facts = match store.load_facts(&key) {
+            CachedFacts::Hit(facts) => facts,
+            damaged_or_missing => {
+                if matches!(damaged_or_missing, CachedFacts::Damaged(_)) {
+                    counters.repaired.fetch_add(1, Ordering::Relaxed);
+                }
+                let facts = extract::extract(language, text)
+                    .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
+                // A cache write failure costs a re-parse next time, never the build.
+                let _ = store.store_facts(&key, &facts);
+                counters.parsed.fetch_add(1, Ordering::Relaxed);
+                facts
+            }
+        };
+        loaded.facts = Some(Arc::new(facts));
+    }
+    Ok(loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_skipped_as_unreadable() {
+        // Root reads everything, so a permission test cannot fail here; a file that
+        // vanishes between inventory and read exercises the same path.
+        let temp = tempfile::tempdir().unwrap();
+        let store = Store::new(temp.path().join("graph"));
+        let file = crate::build::inventory::InventoryFile {
+            path: "gone.py".into(),
+            size: 10,
+            role: FileRole::Code(Language::Python),
+        };
+        let counters = LoadCounters::default();
+        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters) {
+            Err(skipped) => skipped,
+            Ok(_) => panic!("a missing file cannot load"),
+        };
+        assert_eq!(skipped.path, "gone.py");
+        assert_eq!(skipped.reason.code(), "unreadable");
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_corrupt_cache_entry_is_a_miss_not_an_error() {
+        let temp = tempfile::tempdir().unwrap();
+        let store = Store::new(temp.path().join("graph"));
+        std::fs::write(temp.path().join("a.py"), "def f():\n    return 1\n").unwrap();
+        let file = crate::build::inventory::InventoryFile {
+            path: "a.py".into(),
+            size: 22,
+            role: FileRole::Code(Language::Python),
+        };
+        let counters = LoadCounters::default();
+        assert!(load(&store, temp.path(), &file, u64::MAX, &counters).is_ok());
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 1);
+        // Overwrite every cache entry with garbage: the next load re-parses and counts a
+        // repair.
+        for entry in walk(&temp.path().join("graph/cache")) {
+            std::fs::write(entry, b"garbage").unwrap();
+        }
+        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters)
+            .map_err(|s| s.path)
+            .unwrap();
+        assert_eq!(counters.parsed.load(Ordering::Relaxed), 2);
+        assert_eq!(counters.repaired.load(Ordering::Relaxed), 1);
+        assert_eq!(loaded.facts.unwrap().defs[0].name, "f");
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+        out
+    }
+}

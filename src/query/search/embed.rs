@@ -31,10 +31,11 @@ fn embedded_model() -> &'static std::result::Result<StaticModel, String> {
 }
 
 /// Starts loading the embedded model on a background thread, so that a search can open
-/// its graph and index (and run its lexical arms) meanwhile. Does nothing when a model
-/// directory is configured.
+/// its graph and index (and run its lexical arms) meanwhile.
 pub fn warm_up(source: &EmbedSource) {
-    if *source != EmbedSource::Embedded {
+    // Nothing to start when a model directory is configured or the model is loaded (a
+    // warm server searches many times).
+    if *source != EmbedSource::Embedded || EMBEDDED.get().is_some() {
         return;
     }
     // Detached: a process that never needs the model exits without waiting for it.

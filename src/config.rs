@@ -76,13 +76,28 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "ATLAS_INJECT_FAILURE",
-        values: "after-extract|before-publish",
-        doc: "test hook: fail the build at that point",
+        values: "after-extract|before-publish|stall-before-publish|worker-panic|worker-sleep-<ms>",
+        doc: "test hook: fail the build at that point (`stall-…`: hang there 10 s); a daemon's workers panic on every request, or sleep that long before each",
     },
     Variable {
         name: "ATLAS_EXPAND_OUTLINE",
         values: "0",
         doc: "`expand` returns a large class whole (paginated) instead of its header plus a method outline",
+    },
+    Variable {
+        name: "ATLAS_WATCH",
+        values: "1|true",
+        doc: "`atlas mcp` and `atlas daemon` watch the tree and rebuild incrementally after a debounce, as `atlas watch` does",
+    },
+    Variable {
+        name: "ATLAS_WATCH_DEBOUNCE_MS",
+        values: "<ms>",
+        doc: "quiet time after the last change before a watch-triggered build (default 300)",
+    },
+    Variable {
+        name: "ATLAS_WATCH_POLL",
+        values: "1",
+        doc: "the watcher polls (every second) instead of using inotify, as it does by itself where inotify is unavailable or exhausted",
     },
     Variable {
         name: "ATLAS_LOCK_WAIT_MS",
@@ -93,6 +108,33 @@ pub const VARIABLES: &[Variable] = &[
 
 /// How long a read that must write waits for another build by default.
 const DEFAULT_LOCK_WAIT: Duration = Duration::from_millis(10_000);
+
+/// The watcher's default debounce.
+const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// Watching the tree (`ATLAS_WATCH*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchConfig {
+    /// `atlas mcp` and the daemon watch too.
+    pub enabled: bool,
+    pub debounce: Duration,
+    pub force_poll: bool,
+    /// A watcher of this process keeps the committed generation fresh, so reads skip
+    /// their own freshness scan (set by the daemon and the MCP server, never by the
+    /// environment).
+    pub fresh_by_watcher: bool,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            enabled: false,
+            debounce: DEFAULT_DEBOUNCE,
+            force_poll: false,
+            fresh_by_watcher: false,
+        }
+    }
+}
 
 /// Which search arms run (`ATLAS_SEARCH_ARMS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +264,7 @@ pub struct Config {
     pub tokenizer: Option<PathBuf>,
     pub expand_outline: bool,
     pub observability: bool,
+    pub watch: WatchConfig,
     /// Test hook: a build fails at this point.
     pub inject_failure: Option<String>,
 }
@@ -239,6 +282,7 @@ impl Default for Config {
             tokenizer: None,
             expand_outline: true,
             observability: false,
+            watch: WatchConfig::default(),
             inject_failure: None,
         }
     }
@@ -285,6 +329,15 @@ impl Config {
             tokenizer: path("ATLAS_TOKENIZER_PATH"),
             expand_outline: !on("ATLAS_EXPAND_OUTLINE", "0"),
             observability: on("ATLAS_OBSERVABILITY", "1"),
+            watch: WatchConfig {
+                enabled: text("ATLAS_WATCH")
+                    .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+                debounce: text("ATLAS_WATCH_DEBOUNCE_MS")
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map_or(DEFAULT_DEBOUNCE, Duration::from_millis),
+                force_poll: on("ATLAS_WATCH_POLL", "1"),
+                fresh_by_watcher: false,
+            },
             inject_failure: text("ATLAS_INJECT_FAILURE"),
         }
     }
@@ -326,8 +379,20 @@ mod tests {
             ("ATLAS_TOKENIZER_PATH", "/t.json"),
             ("ATLAS_EXPAND_OUTLINE", "0"),
             ("ATLAS_OBSERVABILITY", "1"),
+            ("ATLAS_WATCH", "true"),
+            ("ATLAS_WATCH_DEBOUNCE_MS", "50"),
+            ("ATLAS_WATCH_POLL", "1"),
             ("ATLAS_INJECT_FAILURE", "before-publish"),
         ]);
+        assert_eq!(
+            c.watch,
+            WatchConfig {
+                enabled: true,
+                debounce: Duration::from_millis(50),
+                force_poll: true,
+                fresh_by_watcher: false,
+            }
+        );
         assert_eq!(c.placement.index_dir.as_deref(), Some("/g"));
         assert_eq!(c.lock_wait, Duration::from_millis(250));
         assert!(c.scip_run && !c.search.rerank && c.search.compact_by_default);

@@ -32,6 +32,18 @@ pub enum AtlasError {
     },
     #[error("another build holds the lock {0}; retry when it finishes or pass --wait")]
     BuildLocked(PathBuf),
+    #[error("the daemon's queue is full: {0}")]
+    DaemonBusy(String),
+    #[error("the daemon did not answer in time: {0}")]
+    DaemonTimeout(String),
+    #[error("the daemon request was cancelled: {0}")]
+    DaemonCancelled(String),
+    #[error("the daemon's worker failed: {0}")]
+    DaemonFailed(String),
+    #[error("no daemon can answer: {0}")]
+    DaemonUnavailable(String),
+    #[error("another process watches the graph {0} (`atlas status` shows it)")]
+    WatchRunning(PathBuf),
     #[error("--strict: {count} file(s) parsed with errors, first: {first}")]
     StrictPartial { count: usize, first: String },
     #[error("build failed at injected failure point `{0}` (ATLAS_INJECT_FAILURE)")]
@@ -102,6 +114,12 @@ impl AtlasError {
             AtlasError::GraphCorrupt { .. } => "atlas-graph-corrupt",
             AtlasError::GraphIncompatible { .. } => "atlas-graph-incompatible",
             AtlasError::BuildLocked(_) => "atlas-build-locked",
+            AtlasError::WatchRunning(_) => "atlas-watch-running",
+            AtlasError::DaemonBusy(_) => "atlas-daemon-busy",
+            AtlasError::DaemonTimeout(_) => "atlas-daemon-timeout",
+            AtlasError::DaemonCancelled(_) => "atlas-daemon-cancelled",
+            AtlasError::DaemonFailed(_) => "atlas-daemon-failed",
+            AtlasError::DaemonUnavailable(_) => "atlas-daemon-unavailable",
             AtlasError::StrictPartial { .. } => "atlas-build-strict-partial",
             AtlasError::InjectedFailure(_) => "atlas-build-injected-failure",
             AtlasError::QueryInvalid { .. } => "atlas-query-invalid",

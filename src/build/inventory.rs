@@ -132,13 +132,13 @@ const MANIFEST_NAMES: &[&str] = &[
     "Pipfile",
 ];
 
-/// Walks `root` and returns the files to compile, sorted by path.
-pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
-    if !root.is_dir() {
-        return Err(AtlasError::CodeDirMissing(root.to_path_buf()));
-    }
+/// The walk every inventory takes: ignore files honoured, hidden entries and the
+/// excluded directories never entered, nested repositories kept separate, links not
+/// followed. The watcher walks the same directories (`directories`).
+fn walker(root: &Path) -> ignore::WalkBuilder {
     let root_owned: PathBuf = root.to_path_buf();
-    let walker = ignore::WalkBuilder::new(root)
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
         .hidden(true)
         .parents(false)
         .ignore(true)
@@ -158,8 +158,49 @@ pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
             }
             // A nested repository stays separate.
             !(entry.path() != root_owned && entry.path().join(".git").exists())
-        })
-        .build();
+        });
+    builder
+}
+
+/// The directories an inventory of `root` descends into (`root` first), for watching.
+pub fn directories(root: &Path) -> Vec<PathBuf> {
+    walker(root)
+        .build()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_dir()))
+        .map(|entry| entry.into_path())
+        .collect()
+}
+
+/// Whether an inventory descends into a directory of this name (hidden ones aside).
+pub fn may_enter(name: &str) -> bool {
+    !EXCLUDED_DIRS.contains(&name)
+}
+
+/// Whether a change at `path` (relative, `/`-separated) can change an inventory: a file
+/// Atlas compiles, or an ignore file, outside hidden and excluded directories. Editor
+/// swap and backup files, `target/` and `.git/` never can.
+pub fn may_change_inventory(path: &str) -> bool {
+    let mut parts = path.split('/').peekable();
+    while let Some(part) = parts.next() {
+        let last = parts.peek().is_none();
+        if last && matches!(part, ".gitignore" | ".ignore") {
+            return true;
+        }
+        if part.is_empty() || part.starts_with('.') || (!last && !may_enter(part)) {
+            return false;
+        }
+    }
+    // Editor backups (`file.py~`, `#file.py#`) end in something that is not an extension.
+    role_of(path).is_some() && !file_name(path).starts_with('#')
+}
+
+/// Walks `root` and returns the files to compile, sorted by path.
+pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
+    if !root.is_dir() {
+        return Err(AtlasError::CodeDirMissing(root.to_path_buf()));
+    }
+    let walker = walker(root).build();
 
     let mut inventory = Inventory::default();
     let mut candidates = Vec::new();
@@ -409,5 +450,33 @@ mod tests {
         assert_eq!(role_of("go.mod"), Some(FileRole::Text));
         assert_eq!(role_of("image.png"), None);
         assert_eq!(role_of("main.c"), None);
+    }
+
+    #[test]
+    fn only_changes_an_inventory_can_see_wake_the_watcher() {
+        for path in [
+            "src/app.py",
+            "lib.rs",
+            "docs/guide.md",
+            "Cargo.toml",
+            ".gitignore",
+            "pkg/.ignore",
+        ] {
+            assert!(may_change_inventory(path), "{path}");
+        }
+        for path in [
+            "src/.app.py.swp",
+            "src/app.py~",
+            "src/#app.py#",
+            "src/4913",
+            "target/debug/build.rs",
+            "web/node_modules/x/index.js",
+            ".git/index",
+            ".agent-spec/graph/CURRENT",
+            "image.png",
+            "",
+        ] {
+            assert!(!may_change_inventory(path), "{path}");
+        }
     }
 }

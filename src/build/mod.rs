@@ -11,3 +11,4 @@ pub mod resolve;
 pub mod scip;
 pub mod session;
 pub mod store;
+pub mod watch;

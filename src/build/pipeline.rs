@@ -176,8 +176,17 @@ fn ms(since: Instant) -> f64 {
 
 /// Test hook (`ATLAS_INJECT_FAILURE=<point>`): fails the build at that point, to prove a
 /// failed build leaves the committed generation intact. Points: `after-extract`,
-/// `before-publish`.
+/// `before-publish`; `stall-<point>` hangs there instead.
 fn inject(options: &BuildOptions, point: &str) -> Result<()> {
+    // `stall-<point>`: hang there for ten seconds, for tests that kill a build midway.
+    if options
+        .inject_failure
+        .as_deref()
+        .and_then(|v| v.strip_prefix("stall-"))
+        == Some(point)
+    {
+        std::thread::sleep(std::time::Duration::from_secs(10));
+    }
     match &options.inject_failure {
         Some(value) if value == point => Err(AtlasError::InjectedFailure(point.to_string())),
         _ => Ok(()),

@@ -51,7 +51,10 @@ pub fn open_session(
     let root = location.read_root(&store);
     let mut refreshed = false;
     let mut stale = None;
-    if !freshness.frozen {
+    // A watcher in this process keeps the committed generation fresh: a read does not
+    // scan the tree again (until a first generation exists).
+    let watched = config.watch.fresh_by_watcher && store.current().ok().flatten().is_some();
+    if !freshness.frozen && !watched {
         let needs_build = match store.open_current() {
             Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
                 return Err(AtlasError::GraphMissing(location.graph_dir.clone()));

@@ -14,7 +14,7 @@ use super::call::{Answer, Call};
 use super::eval::{EvalArgs, EvalCommand};
 use super::graph::GraphCommand;
 use super::output::{Format, exit_code, print_stdout, report_error, report_usage_error};
-use super::{build, context, eval, expand, graph, inspect, mcp, search, status};
+use super::{build, context, daemon, eval, expand, graph, inspect, mcp, search, status, watch};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -89,6 +89,14 @@ pub enum Command {
     /// Serve the query commands as MCP tools over stdio (protocol on stdout only).
     #[command(after_help = "Example:\n  claude mcp add atlas -- atlas mcp")]
     Mcp(mcp::McpArgs),
+    /// Serve queries from a pool of warm workers over a Unix socket (R-D-1).
+    #[command(
+        after_help = "Examples:\n  atlas daemon start --query-workers 2 --queue 16\n  atlas context Cart.total --profile symbol --execution worker --fallback-direct\n  atlas daemon stop"
+    )]
+    Daemon(daemon::DaemonArgs),
+    /// Keep the graph fresh: rebuild incrementally after each burst of changes (R-D-2).
+    #[command(after_help = "Example:\n  atlas watch --debounce-ms 300 --format json")]
+    Watch(watch::WatchArgs),
     /// Print shell completions.
     #[command(after_help = "Example:\n  atlas completions bash > /etc/bash_completion.d/atlas")]
     Completions { shell: clap_complete::Shell },
@@ -151,7 +159,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     let format = cli.command.format();
     match execute(&call, &cli.command) {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(err) => {
             report_error(&err, format);
             if let Some(tool) = cli.command.tool() {
@@ -171,11 +179,19 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     }
 }
 
-fn execute(call: &Call, command: &Command) -> Result<(), AtlasError> {
+/// Runs `command`; the exit code of a success (0, or what a daemon's worker relayed).
+fn execute(call: &Call, command: &Command) -> Result<i32, AtlasError> {
+    if let Command::Context(args) = command {
+        return context::run(call, args);
+    }
+    run_command(call, command).map(|()| 0)
+}
+
+fn run_command(call: &Call, command: &Command) -> Result<(), AtlasError> {
     match command {
         Command::Build(args) => build::run(call, args),
         Command::Status(args) => status::run(call, args),
-        Command::Context(args) => context::run(call, args),
+        Command::Context(args) => context::run(call, args).map(|_| ()),
         Command::Search(args) => search::run(call, args),
         Command::Expand(args) => expand::run(call, args),
         Command::FindAll(args) => inspect::run(call, args),
@@ -186,6 +202,8 @@ fn execute(call: &Call, command: &Command) -> Result<(), AtlasError> {
         Command::Eval(args) => eval::run(call, args),
         Command::Graph(command) => graph::run(call, command),
         Command::Mcp(args) => mcp::run(call, args),
+        Command::Watch(args) => watch::run(call, args),
+        Command::Daemon(args) => daemon::run(call, args),
         Command::Completions { shell } => {
             let mut command = Cli::command();
             let mut out = Vec::new();

@@ -59,9 +59,7 @@ pub fn run(call: &Call, args: &BuildArgs) -> Result<(), AtlasError> {
         options.progress = Bar::on_terminal();
     }
     if !args.no_search {
-        options.companion = Some(Arc::new(IndexCompanion {
-            embed: call.config.embed.clone(),
-        }));
+        options.companion = Some(search_companion(call));
     }
     options.scip = args.scip.iter().map(|p| absolute(p)).collect();
     options.scip_run |= args.scip_run;
@@ -75,6 +73,13 @@ pub fn run(call: &Call, args: &BuildArgs) -> Result<(), AtlasError> {
         Format::Json => print_json(&report),
         Format::Text => print_stdout(&render(&report)),
     }
+}
+
+/// The hybrid-search index, published with each generation a build makes.
+pub fn search_companion(call: &Call) -> Arc<dyn crate::build::pipeline::Companion> {
+    Arc::new(IndexCompanion {
+        embed: call.config.embed.clone(),
+    })
 }
 
 /// The extraction progress bar, drawn on stderr when it is a terminal.

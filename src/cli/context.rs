@@ -35,6 +35,24 @@ pub struct ContextArgs {
     pub after: Option<String>,
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    /// Where the query runs: in this process (default) or on a warm daemon's worker
+    /// (`atlas daemon start`).
+    #[arg(long, value_enum, default_value_t)]
+    pub execution: Execution,
+    /// After a worker attempt that did not answer, run the query directly; both attempts
+    /// are recorded (stderr, `atlas_execution`).
+    #[arg(long, requires = "execution")]
+    pub fallback_direct: bool,
+    /// Deadline of a worker request (at most the daemon's own).
+    #[arg(long, value_name = "MS", requires = "execution")]
+    pub deadline_ms: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Execution {
+    #[default]
+    Direct,
+    Worker,
 }
 
 /// The request `args` make on `call`.
@@ -62,7 +80,24 @@ pub fn json(call: &Call, args: &ContextArgs) -> Result<String, AtlasError> {
     Ok(result.json)
 }
 
-pub fn run(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
+/// `atlas context`; returns the exit code (a worker relays the direct command's).
+pub fn run(call: &Call, args: &ContextArgs) -> Result<i32, AtlasError> {
+    match args.execution {
+        Execution::Worker => super::daemon::context(call, args),
+        Execution::Direct => {
+            if args.fallback_direct || args.deadline_ms.is_some() {
+                return Err(AtlasError::InvalidInput {
+                    what: "--fallback-direct/--deadline-ms",
+                    reason: "only with --execution worker".into(),
+                });
+            }
+            direct(call, args).map(|()| 0)
+        }
+    }
+}
+
+/// The query, run in this process.
+pub fn direct(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
     let result = context::run(&call.location()?, &request(call, args), &call.config)?;
     let text = match args.format {
         Format::Json => result.json.clone() + "\n",

@@ -47,7 +47,31 @@ pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
         .enable_all()
         .build()
         .map_err(|e| AtlasError::io("<tokio runtime>", e))?;
-    let server = AtlasServer::new(call);
+    let mut server = AtlasServer::new(call);
+    // ATLAS_WATCH=1: a watcher keeps the graph fresh for as long as the server runs. It
+    // needs a graph located from where the server starts (not from the client's roots).
+    let located = call
+        .location()
+        .is_ok_and(|l| l.rule != GraphDirRule::CodeRoot || call.code.is_some());
+    let _watch = if call.config.watch.enabled && !located {
+        eprintln!(
+            "atlas mcp: not watching: no repository is located from where the server starts (pass --code)"
+        );
+        None
+    } else if call.config.watch.enabled {
+        match super::watch::start(call, None, false, true) {
+            Ok(watch) => {
+                server.config.watch.fresh_by_watcher = true;
+                Some(watch)
+            }
+            Err(e) => {
+                eprintln!("atlas mcp: not watching: error[{}]: {e}", e.code());
+                None
+            }
+        }
+    } else {
+        None
+    };
     runtime.block_on(async move {
         let service = server
             .serve(rmcp::transport::stdio())
@@ -347,6 +371,9 @@ impl AtlasServer {
                 expect_graph: p.expect_graph,
                 after: p.after,
                 format: Format::Json,
+                execution: context::Execution::Direct,
+                fallback_direct: false,
+                deadline_ms: None,
             };
             context::json(call, &args)
         })

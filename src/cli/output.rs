@@ -130,7 +130,7 @@ pub fn exit_code(err: &AtlasError) -> i32 {
         AtlasError::InvalidInput { .. } => 2,
         AtlasError::CodeDirMissing(_) | AtlasError::GraphMissing(_) => 3,
         AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. } => 4,
-        AtlasError::BuildLocked(_) => 5,
+        AtlasError::BuildLocked(_) | AtlasError::WatchRunning(_) => 5,
         AtlasError::StrictPartial { .. } => 6,
         AtlasError::ContextNoMatch { .. } | AtlasError::ContextAmbiguous { .. } => 7,
         AtlasError::ContextRequiredBudget { .. }
@@ -141,6 +141,11 @@ pub fn exit_code(err: &AtlasError) -> i32 {
         AtlasError::ScipCorrupt { .. } | AtlasError::SearchCorrupt { .. } => 4,
         AtlasError::SearchUnavailable(_) => 3,
         AtlasError::ExpandStale { .. } | AtlasError::RefUnknown { .. } => 9,
+        AtlasError::DaemonBusy(_) => 11,
+        AtlasError::DaemonTimeout(_) => 12,
+        AtlasError::DaemonCancelled(_) => 13,
+        AtlasError::DaemonFailed(_) => 14,
+        AtlasError::DaemonUnavailable(_) => 15,
         // As a process killed by SIGPIPE reports itself to a shell.
         AtlasError::BrokenPipe => 141,
     }

@@ -44,6 +44,10 @@ pub struct StatusReport {
     pub staleness: Staleness,
     /// Observability events on disk and in this process (R-OBS-3).
     pub observability: crate::cli::observe::Status,
+    /// The watcher of this graph (`atlas watch`, `ATLAS_WATCH=1`), when one ran: its
+    /// state, backend and the last build's outcome and latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watch: Option<crate::build::watch::WatchStatus>,
 }
 
 #[derive(Debug, Serialize)]
@@ -191,6 +195,7 @@ pub fn status(
         }),
         staleness,
         observability: crate::cli::observe::status(&location.graph_dir, observing),
+        watch: crate::build::watch::WatchStatus::read(&location.graph_dir),
     })
 }
 
@@ -315,6 +320,31 @@ fn render(s: &StatusReport) -> String {
                 " (ATLAS_OBSERVABILITY is off)"
             }
         ));
+    }
+    if let Some(w) = &s.watch {
+        out.push_str(&format!(
+            "watch       {} ({}{}), {} builds: {} published, {} unchanged, {} failed",
+            w.state,
+            w.backend,
+            w.poll_reason
+                .as_ref()
+                .map_or(String::new(), |r| format!(": {r}")),
+            w.builds,
+            w.published,
+            w.unchanged,
+            w.failed
+        ));
+        if let Some(last) = &w.last_build {
+            out.push_str(&format!(
+                "; last {} in {:.1} ms{}",
+                last.outcome,
+                last.latency_ms,
+                last.code
+                    .as_deref()
+                    .map_or(String::new(), |c| format!(" error[{c}]"))
+            ));
+        }
+        out.push('\n');
     }
     out
 }

@@ -1,0 +1,577 @@
+//! Keeping the graph fresh while the tree changes (R-D-2): `atlas watch`, and `ATLAS_WATCH=1`
+//! in `atlas mcp` and the daemon.
+//!
+//! The directories an inventory descends into are watched one by one (inotify through
+//! `notify`; polling where inotify is unavailable or its watches are exhausted, or when
+//! asked), so ignored trees such as `target/` and `node_modules/` are never watched at all.
+//! A change that no inventory could see (an editor swap file, a hidden or ignored path)
+//! never wakes a build. A relevant change starts a debounce; every change until it expires
+//! joins the same build, and changes during a build make exactly one more. One thread runs
+//! the builds, so the watcher never runs two at once; other processes' builds are kept
+//! apart by the build lock as always. Each state change is written to `<graph>/watch.json`
+//! for `atlas status`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use serde::{Deserialize, Serialize};
+
+use super::inventory;
+use super::pipeline::{self, BuildOptions, LockWait};
+use crate::error::{AtlasError, IoContext, Result};
+
+/// Where a watcher reports its state, in the graph directory.
+pub const STATUS_FILE: &str = "watch.json";
+/// Held by the watching process, so that one graph has one watcher.
+const LOCK_FILE: &str = "watch.lock";
+/// A steady stream of changes still builds at least this often.
+const MAX_DELAY_FACTOR: u32 = 10;
+
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// What each build is (root, graph, companion, limits); its lock wait is replaced.
+    pub build: BuildOptions,
+    /// Quiet time after the last relevant change before a build starts.
+    pub debounce: Duration,
+    /// Poll instead of using inotify.
+    pub force_poll: bool,
+    pub poll_interval: Duration,
+}
+
+impl WatchOptions {
+    pub fn new(build: BuildOptions, debounce: Duration) -> WatchOptions {
+        WatchOptions {
+            build,
+            debounce,
+            force_poll: false,
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// How the last build the watcher ran ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LastBuild {
+    /// `published`, `unchanged` (the changes left the inputs as committed) or `failed`.
+    pub outcome: String,
+    /// The error code of a failed build.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The committed fingerprint after the build.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// From the end of the debounce to the commit.
+    pub latency_ms: f64,
+    /// From the first change it covers to the commit.
+    pub since_first_change_ms: f64,
+    /// Relevant change events the build covers.
+    pub events: u64,
+    pub finished_unix_ms: u64,
+}
+
+/// What `atlas status` shows of a watcher.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WatchStatus {
+    pub pid: u32,
+    /// `inotify` or `poll`.
+    pub backend: String,
+    /// Why the watcher polls, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poll_reason: Option<String>,
+    /// `idle`, `pending` (debouncing), `building` or `stopped`.
+    pub state: String,
+    pub debounce_ms: u64,
+    pub watched_directories: usize,
+    /// Change events that could change the inventory.
+    pub events: u64,
+    /// Change events nothing could see (ignored, hidden, not compiled, the graph itself).
+    pub ignored_events: u64,
+    /// Builds run, and how they ended.
+    pub builds: u64,
+    pub published: u64,
+    pub unchanged: u64,
+    pub failed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_build: Option<LastBuild>,
+}
+
+impl WatchStatus {
+    /// The status a watcher last wrote into `graph_dir`, `state` reading `stopped` when
+    /// its process is gone (killed, or ended without saying so).
+    pub fn read(graph_dir: &Path) -> Option<WatchStatus> {
+        let text = std::fs::read_to_string(graph_dir.join(STATUS_FILE)).ok()?;
+        let mut status: WatchStatus = serde_json::from_str(&text).ok()?;
+        if status.state != "stopped" && !process_alive(status.pid) {
+            status.state = "stopped".into();
+        }
+        Some(status)
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 checks existence; EPERM means it exists under another user.
+    // SAFETY: kill with signal 0 sends nothing.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}
+
+/// A running watcher. Dropping it (or `stop`) ends the thread after the build in progress.
+pub struct Watch {
+    status: Arc<Mutex<WatchStatus>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watch {
+    /// Starts watching `options.build.code_root`. Fails when another process watches the
+    /// same graph (`atlas-watch-running`) or the root is not a directory.
+    pub fn start(options: WatchOptions) -> Result<Watch> {
+        let root = options.build.code_root.clone();
+        if !root.is_dir() {
+            return Err(AtlasError::CodeDirMissing(root));
+        }
+        let graph_dir = options.build.graph_dir.clone();
+        std::fs::create_dir_all(&graph_dir).at(&graph_dir)?;
+        let lock = hold_lock(&graph_dir)?;
+        let (sender, events) = channel();
+        let directories = inventory::directories(&root);
+        let (backend, poll_reason) = Backend::start(&options, sender, &directories);
+        let status = WatchStatus {
+            pid: std::process::id(),
+            backend: backend.name().into(),
+            poll_reason,
+            state: "idle".into(),
+            debounce_ms: options.debounce.as_millis() as u64,
+            watched_directories: directories.len(),
+            events: 0,
+            ignored_events: 0,
+            builds: 0,
+            published: 0,
+            unchanged: 0,
+            failed: 0,
+            last_build: None,
+        };
+        let status = Arc::new(Mutex::new(status));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut looped = Loop {
+            options,
+            root,
+            graph_dir,
+            backend,
+            events,
+            status: status.clone(),
+            stop: stop.clone(),
+            ignores: RootIgnores::default(),
+            _lock: lock,
+        };
+        looped.ignores = RootIgnores::load(&looped.root);
+        looped.publish_status();
+        let thread = std::thread::Builder::new()
+            .name("atlas-watch".into())
+            .spawn(move || looped.run())
+            .map_err(|e| AtlasError::io("<watch thread>", e))?;
+        Ok(Watch {
+            status,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn status(&self) -> WatchStatus {
+        self.status
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Stops after the build in progress, if any.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn hold_lock(graph_dir: &Path) -> Result<std::fs::File> {
+    let path = graph_dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .at(&path)?;
+    // SAFETY: flock on a descriptor this function owns.
+    let locked = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    if locked != 0 {
+        return Err(AtlasError::WatchRunning(graph_dir.to_path_buf()));
+    }
+    Ok(file)
+}
+
+type Events = Receiver<notify::Result<notify::Event>>;
+
+/// The file-system watcher in use; kept alive for as long as the loop runs.
+struct Backend {
+    kind: BackendKind,
+    /// The directories under watch.
+    watched: std::collections::HashSet<PathBuf>,
+}
+
+enum BackendKind {
+    Inotify(notify::RecommendedWatcher),
+    Poll(notify::PollWatcher),
+    /// Neither could start: the watcher reports it and never builds.
+    None,
+}
+
+impl Backend {
+    fn start(
+        options: &WatchOptions,
+        sender: std::sync::mpsc::Sender<notify::Result<notify::Event>>,
+        directories: &[PathBuf],
+    ) -> (Backend, Option<String>) {
+        let (kind, reason) = Self::start_kind(options, sender, directories);
+        let watched = match kind {
+            BackendKind::None => Default::default(),
+            _ => directories.iter().cloned().collect(),
+        };
+        (Backend { kind, watched }, reason)
+    }
+
+    fn start_kind(
+        options: &WatchOptions,
+        sender: std::sync::mpsc::Sender<notify::Result<notify::Event>>,
+        directories: &[PathBuf],
+    ) -> (BackendKind, Option<String>) {
+        let reason = if options.force_poll {
+            "asked (ATLAS_WATCH_POLL=1)".to_string()
+        } else {
+            match notify::RecommendedWatcher::new(sender.clone(), notify::Config::default()) {
+                Ok(mut watcher) => match watch_all(&mut watcher, directories) {
+                    Ok(()) => return (BackendKind::Inotify(watcher), None),
+                    Err(e) => format!("inotify watches exhausted or refused: {e}"),
+                },
+                Err(e) => format!("inotify unavailable: {e}"),
+            }
+        };
+        let config = notify::Config::default().with_poll_interval(options.poll_interval);
+        match notify::PollWatcher::new(sender, config) {
+            Ok(mut watcher) => match watch_all(&mut watcher, directories) {
+                Ok(()) => (BackendKind::Poll(watcher), Some(reason)),
+                Err(e) => (
+                    BackendKind::None,
+                    Some(format!("{reason}; polling failed: {e}")),
+                ),
+            },
+            Err(e) => (
+                BackendKind::None,
+                Some(format!("{reason}; polling failed: {e}")),
+            ),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self.kind {
+            BackendKind::Inotify(_) => "inotify",
+            BackendKind::Poll(_) => "poll",
+            BackendKind::None => "none",
+        }
+    }
+
+    /// Watches a directory that appeared (and what the inventory would enter below it).
+    fn add(&mut self, directory: &Path) {
+        let directories = inventory::directories(directory);
+        let watched = match &mut self.kind {
+            BackendKind::Inotify(w) => watch_all(w, &directories),
+            BackendKind::Poll(w) => watch_all(w, &directories),
+            BackendKind::None => return,
+        };
+        if watched.is_ok() {
+            self.watched.extend(directories);
+        }
+    }
+
+    /// Whether `path` was a watched directory; it no longer is.
+    fn forget(&mut self, path: &Path) -> bool {
+        self.watched.remove(path)
+    }
+}
+
+fn watch_all(watcher: &mut impl notify::Watcher, directories: &[PathBuf]) -> notify::Result<()> {
+    for directory in directories {
+        match watcher.watch(directory, RecursiveMode::NonRecursive) {
+            Ok(()) => {}
+            // Gone since the walk: nothing to watch.
+            Err(notify::Error {
+                kind: notify::ErrorKind::PathNotFound,
+                ..
+            }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The root's ignore files (`.gitignore`, `.ignore`, `.git/info/exclude`): most ignored
+/// paths are caught here, before a build. Deeper ignore files are honoured by the build's
+/// own inventory, which then finds nothing changed.
+#[derive(Default)]
+struct RootIgnores {
+    matcher: Option<ignore::gitignore::Gitignore>,
+}
+
+impl RootIgnores {
+    fn load(root: &Path) -> RootIgnores {
+        let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+        for name in [".gitignore", ".ignore", ".git/info/exclude"] {
+            let path = root.join(name);
+            if path.is_file() {
+                let _ = builder.add(path);
+            }
+        }
+        RootIgnores {
+            matcher: builder.build().ok(),
+        }
+    }
+
+    fn ignores(&self, path: &Path, is_dir: bool) -> bool {
+        self.matcher
+            .as_ref()
+            .is_some_and(|m| m.matched_path_or_any_parents(path, is_dir).is_ignore())
+    }
+}
+
+struct Loop {
+    options: WatchOptions,
+    root: PathBuf,
+    graph_dir: PathBuf,
+    backend: Backend,
+    events: Events,
+    status: Arc<Mutex<WatchStatus>>,
+    stop: Arc<AtomicBool>,
+    ignores: RootIgnores,
+    _lock: std::fs::File,
+}
+
+/// How often the loop looks at the stop flag while nothing happens.
+const TICK: Duration = Duration::from_millis(50);
+
+impl Loop {
+    fn run(mut self) {
+        // Bring the graph up to date first: the tree may have moved on while no one watched.
+        self.build(Instant::now(), 0);
+        let mut pending: Option<(Instant, Instant, u64)> = None; // (first, last, events)
+        while !self.stop.load(Ordering::SeqCst) {
+            let wait = match pending {
+                Some((first, last, _)) => {
+                    let quiet = last + self.options.debounce;
+                    let latest = first + self.options.debounce * MAX_DELAY_FACTOR;
+                    quiet
+                        .min(latest)
+                        .saturating_duration_since(Instant::now())
+                        .min(TICK)
+                }
+                None => TICK,
+            };
+            match self.events.recv_timeout(wait) {
+                Ok(event) => {
+                    if self.relevant(event) {
+                        let now = Instant::now();
+                        pending = Some(match pending {
+                            Some((first, _, n)) => (first, now, n + 1),
+                            None => {
+                                self.set_state("pending");
+                                (now, now, 1)
+                            }
+                        });
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some((first, last, events)) = pending {
+                let now = Instant::now();
+                let due = now >= last + self.options.debounce
+                    || now >= first + self.options.debounce * MAX_DELAY_FACTOR;
+                if due {
+                    pending = None;
+                    self.build(first, events);
+                }
+            }
+        }
+        self.set_state("stopped");
+    }
+
+    /// Whether an event can change what a build sees; counted either way.
+    fn relevant(&mut self, event: notify::Result<notify::Event>) -> bool {
+        let event = match event {
+            Ok(event) => event,
+            // The watcher lost events (queue overflow): rebuild to be safe.
+            Err(_) => return self.count(true),
+        };
+        // Reads (a build reading the sources) are not changes, nor worth counting.
+        if matches!(event.kind, EventKind::Access(_)) {
+            return false;
+        }
+        let mut relevant = false;
+        for path in &event.paths {
+            if path.starts_with(&self.graph_dir) {
+                continue;
+            }
+            let Ok(relative) = path.strip_prefix(&self.root) else {
+                continue;
+            };
+            let relative = relative.to_string_lossy().replace('\\', "/");
+            let is_dir = path.is_dir();
+            if is_dir && matches!(event.kind, EventKind::Create(_)) {
+                if !self.ignores.ignores(path, true) && visible_dir(&relative) {
+                    self.backend.add(path);
+                    relevant = true;
+                }
+                continue;
+            }
+            if inventory::may_change_inventory(&relative) {
+                if relative.ends_with(".gitignore") || relative.ends_with(".ignore") {
+                    self.ignores = RootIgnores::load(&self.root);
+                    relevant = true;
+                } else if !self.ignores.ignores(path, false) {
+                    relevant = true;
+                }
+            } else if self.backend.forget(path) {
+                // A watched directory moved or removed as a whole (its files may get no
+                // events of their own): only a build can tell what left.
+                relevant = true;
+            }
+        }
+        self.count(relevant)
+    }
+
+    fn count(&mut self, relevant: bool) -> bool {
+        self.update(|s| {
+            if relevant {
+                s.events += 1;
+            } else {
+                s.ignored_events += 1;
+            }
+        });
+        relevant
+    }
+
+    fn build(&mut self, first_change: Instant, events: u64) {
+        self.set_state("building");
+        let started = Instant::now();
+        let mut options = self.options.build.clone();
+        // A user's `atlas build` may hold the lock: wait for it, then build what is left.
+        options.lock_wait = LockWait::Within(Duration::from_secs(60));
+        options.progress = None;
+        let result = pipeline::build(&options);
+        let finished = Instant::now();
+        let last = match &result {
+            Ok(report) => LastBuild {
+                outcome: if report.unchanged {
+                    "unchanged"
+                } else {
+                    "published"
+                }
+                .into(),
+                code: None,
+                fingerprint: Some(report.fingerprint.clone()),
+                latency_ms: millis(finished - started),
+                since_first_change_ms: millis(finished - first_change),
+                events,
+                finished_unix_ms: unix_ms(),
+            },
+            Err(e) => LastBuild {
+                outcome: "failed".into(),
+                code: Some(e.code().into()),
+                fingerprint: None,
+                latency_ms: millis(finished - started),
+                since_first_change_ms: millis(finished - first_change),
+                events,
+                finished_unix_ms: unix_ms(),
+            },
+        };
+        self.update(|s| {
+            s.builds += 1;
+            match last.outcome.as_str() {
+                "published" => s.published += 1,
+                "unchanged" => s.unchanged += 1,
+                _ => s.failed += 1,
+            }
+            s.last_build = Some(last);
+            s.state = "idle".into();
+        });
+    }
+
+    fn set_state(&mut self, state: &str) {
+        self.update(|s| s.state = state.into());
+    }
+
+    fn update(&mut self, change: impl FnOnce(&mut WatchStatus)) {
+        {
+            let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+            change(&mut status);
+        }
+        self.publish_status();
+    }
+
+    /// Writes the status for other processes; best effort (a full disk must not stop
+    /// the watcher).
+    fn publish_status(&self) {
+        let status = self
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let Ok(text) = serde_json::to_string_pretty(&status) else {
+            return;
+        };
+        let tmp = self
+            .graph_dir
+            .join(format!("{STATUS_FILE}.{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, self.graph_dir.join(STATUS_FILE));
+        }
+    }
+}
+
+/// Whether a directory path is one an inventory could enter.
+fn visible_dir(relative: &str) -> bool {
+    !relative.is_empty()
+        && relative
+            .split('/')
+            .all(|part| !part.starts_with('.') && inventory::may_enter(part))
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 100.0
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,448 @@
+//! `atlas daemon start|stop|status` (R-D-1), and `context --execution worker`, its client.
+//!
+//! `protocol` is the wire format; `server` is the daemon process. `start` runs the server
+//! detached (its output in `<graph>/daemon.log`) and waits until it answers; `--foreground`
+//! serves in the calling process.
+
+pub mod protocol;
+pub mod server;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{AtlasError, IoContext, Result};
+
+use super::call::Call;
+use super::context::ContextArgs;
+use super::output::{Format, print_json, print_stdout};
+use protocol::{ContextCall, LOG_FILE, Outcome, PROTOCOL_VERSION, Reply, Request, socket_path};
+use server::{DaemonStatus, Limits};
+
+#[derive(clap::Args, Debug)]
+pub struct DaemonArgs {
+    #[command(subcommand)]
+    pub command: DaemonCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum DaemonCommand {
+    /// Start serving queries from a pool of warm workers (detached unless --foreground).
+    #[command(after_help = "Example:\n  atlas daemon start --query-workers 2 --queue 16")]
+    Start(StartArgs),
+    /// Stop the daemon of this graph (running requests finish first).
+    Stop(StatusArgs),
+    /// Whether a daemon serves this graph: its workers, queue, outcomes, memory and watcher.
+    Status(StatusArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StartArgs {
+    /// Query workers (threads over the shared warm graph).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub query_workers: u16,
+    /// Requests that may wait for a worker; beyond it requests are answered `busy` at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub queue: u16,
+    /// A request that waited longer than this for a worker is answered `timeout`.
+    #[arg(long, default_value_t = 5_000)]
+    pub queue_timeout_ms: u64,
+    /// A request not answered within this (from admission) is answered `timeout`.
+    #[arg(long, default_value_t = 30_000)]
+    pub deadline_ms: u64,
+    /// Memory each worker may add to the warm process; above the sum, requests are
+    /// refused `busy` and answers are `degraded`.
+    #[arg(long, default_value_t = 512)]
+    pub worker_memory_mib: u64,
+    /// Watch the tree and rebuild incrementally (also ATLAS_WATCH=1).
+    #[arg(long)]
+    pub watch: bool,
+    /// Serve in this process instead of a detached one.
+    #[arg(long)]
+    pub foreground: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// How long `start` waits for a detached daemon to answer.
+const START_PATIENCE: Duration = Duration::from_secs(60);
+/// How long `stop` waits for the daemon to end before killing it.
+const STOP_PATIENCE: Duration = Duration::from_secs(10);
+
+pub fn run(call: &Call, args: &DaemonArgs) -> Result<()> {
+    match &args.command {
+        DaemonCommand::Start(start) => run_start(call, start),
+        DaemonCommand::Stop(stop) => run_stop(call, stop.format),
+        DaemonCommand::Status(status) => {
+            let location = call.location()?;
+            print_status(&query_status(&location.graph_dir), status.format)
+        }
+    }
+}
+
+/// What `status` prints when nothing answers on the socket.
+#[derive(Debug, Serialize)]
+struct NotRunning {
+    running: bool,
+    socket: std::path::PathBuf,
+    /// A socket file is there but nothing answers: a daemon died (the next start
+    /// replaces it).
+    stale_socket: bool,
+}
+
+enum Probe {
+    Running(Box<DaemonStatus>),
+    NotRunning(NotRunning),
+}
+
+fn query_status(graph_dir: &Path) -> Probe {
+    let socket = socket_path(graph_dir);
+    match exchange::<DaemonStatus>(&socket, &Request::Status, Duration::from_secs(5)) {
+        Ok(status) => Probe::Running(Box::new(status)),
+        Err(_) => Probe::NotRunning(NotRunning {
+            running: false,
+            stale_socket: socket.exists(),
+            socket,
+        }),
+    }
+}
+
+fn print_status(probe: &Probe, format: Format) -> Result<()> {
+    match (probe, format) {
+        (Probe::Running(status), Format::Json) => print_json(status),
+        (Probe::NotRunning(none), Format::Json) => print_json(none),
+        (Probe::Running(s), Format::Text) => {
+            let outcomes: Vec<String> =
+                s.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let mut text = format!(
+                "daemon      pid {} serving {} on {}\nworkers     {} alive, {} replaced, {} queued{}\noutcomes    {}\nmemory      {} MiB of {} MiB\n",
+                s.pid,
+                s.code_root.display(),
+                s.socket.display(),
+                s.workers_alive,
+                s.workers_replaced,
+                s.queued,
+                if s.circuit_open { ", circuit open" } else { "" },
+                outcomes.join(", "),
+                s.rss_mib,
+                s.memory_ceiling_mib
+            );
+            if let Some(w) = &s.watch {
+                text.push_str(&format!(
+                    "watch       {} ({}), {} builds, last {}\n",
+                    w.state,
+                    w.backend,
+                    w.builds,
+                    w.last_build.as_ref().map_or("-".to_string(), |b| format!(
+                        "{} in {:.1} ms",
+                        b.outcome, b.latency_ms
+                    ))
+                ));
+            }
+            print_stdout(&text)
+        }
+        (Probe::NotRunning(none), Format::Text) => print_stdout(&format!(
+            "no daemon serves this graph{}\n",
+            if none.stale_socket {
+                " (a stale socket is left; the next start replaces it)"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
+fn run_start(call: &Call, args: &StartArgs) -> Result<()> {
+    let location = call.location()?;
+    let limits = Limits {
+        workers: usize::from(args.query_workers),
+        queue: usize::from(args.queue),
+        queue_timeout_ms: args.queue_timeout_ms,
+        deadline_ms: args.deadline_ms,
+        worker_memory_mib: args.worker_memory_mib,
+    };
+    let watching = args.watch || call.config.watch.enabled;
+    if args.foreground {
+        let mut config = call.config.clone();
+        let watch = if watching {
+            match super::watch::start(call, None, false, true) {
+                Ok(watch) => {
+                    // The watcher keeps the generation fresh: reads skip their own scan.
+                    config.watch.fresh_by_watcher = true;
+                    Some(watch)
+                }
+                Err(e) => {
+                    eprintln!("atlas daemon: not watching: error[{}]: {e}", e.code());
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        return server::serve(location, config, limits, watch);
+    }
+    if let Probe::Running(status) = query_status(&location.graph_dir) {
+        return print_status(&Probe::Running(status), args.format);
+    }
+    std::fs::create_dir_all(&location.graph_dir).at(&location.graph_dir)?;
+    let log_path = location.graph_dir.join(LOG_FILE);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .at(&log_path)?;
+    let exe = std::env::current_exe().map_err(|e| AtlasError::io("<current exe>", e))?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("--code")
+        .arg(&location.code_root)
+        .arg("--graph")
+        .arg(&location.graph_dir)
+        .args(["daemon", "start", "--foreground"])
+        .args(["--query-workers", &args.query_workers.to_string()])
+        .args(["--queue", &args.queue.to_string()])
+        .args(["--queue-timeout-ms", &args.queue_timeout_ms.to_string()])
+        .args(["--deadline-ms", &args.deadline_ms.to_string()])
+        .args(["--worker-memory-mib", &args.worker_memory_mib.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().at(&log_path)?)
+        .stderr(log);
+    if watching {
+        command.arg("--watch");
+    }
+    // Its own process group: the terminal's Ctrl-C does not reach it.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| AtlasError::io("<daemon process>", e))?;
+    let started = Instant::now();
+    loop {
+        if let Probe::Running(status) = query_status(&location.graph_dir) {
+            return print_status(&Probe::Running(status), args.format);
+        }
+        if let Ok(Some(exit)) = child.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(3).collect();
+            return Err(AtlasError::DaemonUnavailable(format!(
+                "the daemon exited ({exit}) before serving: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            )));
+        }
+        if started.elapsed() > START_PATIENCE {
+            return Err(AtlasError::DaemonUnavailable(format!(
+                "the daemon did not answer within {} s (see {})",
+                START_PATIENCE.as_secs(),
+                log_path.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run_stop(call: &Call, format: Format) -> Result<()> {
+    let location = call.location()?;
+    let socket = socket_path(&location.graph_dir);
+    let Ok(status) = exchange::<DaemonStatus>(&socket, &Request::Shutdown, Duration::from_secs(5))
+    else {
+        return print_status(&query_status(&location.graph_dir), format);
+    };
+    let started = Instant::now();
+    // The lock is released when the process ends (even before its parent reaps it).
+    while lock_held(&location.graph_dir) {
+        if started.elapsed() > STOP_PATIENCE {
+            // SAFETY: signalling a pid the daemon reported as its own.
+            unsafe { libc::kill(status.pid as libc::pid_t, libc::SIGKILL) };
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    #[derive(Serialize)]
+    struct Stopped {
+        stopped: bool,
+        pid: u32,
+    }
+    match format {
+        Format::Json => print_json(&Stopped {
+            stopped: true,
+            pid: status.pid,
+        }),
+        Format::Text => print_stdout(&format!("stopped the daemon (pid {})\n", status.pid)),
+    }
+}
+
+/// Whether a daemon process holds the graph's daemon lock.
+fn lock_held(graph_dir: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(graph_dir.join(protocol::LOCK_FILE)) else {
+        return false;
+    };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    // SAFETY: flock on a descriptor owned by `file`, released when it closes.
+    unsafe { libc::flock(fd, libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
+/// One request and its reply line.
+fn exchange<T: serde::de::DeserializeOwned>(
+    socket: &Path,
+    request: &Request,
+    patience: Duration,
+) -> std::io::Result<T> {
+    let mut stream = UnixStream::connect(socket)?;
+    stream.set_read_timeout(Some(patience))?;
+    let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
+    line.push('\n');
+    stream.write_all(line.as_bytes())?;
+    let mut reply = String::new();
+    BufReader::new(&stream).read_line(&mut reply)?;
+    if reply.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the daemon closed the connection",
+        ));
+    }
+    serde_json::from_str(&reply).map_err(std::io::Error::other)
+}
+
+/// One attempt at answering, as the execution record lists it.
+#[derive(Debug, Serialize)]
+struct Attempt {
+    mode: &'static str,
+    outcome: &'static str,
+    code: String,
+    exit_code: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worker: Option<usize>,
+    queue_ms: f64,
+    run_ms: f64,
+    total_ms: f64,
+}
+
+/// `context --execution worker`: the daemon answers; on any other outcome the typed error,
+/// or with `--fallback-direct` a complete direct run. Every attempt is recorded in one
+/// `{"atlas_execution": …}` line on stderr; stdout only ever carries one complete answer.
+/// Returns the exit code.
+pub fn context(call: &Call, args: &ContextArgs) -> Result<i32> {
+    let location = call.location()?;
+    let wire = ContextCall {
+        v: PROTOCOL_VERSION,
+        query: args.query.clone(),
+        profile: clap::ValueEnum::to_possible_value(&args.profile)
+            .map_or_else(String::new, |v| v.get_name().to_string()),
+        max_bytes: args.max_bytes,
+        min_score: args.min_score,
+        expect_graph: args.expect_graph.clone(),
+        after: args.after.clone(),
+        frozen: args.frozen,
+        no_build: args.no_build,
+        format: args.format.as_str().to_string(),
+        code_arg: call.code.as_ref().map(|p| p.display().to_string()),
+        graph_arg: call.graph.as_ref().map(|p| p.display().to_string()),
+        code_root: location.code_root.clone(),
+        deadline_ms: args.deadline_ms,
+    };
+    let socket = socket_path(&location.graph_dir);
+    let started = Instant::now();
+    // The daemon answers by its deadline; the margin covers a slow hand-over.
+    let patience = Duration::from_millis(args.deadline_ms.unwrap_or(30_000).saturating_add(5_000));
+    let reply = match exchange::<Reply>(&socket, &Request::Context(Box::new(wire)), patience) {
+        Ok(reply) => reply,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::TimedOut =>
+        {
+            Reply::refused(Outcome::Timeout, "the daemon did not reply")
+        }
+        Err(e) => Reply::refused(
+            Outcome::Unavailable,
+            format!(
+                "no daemon serves {} ({e}); start one with `atlas daemon start`",
+                location.graph_dir.display()
+            ),
+        ),
+    };
+    let mut attempts = vec![Attempt {
+        mode: "worker",
+        outcome: reply.outcome.as_str(),
+        code: reply.outcome.code().to_string(),
+        exit_code: if reply.outcome.answered() {
+            reply.exit_code
+        } else {
+            reply
+                .outcome
+                .error(String::new())
+                .map_or(0, |e| super::output::exit_code(&e))
+        },
+        reason: reply.reason.clone(),
+        worker: reply.worker,
+        queue_ms: reply.queue_ms,
+        run_ms: reply.run_ms,
+        total_ms: millis(started.elapsed()),
+    }];
+    if reply.outcome.answered() {
+        record(&attempts);
+        eprint!("{}", reply.stderr);
+        print_stdout(&reply.stdout)?;
+        observe(call, args, &reply.stdout, reply.exit_code);
+        return Ok(reply.exit_code);
+    }
+    let error = reply
+        .outcome
+        .error(reply.reason.clone().unwrap_or_default())
+        .unwrap_or_else(|| AtlasError::DaemonFailed("no answer".into()));
+    if !args.fallback_direct {
+        record(&attempts);
+        return Err(error);
+    }
+    let direct_started = Instant::now();
+    let direct = super::context::direct(call, args);
+    attempts.push(Attempt {
+        mode: "direct",
+        outcome: if direct.is_ok() { "success" } else { "failed" },
+        code: match &direct {
+            Ok(()) => "atlas-daemon-success".into(),
+            Err(e) => e.code().into(),
+        },
+        exit_code: direct
+            .as_ref()
+            .map_or_else(super::output::exit_code, |()| 0),
+        reason: None,
+        worker: None,
+        queue_ms: 0.0,
+        run_ms: millis(direct_started.elapsed()),
+        total_ms: millis(direct_started.elapsed()),
+    });
+    record(&attempts);
+    direct.map(|()| 0)
+}
+
+fn record(attempts: &[Attempt]) {
+    let record = serde_json::json!({ "atlas_execution": { "attempts": attempts } });
+    eprintln!("{record}");
+}
+
+fn observe(call: &Call, args: &ContextArgs, stdout: &str, exit_code: i32) {
+    call.observe(super::call::Answer {
+        tool: "context",
+        format: args.format,
+        profile: clap::ValueEnum::to_possible_value(&args.profile)
+            .map(|v| v.get_name().to_string())
+            .as_deref(),
+        outcome: if exit_code == 0 { "ok" } else { "error" },
+        output: stdout,
+        items: 0,
+    });
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 100.0
+}

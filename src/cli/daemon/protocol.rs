@@ -1,0 +1,167 @@
+//! The daemon's wire protocol: one JSON request line, one JSON reply line, per connection,
+//! over a Unix socket in the graph directory (mode 0600).
+//!
+//! A reply carries one of seven typed outcomes. `success` and `degraded` carry exactly
+//! what the direct command prints (stdout, stderr) and its exit code, so a worker answer
+//! is the direct answer; the others carry no evidence at all.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::AtlasError;
+
+/// Version of the request and reply documents below.
+pub const PROTOCOL_VERSION: u32 = 1;
+pub const SOCKET_FILE: &str = "daemon.sock";
+/// Held (flock) by the serving daemon: a socket without a holder is stale.
+pub const LOCK_FILE: &str = "daemon.lock";
+pub const LOG_FILE: &str = "daemon.log";
+/// Longest request line the daemon reads.
+pub const MAX_REQUEST_BYTES: u64 = 1024 * 1024;
+
+pub fn socket_path(graph_dir: &Path) -> PathBuf {
+    graph_dir.join(SOCKET_FILE)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    Context(Box<ContextCall>),
+    Status,
+    Shutdown,
+}
+
+/// `atlas context` as the client was asked it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContextCall {
+    pub v: u32,
+    pub query: String,
+    pub profile: String,
+    pub max_bytes: Option<u32>,
+    pub min_score: Option<u16>,
+    pub expect_graph: Option<String>,
+    pub after: Option<String>,
+    pub frozen: bool,
+    pub no_build: bool,
+    /// `json` or `text`.
+    pub format: String,
+    /// `--code` and `--graph` exactly as given (continuation argv replay them).
+    pub code_arg: Option<String>,
+    pub graph_arg: Option<String>,
+    /// The code root the client resolved: a daemon serving another root does not answer.
+    pub code_root: PathBuf,
+    /// Overrides the daemon's per-request deadline (never beyond it).
+    pub deadline_ms: Option<u64>,
+}
+
+/// The typed outcome of one worker request.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A worker answered; the answer is the direct command's.
+    Success,
+    /// A worker answered completely, under a condition the reason names (the memory
+    /// budget was exceeded, or the last watch-triggered build failed).
+    Degraded,
+    /// Refused at admission: the queue is full (or the memory budget is spent).
+    Busy,
+    /// The request waited in the queue past the queue timeout, or ran past its deadline.
+    Timeout,
+    /// The client went away, or the daemon stopped, before an answer.
+    Cancelled,
+    /// The worker panicked; it was replaced.
+    Failed,
+    /// No daemon, another code root, or the circuit is open after repeated panics.
+    Unavailable,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Success,
+        Outcome::Degraded,
+        Outcome::Busy,
+        Outcome::Timeout,
+        Outcome::Cancelled,
+        Outcome::Failed,
+        Outcome::Unavailable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Degraded => "degraded",
+            Outcome::Busy => "busy",
+            Outcome::Timeout => "timeout",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Failed => "failed",
+            Outcome::Unavailable => "unavailable",
+        }
+    }
+
+    /// The stable code of the outcome.
+    pub fn code(self) -> &'static str {
+        match self {
+            Outcome::Success => "atlas-daemon-success",
+            Outcome::Degraded => "atlas-daemon-degraded",
+            Outcome::Busy => "atlas-daemon-busy",
+            Outcome::Timeout => "atlas-daemon-timeout",
+            Outcome::Cancelled => "atlas-daemon-cancelled",
+            Outcome::Failed => "atlas-daemon-failed",
+            Outcome::Unavailable => "atlas-daemon-unavailable",
+        }
+    }
+
+    /// Whether the reply carries a complete answer.
+    pub fn answered(self) -> bool {
+        matches!(self, Outcome::Success | Outcome::Degraded)
+    }
+
+    /// The typed error of an outcome without an answer.
+    pub fn error(self, reason: String) -> Option<AtlasError> {
+        Some(match self {
+            Outcome::Success | Outcome::Degraded => return None,
+            Outcome::Busy => AtlasError::DaemonBusy(reason),
+            Outcome::Timeout => AtlasError::DaemonTimeout(reason),
+            Outcome::Cancelled => AtlasError::DaemonCancelled(reason),
+            Outcome::Failed => AtlasError::DaemonFailed(reason),
+            Outcome::Unavailable => AtlasError::DaemonUnavailable(reason),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reply {
+    pub v: u32,
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What the direct command prints, and its exit code (answered outcomes).
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    #[serde(default)]
+    pub exit_code: i32,
+    /// Which worker answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<usize>,
+    pub queue_ms: f64,
+    pub run_ms: f64,
+}
+
+impl Reply {
+    pub fn refused(outcome: Outcome, reason: impl Into<String>) -> Reply {
+        Reply {
+            v: PROTOCOL_VERSION,
+            outcome,
+            reason: Some(reason.into()),
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: 0,
+            worker: None,
+            queue_ms: 0.0,
+            run_ms: 0.0,
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! `atlas daemon` and `context --execution worker` (R-D-1, issue 14): a real daemon
+//! process on a real Unix socket, every typed outcome produced on purpose.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Run, Sandbox};
+
+/// A daemon started for a test; stopped (or killed) when dropped.
+struct Daemon<'a> {
+    sandbox: &'a Sandbox,
+    child: Option<Child>,
+}
+
+impl<'a> Daemon<'a> {
+    /// `atlas daemon start --foreground <flags>` as a child process, once it answers.
+    fn start(sandbox: &'a Sandbox, flags: &[&str], env: &[(&str, &str)]) -> Daemon<'a> {
+        let repo = sandbox.repo();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_atlas"));
+        command
+            .args([
+                "--code",
+                repo.to_str().unwrap(),
+                "daemon",
+                "start",
+                "--foreground",
+            ])
+            .args(flags)
+            .current_dir(sandbox.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("ATLAS_") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().copied());
+        let child = command.spawn().expect("daemon starts");
+        let daemon = Daemon {
+            sandbox,
+            child: Some(child),
+        };
+        daemon.wait_until(|status| status["running"] == true);
+        daemon
+    }
+
+    fn status(&self) -> serde_json::Value {
+        self.sandbox
+            .atlas(&["daemon", "status", "--format", "json"])
+            .success()
+            .json()
+    }
+
+    #[track_caller]
+    fn wait_until(&self, ready: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let started = Instant::now();
+        loop {
+            let status = self.status();
+            if ready(&status) {
+                return status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "daemon never reached the state; last status {status:#}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn outcome(&self, outcome: &str) -> u64 {
+        self.status()["outcomes"][outcome].as_u64().unwrap()
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Daemon<'_> {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let _ = self.sandbox.atlas(&["daemon", "stop"]);
+            self.kill();
+        }
+    }
+}
+
+fn built(fixture: &str) -> Sandbox {
+    let sandbox = Sandbox::with_fixture(fixture);
+    sandbox.atlas(&["build", "--no-search"]).success();
+    sandbox
+}
+
+/// `atlas context <query> --profile symbol --frozen --format json <extra>`.
+fn context(sandbox: &Sandbox, query: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "context",
+        query,
+        "--profile",
+        "symbol",
+        "--frozen",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    sandbox.atlas(&args)
+}
+
+/// The `atlas_execution` record a worker run leaves on stderr.
+#[track_caller]
+fn attempts(run: &Run) -> Vec<serde_json::Value> {
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("{\"atlas_execution\""))
+        .unwrap_or_else(|| panic!("no execution record:\n{}", run.describe()));
+    let record: serde_json::Value = serde_json::from_str(line).unwrap();
+    record["atlas_execution"]["attempts"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The answer without what differs between any two runs: timings, and the byte count that
+/// includes their digits.
+fn without_timings(mut answer: serde_json::Value) -> serde_json::Value {
+    answer["receipt"]["timings_ms"] = serde_json::Value::Null;
+    answer["receipt"]["serialized_bytes"] = serde_json::Value::Null;
+    answer
+}
+
+#[test]
+fn a_worker_answers_exactly_as_the_direct_command_over_a_private_socket() {
+    let sandbox = built("python");
+    let daemon = Daemon::start(&sandbox, &["--query-workers", "2"], &[]);
+    let socket = sandbox.graph().join("daemon.sock");
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
+
+    let direct = context(&sandbox, "Cart", &[]).success();
+    let worker = context(&sandbox, "Cart", &["--execution", "worker"]).success();
+    assert_eq!(
+        without_timings(worker.json()),
+        without_timings(direct.json())
+    );
+    let record = attempts(&worker);
+    assert_eq!(record.len(), 1);
+    assert_eq!(record[0]["mode"], "worker");
+    assert_eq!(record[0]["outcome"], "success");
+    assert_eq!(record[0]["code"], "atlas-daemon-success");
+
+    // A query error is relayed as the direct command reports it: same code, same exit.
+    let direct = context(&sandbox, "NoSuchSymbolAnywhere", &[]);
+    let worker = context(&sandbox, "NoSuchSymbolAnywhere", &["--execution", "worker"]);
+    assert_ne!(direct.code, 0, "{}", direct.describe());
+    assert_eq!(worker.code, direct.code, "{}", worker.describe());
+    assert_eq!(worker.json(), direct.json());
+
+    assert_eq!(daemon.outcome("success"), 2);
+    sandbox.atlas(&["daemon", "stop"]).success();
+    assert!(!socket.exists(), "stop removes the socket");
+}
+
+#[test]
+fn without_a_daemon_a_worker_request_is_unavailable_and_the_fallback_records_both_attempts() {
+    let sandbox = built("python");
+    let run = context(&sandbox, "Cart", &["--execution", "worker"]);
+    let run = run.failure(15, "atlas-daemon-unavailable");
+    assert_eq!(attempts(&run)[0]["outcome"], "unavailable");
+
+    let run = context(
+        &sandbox,
+        "Cart",
+        &["--execution", "worker", "--fallback-direct"],
+    )
+    .success();
+    let record = attempts(&run);
+    assert_eq!(record.len(), 2, "{record:?}");
+    assert_eq!(record[0]["mode"], "worker");
+    assert_eq!(record[0]["outcome"], "unavailable");
+    assert_eq!(record[1]["mode"], "direct");
+    assert_eq!(record[1]["outcome"], "success");
+    // stdout holds exactly one complete answer: the direct one.
+    assert_eq!(run.json()["evidence"][0]["symbol"], "shop/models.py::Cart");
+
+    // `--fallback-direct` belongs to worker execution only.
+    context(
+        &sandbox,
+        "Cart",
+        &["--execution", "direct", "--fallback-direct"],
+    )
+    .failure(2, "atlas-invalid-input");
+}
+
+#[test]
+fn a_full_queue_answers_busy_at_once() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(
+        &sandbox,
+        &["--query-workers", "1", "--queue", "1"],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-1500")],
+    );
+    // One request runs, one waits in the queue, the third finds it full.
+    let runs: Vec<Run> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let sandbox = &sandbox;
+                scope.spawn(move || {
+                    std::thread::sleep(Duration::from_millis(300 * i));
+                    context(sandbox, "Cart", &["--execution", "worker"])
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(runs[0].code, 0, "{}", runs[0].describe());
+    assert_eq!(runs[1].code, 0, "{}", runs[1].describe());
+    let busy = &runs[2];
+    assert_eq!(busy.code, 11, "{}", busy.describe());
+    assert!(busy.stderr.contains("error[atlas-daemon-busy]"));
+    assert_eq!(attempts(busy)[0]["outcome"], "busy");
+}
+
+#[test]
+fn a_deadline_of_one_millisecond_times_out() {
+    let sandbox = built("python");
+    let daemon = Daemon::start(
+        &sandbox,
+        &[],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-200")],
+    );
+    let run = context(
+        &sandbox,
+        "Cart",
+        &["--execution", "worker", "--deadline-ms", "1"],
+    );
+    let run = run.failure(12, "atlas-daemon-timeout");
+    // The error envelope, never a partial answer.
+    assert_eq!(run.json()["error"]["code"], "atlas-daemon-timeout");
+    assert!(run.json().get("evidence").is_none());
+    assert_eq!(daemon.outcome("timeout"), 1);
+}
+
+#[test]
+fn a_client_that_disconnects_is_cancelled() {
+    let sandbox = built("python");
+    let daemon = Daemon::start(
+        &sandbox,
+        &["--query-workers", "1"],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-1000")],
+    );
+    let mut stream = UnixStream::connect(sandbox.graph().join("daemon.sock")).unwrap();
+    let request = serde_json::json!({
+        "op": "context", "v": 1, "query": "Cart", "profile": "symbol",
+        "max_bytes": null, "min_score": null, "expect_graph": null, "after": null,
+        "frozen": true, "no_build": false, "format": "json",
+        "code_arg": null, "graph_arg": null,
+        "code_root": sandbox.repo(), "deadline_ms": null
+    });
+    stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(stream);
+    let status = daemon.wait_until(|s| s["outcomes"]["cancelled"] == 1);
+    assert_eq!(status["outcomes"]["success"], 0);
+}
+
+#[test]
+fn a_panicking_worker_fails_its_request_is_replaced_and_a_second_panic_opens_the_circuit() {
+    let sandbox = built("python");
+    let daemon = Daemon::start(
+        &sandbox,
+        &["--query-workers", "1"],
+        &[("ATLAS_INJECT_FAILURE", "worker-panic")],
+    );
+    let run = context(&sandbox, "Cart", &["--execution", "worker"]);
+    run.failure(14, "atlas-daemon-failed");
+    let status = daemon.wait_until(|s| s["workers_replaced"] == 1 && s["workers_alive"] == 1);
+    assert_eq!(status["circuit_open"], false);
+
+    context(&sandbox, "Cart", &["--execution", "worker"]).failure(14, "atlas-daemon-failed");
+    daemon.wait_until(|s| s["circuit_open"] == true && s["workers_alive"] == 1);
+    let run = context(&sandbox, "Cart", &["--execution", "worker"]);
+    let run = run.failure(15, "atlas-daemon-unavailable");
+    assert!(run.stderr.contains("circuit"), "{}", run.describe());
+
+    // With the fallback the same request is answered directly, both attempts recorded.
+    let run = context(
+        &sandbox,
+        "Cart",
+        &["--execution", "worker", "--fallback-direct"],
+    )
+    .success();
+    let record = attempts(&run);
+    assert_eq!(
+        (record[0]["outcome"].as_str(), record[1]["outcome"].as_str()),
+        (Some("unavailable"), Some("success"))
+    );
+    assert_eq!(daemon.outcome("failed"), 2);
+}
+
+#[test]
+fn the_daemon_follows_each_new_generation() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(&sandbox, &[], &[]);
+    let before = context(&sandbox, "Cart", &["--execution", "worker"]).success();
+    let first = before.json()["graph"]["fingerprint"].clone();
+    assert_eq!(first, sandbox.current().as_str());
+
+    sandbox.write("shop/late.py", "def arrived_later():\n    return 1\n");
+    sandbox.atlas(&["build", "--no-search"]).success();
+    let after = context(&sandbox, "arrived_later", &["--execution", "worker"]).success();
+    let answer = after.json();
+    assert_eq!(answer["graph"]["fingerprint"], sandbox.current().as_str());
+    assert_ne!(answer["graph"]["fingerprint"], first);
+    assert_eq!(
+        answer["evidence"][0]["symbol"],
+        "shop/late.py::arrived_later"
+    );
+}
+
+#[test]
+fn a_daemon_killed_mid_request_leaves_the_generation_intact_and_its_stale_socket_is_replaced() {
+    let sandbox = built("python");
+    let committed = sandbox.current();
+    let mut daemon = Daemon::start(
+        &sandbox,
+        &[],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-3000")],
+    );
+    let pending = std::thread::scope(|scope| {
+        let request = scope.spawn(|| context(&sandbox, "Cart", &["--execution", "worker"]));
+        std::thread::sleep(Duration::from_millis(500));
+        daemon.kill();
+        request.join().unwrap()
+    });
+    // The client learns there is no daemon; it never hangs, never gets half an answer.
+    assert_eq!(pending.code, 15, "{}", pending.describe());
+    assert_eq!(pending.json()["error"]["code"], "atlas-daemon-unavailable");
+
+    let socket = sandbox.graph().join("daemon.sock");
+    assert!(socket.exists(), "a killed daemon leaves its socket");
+    let status = sandbox
+        .atlas(&["daemon", "status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(status["running"], false);
+    assert_eq!(status["stale_socket"], true);
+
+    assert_eq!(sandbox.current(), committed);
+    context(&sandbox, "Cart", &[]).success();
+
+    let daemon = Daemon::start(&sandbox, &[], &[]);
+    context(&sandbox, "Cart", &["--execution", "worker"]).success();
+    assert_eq!(daemon.outcome("success"), 1);
+}
+
+#[test]
+fn over_the_memory_budget_answers_are_degraded_or_refused_never_silent() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(&sandbox, &["--worker-memory-mib", "0"], &[]);
+    for _ in 0..3 {
+        let run = context(&sandbox, "Cart", &["--execution", "worker"]);
+        let record = attempts(&run);
+        let outcome = record[0]["outcome"].as_str().unwrap().to_string();
+        assert!(
+            outcome == "degraded" || outcome == "busy",
+            "{}",
+            run.describe()
+        );
+        assert!(
+            record[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("memory budget"),
+            "{record:?}"
+        );
+        if outcome == "degraded" {
+            // A degraded answer is complete.
+            assert_eq!(run.code, 0);
+            assert_eq!(run.json()["evidence"][0]["symbol"], "shop/models.py::Cart");
+        } else {
+            assert_eq!(run.code, 11);
+        }
+    }
+}
+
+#[test]
+fn start_detaches_and_stop_ends_the_daemon() {
+    let sandbox = built("python");
+    let started = sandbox
+        .atlas(&["daemon", "start", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(started["running"], true);
+    let pid = started["pid"].as_u64().unwrap();
+    // Starting again reports the running daemon.
+    let again = sandbox
+        .atlas(&["daemon", "start", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(again["pid"].as_u64(), Some(pid));
+    context(&sandbox, "Cart", &["--execution", "worker"]).success();
+    let stopped = sandbox
+        .atlas(&["daemon", "stop", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(stopped["pid"].as_u64(), Some(pid));
+    // Gone, or a zombie waiting for a parent that reaps (a container without init).
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = state.rsplit(") ").next().unwrap_or("").chars().next();
+    assert!(
+        matches!(state, None | Some('Z')),
+        "daemon {pid} still runs ({state:?})"
+    );
+    let status = sandbox
+        .atlas(&["daemon", "status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(status["running"], false);
+    assert_eq!(status["stale_socket"], false);
+}
+
+/// A raw status exchange, as a client in another language would do it.
+#[test]
+fn the_protocol_is_one_json_line_each_way() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(&sandbox, &[], &[]);
+    let mut stream = UnixStream::connect(sandbox.graph().join("daemon.sock")).unwrap();
+    stream.write_all(b"{\"op\":\"status\"}\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).unwrap();
+    let status: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(status["protocol"], 1);
+    assert_eq!(status["limits"]["workers"], 2);
+
+    let mut stream = UnixStream::connect(sandbox.graph().join("daemon.sock")).unwrap();
+    stream.write_all(b"not json\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["outcome"], "unavailable");
+}

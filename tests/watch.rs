@@ -1,0 +1,318 @@
+//! `atlas watch` and watching daemons (R-D-2, issue 14): real inotify (and polling), real
+//! builds, the state `atlas status` reads.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Sandbox;
+
+/// `atlas watch` as a child process; killed when dropped.
+struct Watcher<'a> {
+    sandbox: &'a Sandbox,
+    child: Child,
+}
+
+impl<'a> Watcher<'a> {
+    fn start(sandbox: &'a Sandbox, flags: &[&str], env: &[(&str, &str)]) -> Watcher<'a> {
+        let repo = sandbox.repo();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_atlas"));
+        command
+            .args([
+                "--code",
+                repo.to_str().unwrap(),
+                "watch",
+                "--no-search",
+                "--format",
+                "json",
+            ])
+            .args(flags)
+            .current_dir(sandbox.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("ATLAS_") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().copied());
+        let watcher = Watcher {
+            sandbox,
+            child: command.spawn().expect("watch starts"),
+        };
+        // Its first build brings the graph up to date.
+        watcher.wait_until(|w| w["builds"].as_u64() >= Some(1) && w["state"] == "idle");
+        watcher
+    }
+
+    /// The watcher as `atlas status` shows it.
+    fn status(&self) -> serde_json::Value {
+        let status = self.sandbox.atlas(&["status", "--format", "json"]).json();
+        status["watch"].clone()
+    }
+
+    #[track_caller]
+    fn wait_until(&self, ready: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let started = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(self.sandbox.graph().join("watch.json"));
+            if let Ok(text) = text
+                && let Ok(status) = serde_json::from_str::<serde_json::Value>(&text)
+                && ready(&status)
+            {
+                return status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the watcher never reached the state"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Watcher<'_> {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn frozen_symbol(sandbox: &Sandbox, name: &str) -> serde_json::Value {
+    sandbox
+        .atlas(&[
+            "context",
+            name,
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ])
+        .json()
+}
+
+#[test]
+fn an_edit_is_visible_to_the_next_query_after_the_debounce() {
+    let sandbox = Sandbox::with_fixture("python");
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let before = watcher.status();
+    assert_eq!(before["backend"], "inotify");
+    assert_eq!(before["state"], "idle");
+    let builds = before["builds"].as_u64().unwrap();
+
+    sandbox.write(
+        "shop/models.py",
+        std::fs::read_to_string(sandbox.repo().join("shop/models.py")).unwrap()
+            + "\n\ndef freshly_added():\n    return 42\n",
+    );
+    let after = watcher.wait_until(|w| w["builds"].as_u64() > Some(builds));
+    let last = &after["last_build"];
+    assert_eq!(last["outcome"], "published", "{after:#}");
+    assert!(last["latency_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(last["fingerprint"], sandbox.current().as_str());
+    let answer = frozen_symbol(&sandbox, "freshly_added");
+    assert_eq!(
+        answer["evidence"][0]["symbol"],
+        "shop/models.py::freshly_added"
+    );
+    // `atlas status` shows the watcher and the last build.
+    let shown = sandbox.atlas(&["status"]).success();
+    assert!(
+        shown.stdout.contains("watch       idle (inotify)"),
+        "{}",
+        shown.describe()
+    );
+}
+
+#[test]
+fn a_burst_of_changes_gives_one_build() {
+    let sandbox = Sandbox::with_fixture("python");
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "300"], &[]);
+    let builds = watcher.status()["builds"].as_u64().unwrap();
+    // As a `git checkout` does: many files at once.
+    for i in 0..200 {
+        sandbox.write(
+            &format!("shop/burst/m{i:03}.py"),
+            format!("def burst_{i}():\n    return {i}\n"),
+        );
+    }
+    let after = watcher.wait_until(|w| w["builds"].as_u64() > Some(builds) && w["state"] == "idle");
+    // Quiet for longer than the debounce: no second build follows.
+    std::thread::sleep(Duration::from_millis(1200));
+    let settled = watcher.status();
+    assert_eq!(settled["builds"], after["builds"], "{settled:#}");
+    assert_eq!(settled["builds"].as_u64(), Some(builds + 1));
+    assert_eq!(settled["last_build"]["outcome"], "published");
+    assert!(settled["last_build"]["events"].as_u64().unwrap() >= 200);
+    assert_eq!(
+        frozen_symbol(&sandbox, "burst_199")["evidence"][0]["symbol"],
+        "shop/burst/m199.py::burst_199"
+    );
+}
+
+#[test]
+fn ignored_files_never_trigger_a_build() {
+    let sandbox = Sandbox::with_fixture("python");
+    sandbox.write(".gitignore", "scratch/\n*.log\n");
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let before = watcher.status();
+    sandbox.write("shop/.models.py.swp", "swap");
+    sandbox.write("shop/models.py~", "backup");
+    sandbox.write("shop/4913", "");
+    std::fs::remove_file(sandbox.repo().join("shop/4913")).unwrap();
+    sandbox.write("target/debug/gen.py", "def generated(): pass\n");
+    sandbox.write("node_modules/pkg/index.js", "export const x = 1;\n");
+    sandbox.write("scratch/notes.py", "def scratch(): pass\n");
+    sandbox.write("run.log", "log line\n");
+    sandbox.write("image.png", [0u8, 1, 2]);
+    std::thread::sleep(Duration::from_millis(800));
+    let after = watcher.status();
+    assert_eq!(after["builds"], before["builds"], "{after:#}");
+    assert_eq!(after["events"], before["events"], "{after:#}");
+    assert!(after["ignored_events"].as_u64() > before["ignored_events"].as_u64());
+}
+
+#[test]
+fn the_watcher_polls_when_asked_and_says_so() {
+    let sandbox = Sandbox::with_fixture("python");
+    let watcher = Watcher::start(
+        &sandbox,
+        &["--debounce-ms", "50"],
+        &[("ATLAS_WATCH_POLL", "1")],
+    );
+    let status = watcher.status();
+    assert_eq!(status["backend"], "poll");
+    assert!(
+        status["poll_reason"]
+            .as_str()
+            .unwrap()
+            .contains("ATLAS_WATCH_POLL")
+    );
+    let builds = status["builds"].as_u64().unwrap();
+    sandbox.write("shop/polled.py", "def seen_by_polling():\n    return 1\n");
+    watcher.wait_until(|w| w["builds"].as_u64() > Some(builds) && w["state"] == "idle");
+    assert_eq!(
+        frozen_symbol(&sandbox, "seen_by_polling")["evidence"][0]["symbol"],
+        "shop/polled.py::seen_by_polling"
+    );
+}
+
+#[test]
+fn a_killed_watch_build_leaves_the_committed_generation_and_the_next_start_recovers() {
+    let sandbox = Sandbox::with_fixture("python");
+    sandbox.atlas(&["build", "--no-search"]).success();
+    let committed = sandbox.current();
+    let mut watcher = Watcher::start(
+        &sandbox,
+        &["--debounce-ms", "50"],
+        &[("ATLAS_INJECT_FAILURE", "stall-before-publish")],
+    );
+    sandbox.write("shop/late.py", "def after_the_kill():\n    return 1\n");
+    watcher.wait_until(|w| w["state"] == "building");
+    std::thread::sleep(Duration::from_millis(300));
+    watcher.kill();
+
+    assert_eq!(sandbox.current(), committed);
+    let answer = frozen_symbol(&sandbox, "Cart");
+    assert_eq!(answer["graph"]["fingerprint"], committed.as_str());
+    let status = sandbox
+        .atlas(&["status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(status["watch"]["state"], "stopped");
+
+    // The next watcher starts with a build that picks the edit up.
+    let _watcher = Watcher::start(&sandbox, &["--debounce-ms", "50"], &[]);
+    assert_ne!(sandbox.current(), committed);
+    assert_eq!(
+        frozen_symbol(&sandbox, "after_the_kill")["evidence"][0]["symbol"],
+        "shop/late.py::after_the_kill"
+    );
+}
+
+#[test]
+fn one_graph_has_one_watcher() {
+    let sandbox = Sandbox::with_fixture("python");
+    let _watcher = Watcher::start(&sandbox, &[], &[]);
+    sandbox
+        .atlas(&["watch", "--no-search"])
+        .failure(5, "atlas-watch-running");
+}
+
+#[test]
+fn a_watching_daemon_answers_an_edit_without_scanning_the_tree() {
+    let sandbox = Sandbox::with_fixture("python");
+    sandbox.atlas(&["build", "--no-search"]).success();
+    let repo = sandbox.repo();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_atlas"))
+        .args([
+            "--code",
+            repo.to_str().unwrap(),
+            "daemon",
+            "start",
+            "--foreground",
+        ])
+        .env("ATLAS_WATCH", "1")
+        .env("ATLAS_WATCH_DEBOUNCE_MS", "100")
+        .env_remove("ATLAS_GRAPH_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        let status = sandbox
+            .atlas(&["daemon", "status", "--format", "json"])
+            .json();
+        if status["running"] == true && status["watch"]["builds"].as_u64() >= Some(1) {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{status:#}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let builds = status["watch"]["builds"].as_u64().unwrap();
+    sandbox.write(
+        "shop/daemon_seen.py",
+        "def daemon_sees_it():\n    return 1\n",
+    );
+    let started = Instant::now();
+    loop {
+        let status = sandbox
+            .atlas(&["daemon", "status", "--format", "json"])
+            .json();
+        if status["watch"]["builds"].as_u64() > Some(builds) && status["watch"]["state"] == "idle" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{status:#}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Not frozen: the daemon trusts its watcher instead of scanning the tree.
+    let run = sandbox
+        .atlas(&[
+            "context",
+            "daemon_sees_it",
+            "--profile",
+            "symbol",
+            "--execution",
+            "worker",
+            "--format",
+            "json",
+        ])
+        .success();
+    let answer = run.json();
+    assert_eq!(
+        answer["evidence"][0]["symbol"],
+        "shop/daemon_seen.py::daemon_sees_it"
+    );
+    assert_eq!(answer["graph"]["refreshed"], false);
+    sandbox.atlas(&["daemon", "stop"]).success();
+    let _ = daemon.wait();
+}

@@ -46,3 +46,44 @@ fn a_reused_mapping_is_never_a_replaced_file() {
     assert_eq!(first.node_count(), again.node_count());
     assert!(!first.fingerprint().is_empty());
 }
+
+#[test]
+fn a_reused_search_index_is_never_a_rebuilt_one() {
+    use atlas::build::store::Store;
+    use atlas::config::EmbedSource;
+    use atlas::query::search::{SearchIndex, embed::Embedder, reuse_loaded_indexes};
+
+    let s = Sandbox::with_fixture("python");
+    s.atlas(&["build", "--no-progress"]).success();
+    let fingerprint = s.current();
+    let store = Store::new(s.graph());
+    let embedder = Embedder::load(&EmbedSource::Embedded).unwrap();
+    reuse_loaded_indexes();
+
+    let first = SearchIndex::open(&store, &fingerprint, &embedder)
+        .unwrap()
+        .expect("the build made the index");
+    let again = SearchIndex::open(&store, &fingerprint, &embedder)
+        .unwrap()
+        .unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&first, &again),
+        "the second open loads the index again instead of reusing it"
+    );
+
+    // The index is rebuilt in place (removed, then repaired by a read): new files, a new
+    // load.
+    std::fs::remove_dir_all(store.search_dir(&fingerprint)).unwrap();
+    assert!(
+        SearchIndex::open(&store, &fingerprint, &embedder)
+            .unwrap()
+            .is_none(),
+        "a removed index is not served from the cache"
+    );
+    s.atlas(&["search", "cart total", "--format", "json"])
+        .success();
+    let rebuilt = SearchIndex::open(&store, &fingerprint, &embedder)
+        .unwrap()
+        .unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &rebuilt));
+}

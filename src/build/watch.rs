@@ -41,6 +41,20 @@ pub struct WatchOptions {
     /// Poll instead of using inotify.
     pub force_poll: bool,
     pub poll_interval: Duration,
+    /// Where each build runs.
+    pub runner: Runner,
+}
+
+/// Where the watcher's builds run.
+#[derive(Debug, Clone)]
+pub enum Runner {
+    /// In this process (`atlas watch`).
+    InProcess,
+    /// In a child process: this program and arguments, which print the build report
+    /// (`build --format json`) or the JSON error envelope on stdout. A serving process
+    /// (daemon, MCP server) builds this way, so that a build's memory peak is never its
+    /// own and a build that dies takes nothing else with it.
+    Command(Vec<std::ffi::OsString>),
 }
 
 impl WatchOptions {
@@ -50,7 +64,39 @@ impl WatchOptions {
             debounce,
             force_poll: false,
             poll_interval: Duration::from_secs(1),
+            runner: Runner::InProcess,
         }
+    }
+}
+
+/// What a build the watcher ran reports: (unchanged, fingerprint), or the error code.
+type BuildResult = std::result::Result<(bool, String), String>;
+
+/// Runs `argv` and reads its build report or error envelope.
+fn run_command(argv: &[std::ffi::OsString]) -> BuildResult {
+    let Some((program, args)) = argv.split_first() else {
+        return Err("atlas-internal".into());
+    };
+    let output = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|_| "atlas-io".to_string())?;
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|_| "atlas-internal".to_string())?;
+    if let Some(code) = report["error"]["code"].as_str() {
+        return Err(code.to_string());
+    }
+    match (
+        report["unchanged"].as_bool(),
+        report["fingerprint"].as_str(),
+    ) {
+        (Some(unchanged), Some(fingerprint)) if output.status.success() => {
+            Ok((unchanged, fingerprint.to_string()))
+        }
+        // Killed, or a report without its fields.
+        _ => Err("atlas-internal".into()),
     }
 }
 
@@ -483,30 +529,33 @@ impl Loop {
     fn build(&mut self, first_change: Instant, events: u64) {
         self.set_state("building");
         let started = Instant::now();
-        let mut options = self.options.build.clone();
-        // A user's `atlas build` may hold the lock: wait for it, then build what is left.
-        options.lock_wait = LockWait::Within(Duration::from_secs(60));
-        options.progress = None;
-        let result = pipeline::build(&options);
+        let result: BuildResult = match &self.options.runner {
+            Runner::InProcess => {
+                let mut options = self.options.build.clone();
+                // A user's `atlas build` may hold the lock: wait for it, then build what
+                // is left.
+                options.lock_wait = LockWait::Within(Duration::from_secs(60));
+                options.progress = None;
+                pipeline::build(&options)
+                    .map(|report| (report.unchanged, report.fingerprint))
+                    .map_err(|e| e.code().to_string())
+            }
+            Runner::Command(argv) => run_command(argv),
+        };
         let finished = Instant::now();
-        let last = match &result {
-            Ok(report) => LastBuild {
-                outcome: if report.unchanged {
-                    "unchanged"
-                } else {
-                    "published"
-                }
-                .into(),
+        let last = match result {
+            Ok((unchanged, fingerprint)) => LastBuild {
+                outcome: if unchanged { "unchanged" } else { "published" }.into(),
                 code: None,
-                fingerprint: Some(report.fingerprint.clone()),
+                fingerprint: Some(fingerprint),
                 latency_ms: millis(finished - started),
                 since_first_change_ms: millis(finished - first_change),
                 events,
                 finished_unix_ms: unix_ms(),
             },
-            Err(e) => LastBuild {
+            Err(code) => LastBuild {
                 outcome: "failed".into(),
-                code: Some(e.code().into()),
+                code: Some(code),
                 fingerprint: None,
                 latency_ms: millis(finished - started),
                 since_first_change_ms: millis(finished - first_change),

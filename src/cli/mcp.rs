@@ -43,6 +43,7 @@ pub struct McpArgs {}
 pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
     // A warm server checks each generation's payload once, not on every call.
     crate::graph::format::reuse_validated_mappings();
+    crate::query::search::reuse_loaded_indexes();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -59,7 +60,7 @@ pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
         );
         None
     } else if call.config.watch.enabled {
-        match super::watch::start(call, None, false, true) {
+        match super::watch::start(call, None, false, true, true) {
             Ok(watch) => {
                 server.config.watch.fresh_by_watcher = true;
                 Some(watch)

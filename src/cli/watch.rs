@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::build::pipeline::BuildOptions;
-use crate::build::watch::{LastBuild, Watch, WatchOptions};
+use crate::build::watch::{LastBuild, Runner, Watch, WatchOptions};
 use crate::error::AtlasError;
 
 use super::build::search_companion;
@@ -26,12 +26,14 @@ pub struct WatchArgs {
     pub format: Format,
 }
 
-/// The watcher `call` describes: its configuration, with `args` over it.
+/// The watcher `call` describes: its configuration, with `args` over it. `isolated` runs
+/// each build in a child `atlas build` (serving processes).
 pub fn start(
     call: &Call,
     debounce: Option<u64>,
     poll: bool,
     search: bool,
+    isolated: bool,
 ) -> Result<Watch, AtlasError> {
     let location = call.location()?;
     let mut build =
@@ -44,12 +46,31 @@ pub fn start(
     let debounce = debounce.map_or(call.config.watch.debounce, Duration::from_millis);
     let mut options = WatchOptions::new(build, debounce);
     options.force_poll = poll || call.config.watch.force_poll;
+    if isolated {
+        let exe = std::env::current_exe().map_err(|e| AtlasError::io("<current exe>", e))?;
+        let mut argv: Vec<std::ffi::OsString> = vec![
+            exe.into(),
+            "--code".into(),
+            location.code_root.clone().into(),
+            "--graph".into(),
+            location.graph_dir.clone().into(),
+            "build".into(),
+            "--wait".into(),
+            "--no-progress".into(),
+            "--format".into(),
+            "json".into(),
+        ];
+        if !search {
+            argv.push("--no-search".into());
+        }
+        options.runner = Runner::Command(argv);
+    }
     Watch::start(options)
 }
 
 /// Runs until the process is stopped, printing one line per build.
 pub fn run(call: &Call, args: &WatchArgs) -> Result<(), AtlasError> {
-    let watch = start(call, args.debounce_ms, args.poll, !args.no_search)?;
+    let watch = start(call, args.debounce_ms, args.poll, !args.no_search, false)?;
     let status = watch.status();
     eprintln!(
         "atlas watch: {} directories by {}{}; debounce {} ms",

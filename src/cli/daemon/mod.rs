@@ -174,7 +174,7 @@ fn run_start(call: &Call, args: &StartArgs) -> Result<()> {
     if args.foreground {
         let mut config = call.config.clone();
         let watch = if watching {
-            match super::watch::start(call, None, false, true) {
+            match super::watch::start(call, None, false, true, true) {
                 Ok(watch) => {
                     // The watcher keeps the generation fresh: reads skip their own scan.
                     config.watch.fresh_by_watcher = true;

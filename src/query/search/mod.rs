@@ -28,6 +28,7 @@ use crate::config::{Config, EmbedSource, SearchConfig};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::Mmap;
 use serde::Serialize;
@@ -202,9 +203,73 @@ struct Fused {
 
 pub use crate::config::Arms;
 
+/// Loaded indexes a long-lived process keeps, by directory (`reuse_loaded_indexes`).
+type Loaded = HashMap<PathBuf, (IndexStamp, String, Arc<SearchIndex>)>;
+static LOADED: std::sync::OnceLock<std::sync::Mutex<Loaded>> = std::sync::OnceLock::new();
+/// Indexes kept at most; beyond it the cache starts again.
+const LOADED_CAP: usize = 4;
+
+/// Which files a loaded index was read from: its completion marker and its metadata
+/// (device, inode, length, modification time). A repaired index rewrites both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct IndexStamp(Vec<(u64, u64, u64, Option<std::time::SystemTime>)>);
+
+impl IndexStamp {
+    fn of(dir: &Path) -> Option<IndexStamp> {
+        use std::os::unix::fs::MetadataExt;
+        ["COMPLETE", "index.json"]
+            .iter()
+            .map(|name| {
+                fs::metadata(dir.join(name))
+                    .ok()
+                    .map(|m| (m.dev(), m.ino(), m.len(), m.modified().ok()))
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(IndexStamp)
+    }
+}
+
+/// From now on this process keeps each generation's loaded search index (tantivy reader,
+/// vector mapping, sections) while its files are the same, instead of loading it on every
+/// query — for the daemon and the MCP server. Sound because a completed index is never
+/// modified in place: a repair writes new files (a new stamp). One-shot commands never
+/// turn it on.
+pub fn reuse_loaded_indexes() {
+    LOADED.get_or_init(|| std::sync::Mutex::new(HashMap::new()));
+}
+
 impl SearchIndex {
     fn dir(store: &Store, fingerprint: &str) -> PathBuf {
         store.search_dir(fingerprint)
+    }
+
+    /// `load`, through the cache when this process keeps loaded indexes.
+    fn load_shared(dir: &Path, embedder: &Embedder) -> Result<Arc<SearchIndex>> {
+        let Some(cache) = LOADED.get() else {
+            return SearchIndex::load(dir, embedder).map(Arc::new);
+        };
+        let stamp = IndexStamp::of(dir);
+        if let Some(stamp) = &stamp
+            && let Ok(cache) = cache.lock()
+            && let Some((known, identity, index)) = cache.get(dir)
+            && known == stamp
+            && *identity == embedder.identity
+        {
+            return Ok(Arc::clone(index));
+        }
+        let index = Arc::new(SearchIndex::load(dir, embedder)?);
+        if let Some(stamp) = stamp
+            && let Ok(mut cache) = cache.lock()
+        {
+            if cache.len() >= LOADED_CAP {
+                cache.clear();
+            }
+            cache.insert(
+                dir.to_path_buf(),
+                (stamp, embedder.identity.clone(), Arc::clone(&index)),
+            );
+        }
+        Ok(index)
     }
 
     /// Opens the generation's index if it was built: `Ok(None)` when it was not,
@@ -214,12 +279,12 @@ impl SearchIndex {
         store: &Store,
         fingerprint: &str,
         embedder: &Embedder,
-    ) -> Result<Option<SearchIndex>> {
+    ) -> Result<Option<Arc<SearchIndex>>> {
         let dir = SearchIndex::dir(store, fingerprint);
         if !dir.join("COMPLETE").is_file() {
             return Ok(None);
         }
-        SearchIndex::load(&dir, embedder).map(Some)
+        SearchIndex::load_shared(&dir, embedder).map(Some)
     }
 
     /// Opens the index, building or repairing it first when it is missing or damaged
@@ -231,7 +296,7 @@ impl SearchIndex {
         root: &Path,
         embedder: &Embedder,
         lock_wait: Duration,
-    ) -> Result<SearchIndex> {
+    ) -> Result<Arc<SearchIndex>> {
         match SearchIndex::open(store, fingerprint, embedder) {
             Ok(Some(index)) if index.vectors_unavailable.is_none() => return Ok(index),
             Ok(_) | Err(AtlasError::SearchCorrupt { .. }) => {}
@@ -248,11 +313,11 @@ impl SearchIndex {
         root: &Path,
         embedder: &Embedder,
         lock_wait: Duration,
-    ) -> Result<SearchIndex> {
+    ) -> Result<Arc<SearchIndex>> {
         let lock = store.lock_within(lock_wait)?;
         SearchIndex::ensure_built(store, &lock, fingerprint, graph, root, embedder)?;
         drop(lock);
-        SearchIndex::load(&SearchIndex::dir(store, fingerprint), embedder)
+        SearchIndex::load_shared(&SearchIndex::dir(store, fingerprint), embedder)
     }
 
     /// The index a query reads: a `frozen` read never builds it (`None` when it is
@@ -265,7 +330,7 @@ impl SearchIndex {
         embedder: &Embedder,
         frozen: bool,
         lock_wait: Duration,
-    ) -> Result<Option<SearchIndex>> {
+    ) -> Result<Option<Arc<SearchIndex>>> {
         if frozen {
             SearchIndex::open(store, fingerprint, embedder)
         } else {

@@ -1,0 +1,332 @@
+//! The edit path (issue 14): after any sequence of edits, the graph an incremental build
+//! publishes equals a cold build of the same tree — the same dump, the same fingerprint.
+//! Edits are drawn from a seeded generator (the seed is printed on failure): add, rename
+//! and delete a function, add and delete a file, change an import, edit a body.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Run, Sandbox};
+
+/// A small deterministic generator (SplitMix64): the same seed, the same edits.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// How one language writes the edits.
+struct Lang {
+    fixture: &'static str,
+    dir: &'static str,
+    ext: &'static str,
+    /// Functions the fixture defines, to call and to import.
+    existing: &'static [(&'static str, &'static str)],
+    function: fn(&str, &str) -> String,
+    import: fn(&str, &str) -> String,
+    definition: fn(&str) -> String,
+}
+
+const PYTHON: Lang = Lang {
+    fixture: "python",
+    dir: "shop",
+    ext: "py",
+    existing: &[
+        ("shop.util", "round_money"),
+        ("shop.util", "apply_discount"),
+        ("shop.pricing", "checkout"),
+        ("shop.pricing", "quick_cart"),
+    ],
+    function: |name, callee| format!("\n\ndef {name}(value=None):\n    return {callee}(value)\n"),
+    import: |module, name| format!("from {module} import {name}\n"),
+    definition: |name| format!("def {name}("),
+};
+
+const TYPESCRIPT: Lang = Lang {
+    fixture: "typescript",
+    dir: "src",
+    ext: "ts",
+    existing: &[("./model", "isEmail")],
+    function: |name, callee| {
+        format!(
+            "\nexport function {name}(value?: string): boolean {{\n  return {callee}(value ?? \"\");\n}}\n"
+        )
+    },
+    import: |module, name| format!("import {{ {name} }} from \"{module}\";\n"),
+    definition: |name| format!("function {name}("),
+};
+
+/// What the sequence added, so that later edits can rename, delete and re-import it.
+#[derive(Default)]
+struct Added {
+    /// (file, function name).
+    functions: Vec<(PathBuf, String)>,
+    /// (file, module it imports from, imported name).
+    files: Vec<(PathBuf, String, String)>,
+    counter: usize,
+}
+
+fn fresh(added: &mut Added, stem: &str) -> String {
+    added.counter += 1;
+    format!("{stem}_{}", added.counter)
+}
+
+fn source_files(root: &Path, lang: &Lang) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(lang.dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == lang.ext))
+        .filter(|p| !p.ends_with("__init__.py"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The kinds of edit, each once per cycle of steps, in an order the generator shuffles.
+const KINDS: [usize; 8] = [0, 4, 2, 6, 3, 7, 1, 5];
+
+fn shuffled(rng: &mut Rng) -> Vec<usize> {
+    let mut kinds = KINDS.to_vec();
+    for i in (1..kinds.len()).rev() {
+        kinds.swap(i, rng.below(i + 1));
+    }
+    kinds
+}
+
+/// Applies edit `kind` (`KINDS`) with random files, names and imports; returns what it
+/// did, for the failure message. A kind whose subject does not exist yet (nothing added
+/// to rename) adds a function instead.
+fn edit(root: &Path, lang: &Lang, kind: usize, rng: &mut Rng, added: &mut Added) -> String {
+    let (module, callee) = lang.existing[rng.below(lang.existing.len())];
+    let kind = match kind {
+        2 | 3 if added.functions.is_empty() => 0,
+        5 | 6 if added.files.is_empty() => 4,
+        kind => kind,
+    };
+    match kind {
+        // Add a function to an existing file.
+        0 | 1 => {
+            let files = source_files(root, lang);
+            let file = files[rng.below(files.len())].clone();
+            let name = fresh(added, "added");
+            let callee = added
+                .functions
+                .last()
+                .map_or(callee.to_string(), |(_, f)| f.clone());
+            let mut text = std::fs::read_to_string(&file).unwrap();
+            text.push_str(&(lang.function)(&name, &callee));
+            std::fs::write(&file, text).unwrap();
+            added.functions.push((file.clone(), name.clone()));
+            format!("add function {name} to {}", file.display())
+        }
+        // Rename an added function (its callers now name nothing).
+        2 if !added.functions.is_empty() => {
+            let index = rng.below(added.functions.len());
+            let (file, old) = added.functions[index].clone();
+            let new = fresh(added, "renamed");
+            let text = std::fs::read_to_string(&file).unwrap();
+            let text = text.replacen(&(lang.definition)(&old), &(lang.definition)(&new), 1);
+            std::fs::write(&file, text).unwrap();
+            added.functions[index].1 = new.clone();
+            format!("rename {old} to {new} in {}", file.display())
+        }
+        // Delete an added function.
+        3 if !added.functions.is_empty() => {
+            let index = rng.below(added.functions.len());
+            let (file, name) = added.functions.remove(index);
+            let text = std::fs::read_to_string(&file).unwrap();
+            let start = text
+                .find(&(lang.definition)(&name))
+                .expect("the function is there");
+            // From the blank lines before the definition to the next definition or the end.
+            let from = text[..start].trim_end().len();
+            let rest = &text[start + 1..];
+            let end = ["\ndef ", "\nclass ", "\nexport ", "\nfunction "]
+                .iter()
+                .filter_map(|m| rest.find(m))
+                .min()
+                .map_or(text.len(), |i| start + 1 + i);
+            let text = format!("{}{}", &text[..from], &text[end..]);
+            std::fs::write(&file, text).unwrap();
+            format!("delete function {name} from {}", file.display())
+        }
+        // Add a file that imports and calls an existing function.
+        4 => {
+            let name = fresh(added, "feature");
+            let file = root.join(lang.dir).join(format!("{name}.{}", lang.ext));
+            let body = format!(
+                "{}{}",
+                (lang.import)(module, callee),
+                (lang.function)(&format!("{name}_entry"), callee)
+            );
+            std::fs::write(&file, body).unwrap();
+            added
+                .files
+                .push((file.clone(), module.into(), callee.into()));
+            format!("add file {}", file.display())
+        }
+        // Delete an added file.
+        5 if !added.files.is_empty() => {
+            let (file, _, _) = added.files.remove(rng.below(added.files.len()));
+            std::fs::remove_file(&file).unwrap();
+            added.functions.retain(|(f, _)| *f != file);
+            format!("delete file {}", file.display())
+        }
+        // Change an import of an added file (and the call with it).
+        6 if !added.files.is_empty() => {
+            let index = rng.below(added.files.len());
+            let (file, old_module, old_name) = added.files[index].clone();
+            let text = std::fs::read_to_string(&file).unwrap();
+            let text = text
+                .replacen(
+                    &(lang.import)(&old_module, &old_name),
+                    &(lang.import)(module, callee),
+                    1,
+                )
+                .replace(&format!("{old_name}(value"), &format!("{callee}(value"));
+            std::fs::write(&file, text).unwrap();
+            added.files[index] = (file.clone(), module.into(), callee.into());
+            format!(
+                "change import in {}: {old_module}.{old_name} -> {module}.{callee}",
+                file.display()
+            )
+        }
+        // Otherwise: edit a body (a comment line at the end of a file).
+        _ => {
+            let files = source_files(root, lang);
+            let file = files[rng.below(files.len())].clone();
+            let comment = if lang.ext == "py" { "#" } else { "//" };
+            let mut text = std::fs::read_to_string(&file).unwrap();
+            text.push_str(&format!("{comment} edit {}\n", fresh(added, "note")));
+            std::fs::write(&file, text).unwrap();
+            format!("edit a comment in {}", file.display())
+        }
+    }
+}
+
+fn atlas(sandbox: &Sandbox, graph: &Path, args: &[&str]) -> Run {
+    let repo = sandbox.repo();
+    let mut full = vec![
+        "--code",
+        repo.to_str().unwrap(),
+        "--graph",
+        graph.to_str().unwrap(),
+    ];
+    full.extend_from_slice(args);
+    sandbox.run_bin(env!("CARGO_BIN_EXE_atlas"), &full)
+}
+
+/// Runs `steps` random edits, checking after each; returns the edits made.
+fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> {
+    let sandbox = Sandbox::with_fixture(lang.fixture);
+    let incremental = sandbox.path().join("incremental-graph");
+    atlas(&sandbox, &incremental, &["build", "--no-search"]).success();
+    let mut rng = Rng(seed);
+    let mut added = Added::default();
+    let mut history = Vec::new();
+    let mut kinds = Vec::new();
+    for step in 0..steps {
+        if kinds.is_empty() {
+            kinds = shuffled(&mut rng);
+        }
+        let kind = kinds.pop().unwrap();
+        history.push(edit(&sandbox.repo(), lang, kind, &mut rng, &mut added));
+        let report = atlas(
+            &sandbox,
+            &incremental,
+            &["build", "--no-search", "--format", "json"],
+        )
+        .success()
+        .json();
+        let cold = sandbox.path().join(format!("cold-graph-{step}"));
+        let cold_report = atlas(
+            &sandbox,
+            &cold,
+            &["build", "--no-search", "--format", "json"],
+        )
+        .success()
+        .json();
+        let context = || {
+            format!(
+                "{} seed {seed}, edits:\n  {}",
+                lang.fixture,
+                history.join("\n  ")
+            )
+        };
+        assert_eq!(
+            report["fingerprint"],
+            cold_report["fingerprint"],
+            "{}",
+            context()
+        );
+        assert_eq!(
+            cold_report["parsed"], cold_report["files"],
+            "the cold build parsed everything"
+        );
+        let dump = atlas(&sandbox, &incremental, &["graph", "dump"]).success();
+        let cold_dump = atlas(&sandbox, &cold, &["graph", "dump"]).success();
+        assert!(
+            dump.stdout == cold_dump.stdout,
+            "dumps differ after {}",
+            context()
+        );
+        // The dumps compared are of the edited tree, not of something older.
+        if let Some((_, name)) = added.functions.last() {
+            assert!(
+                dump.stdout.contains(name.as_str()),
+                "{name} missing: {}",
+                context()
+            );
+        }
+        std::fs::remove_dir_all(&cold).unwrap();
+    }
+    history
+}
+
+/// Every kind of edit the issue names was made at least once.
+#[track_caller]
+fn assert_covered(history: &[String]) {
+    for kind in [
+        "add function",
+        "rename",
+        "delete function",
+        "add file",
+        "delete file",
+        "change import",
+    ] {
+        assert!(
+            history.iter().any(|h| h.starts_with(kind)),
+            "no `{kind}` edit among:\n  {}",
+            history.join("\n  ")
+        );
+    }
+}
+
+#[test]
+fn incremental_python_builds_equal_cold_builds_over_random_edits() {
+    let mut history = Vec::new();
+    for seed in [1, 7] {
+        history.extend(incremental_equals_cold(&PYTHON, seed, 12));
+    }
+    assert_covered(&history);
+}
+
+#[test]
+fn incremental_typescript_builds_equal_cold_builds_over_random_edits() {
+    let mut history = Vec::new();
+    for seed in [3, 11] {
+        history.extend(incremental_equals_cold(&TYPESCRIPT, seed, 12));
+    }
+    assert_covered(&history);
+}

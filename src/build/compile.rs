@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::slice::ParallelSliceMut;
 use rustc_hash::FxHashMap as HashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -111,8 +112,12 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
             .chain(&segments)
             .map(|(t, _)| t.as_str()),
     );
-    all.sort_unstable();
-    all.dedup();
+    // Distinct first (names repeat: every frontier entry, every overload), then sorted.
+    let mut seen =
+        rustc_hash::FxHashSet::with_capacity_and_hasher(all.len() / 2, Default::default());
+    all.retain(|s| seen.insert(*s));
+    drop(seen);
+    all.par_sort_unstable();
     let interner = Interner {
         ids: all
             .iter()
@@ -205,7 +210,7 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
     }
     let out_edges: Vec<EdgeRecord> = resolved.edges.iter().map(|e| record(e.to, e)).collect();
     let mut by_target: Vec<&crate::build::resolve::ResolvedEdge> = resolved.edges.iter().collect();
-    by_target.sort_by_key(|e| (e.to, e.from, e.kind, e.site));
+    by_target.par_sort_by_key(|e| (e.to, e.from, e.kind, e.site));
     let in_edges: Vec<EdgeRecord> = by_target.iter().map(|e| record(e.from, e)).collect();
 
     // Module-level edges: every non-containment edge between nodes of different modules.
@@ -250,14 +255,20 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
         })
         .collect();
 
-    let mut frontier_by_name: Vec<u32> = (0..resolved.frontier.len() as u32).collect();
-    frontier_by_name.sort_by_key(|&i| (interner.id(&resolved.frontier[i as usize].name), i));
+    let mut by_name: Vec<(u32, u32)> = resolved
+        .frontier
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (interner.id(&f.name), i as u32))
+        .collect();
+    by_name.par_sort_unstable();
+    let frontier_by_name: Vec<u32> = by_name.into_iter().map(|(_, i)| i).collect();
     let table = |pairs: Vec<(u32, u32)>| {
         let mut entries: Vec<NameEntry> = pairs
             .into_iter()
             .map(|(key, node)| NameEntry { key, node })
             .collect();
-        entries.sort_unstable();
+        entries.par_sort_unstable();
         entries.dedup();
         entries
     };

@@ -219,6 +219,9 @@ struct Resolver<'a> {
     /// Per file: names bound by imports that did not resolve, and whether a wildcard
     /// import did not resolve. Only such names may fall back to a unique global name.
     opaque_imports: Vec<(HashSet<String>, bool)>,
+    /// Per node: whether another definition shares its (file, qualified name, kind) — an
+    /// overload group. Most nodes are alone, and their implementation is themselves.
+    overloaded: Vec<bool>,
     edges: HashSet<ResolvedEdge>,
 }
 
@@ -282,6 +285,7 @@ impl<'a> Resolver<'a> {
             bindings: Vec::new(),
             wildcards: Vec::new(),
             opaque_imports: Vec::new(),
+            overloaded: Vec::new(),
             edges: HashSet::default(),
         }
     }
@@ -450,37 +454,63 @@ impl<'a> Resolver<'a> {
         Some(self.implementation_of(first, ids))
     }
 
-    /// Definitions with overloads folded into their implementations.
+    /// Definitions with overloads folded into their implementations: each overload group
+    /// (same file, qualified name and kind) among `ids` becomes its implementation, as
+    /// `implementation_of` picks it. Linear in `ids`: a common name has thousands.
     fn distinct_symbols(&self, ids: Vec<u32>) -> Vec<u32> {
-        let mut out: Vec<u32> = ids
-            .iter()
-            .map(|&id| self.implementation_of(id, &ids))
-            .collect();
+        let mut out = Vec::with_capacity(ids.len());
+        let mut groups: HashMap<(Option<u32>, &str, SymbolKind), u32> = HashMap::default();
+        for &id in &ids {
+            if !self.overloaded.get(id as usize).copied().unwrap_or(true) {
+                out.push(id);
+                continue;
+            }
+            let node = &self.out.nodes[id as usize];
+            let key = (node.file, node.qualified.as_str(), node.kind);
+            let better = |current: u32| {
+                (self.implementation_weight(id), u32::MAX - id)
+                    > (self.implementation_weight(current), u32::MAX - current)
+            };
+            match groups.get(&key) {
+                Some(&current) if !better(current) => {}
+                _ => {
+                    groups.insert(key, id);
+                }
+            }
+        }
+        out.extend(groups.into_values());
         out.sort_unstable();
         out.dedup();
         out
     }
 
+    /// How much of an implementation a definition is: a stub only declares (`...`);
+    /// among bodies, the largest (a long signature is not a body).
+    fn implementation_weight(&self, id: u32) -> (bool, u32, u32) {
+        let n = &self.out.nodes[id as usize];
+        (
+            !n.declares_only,
+            n.span.end_byte.saturating_sub(n.signature.end_byte),
+            n.span.end_byte.saturating_sub(n.span.start_byte),
+        )
+    }
+
     /// Overloads (`@overload` stubs, TypeScript signatures) share a qualified name in one
     /// file; a call reaches the implementation: not a stub, else the largest body.
     fn implementation_of(&self, id: u32, ids: &[u32]) -> u32 {
+        // Alone in its group: itself, without a scan of `ids` (which may hold thousands of
+        // same-named definitions in a large tree).
+        if !self.overloaded.get(id as usize).copied().unwrap_or(true) {
+            return id;
+        }
         let node = &self.out.nodes[id as usize];
-        // A stub only declares (`...`); among bodies, the largest (a long signature is
-        // not a body).
-        let weight = |n: &ResolvedNode| {
-            (
-                !n.declares_only,
-                n.span.end_byte.saturating_sub(n.signature.end_byte),
-                n.span.end_byte.saturating_sub(n.span.start_byte),
-            )
-        };
         ids.iter()
             .copied()
             .filter(|&other| {
                 let o = &self.out.nodes[other as usize];
                 o.file == node.file && o.qualified == node.qualified && o.kind == node.kind
             })
-            .max_by_key(|&other| (weight(&self.out.nodes[other as usize]), u32::MAX - other))
+            .max_by_key(|&other| (self.implementation_weight(other), u32::MAX - other))
             .unwrap_or(id)
     }
 

@@ -105,7 +105,23 @@ impl<'a> Resolver<'a> {
         });
     }
 
+    /// Marks the nodes that share (file, qualified name, kind) with another: overloads.
+    fn overload_groups(&self) -> Vec<bool> {
+        let mut sizes: HashMap<(Option<u32>, &str, SymbolKind), u32> = HashMap::default();
+        for node in &self.out.nodes {
+            *sizes
+                .entry((node.file, node.qualified.as_str(), node.kind))
+                .or_default() += 1;
+        }
+        self.out
+            .nodes
+            .iter()
+            .map(|node| sizes[&(node.file, node.qualified.as_str(), node.kind)] > 1)
+            .collect()
+    }
+
     pub(super) fn build_indexes(&mut self) {
+        self.overloaded = self.overload_groups();
         let units = self.units;
         self.top_level = vec![HashMap::default(); units.len()];
         for (file, unit) in units.iter().enumerate() {

@@ -645,3 +645,51 @@ fn a_client_that_disconnects_mid_call_leaves_the_server_exiting_cleanly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_ne!(output.status.code(), Some(101), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_atlas_watch_the_server_answers_an_edit_once_its_watcher_has_built() {
+    let s = built();
+    let client = connect_env(
+        &s.repo(),
+        &[],
+        &[("ATLAS_WATCH", "1"), ("ATLAS_WATCH_DEBOUNCE_MS", "100")],
+        Client::default(),
+    )
+    .await;
+    let watch_builds = || {
+        std::fs::read_to_string(s.graph().join("watch.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .filter(|w| w["state"] == "idle")
+            .and_then(|w| w["builds"].as_u64())
+    };
+    let started = std::time::Instant::now();
+    let before = loop {
+        if let Some(builds) = watch_builds() {
+            break builds;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let status = ok(&call(&client, "atlas_status", json!({})).await);
+    assert_eq!(status["watch"]["backend"], "inotify", "{status:#}");
+
+    s.write("shop/watched.py", "def seen_through_mcp():\n    return 1\n");
+    while watch_builds().is_none_or(|b| b <= before) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Not frozen, yet no scan of its own: the server trusts its watcher.
+    let answer = ok(&call(
+        &client,
+        "atlas_context",
+        json!({"query": "seen_through_mcp", "profile": "symbol"}),
+    )
+    .await);
+    assert_eq!(
+        answer["evidence"][0]["symbol"],
+        "shop/watched.py::seen_through_mcp"
+    );
+    assert_eq!(answer["graph"]["refreshed"], false);
+    client.cancel().await.unwrap();
+}

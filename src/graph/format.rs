@@ -99,9 +99,11 @@ type Validated = HashMap<PathBuf, (FileKey, Arc<Mmap>)>;
 
 /// Validated mappings a long-lived process keeps (`reuse_validated_mappings`).
 static VALIDATED: OnceLock<Mutex<Validated>> = OnceLock::new();
-/// Mappings kept at most; beyond it the cache starts again (generations are replaced, not
-/// accumulated, by a server following one repository).
-const VALIDATED_CAP: usize = 8;
+/// Mappings kept at most; beyond it the cache starts again. A server follows one
+/// repository, whose generations replace each other: the committed one and the one before
+/// it are all it needs, and a mapping it keeps holds its pages (under a watcher that
+/// publishes every few seconds, 8 kept mappings were most of a daemon's resident memory).
+const VALIDATED_CAP: usize = 2;
 
 /// From now on this process reuses a graph file's validated mapping while the path still
 /// names the same file (device, inode, length, modification time) — for a long-lived

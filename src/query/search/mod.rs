@@ -206,8 +206,9 @@ pub use crate::config::Arms;
 /// Loaded indexes a long-lived process keeps, by directory (`reuse_loaded_indexes`).
 type Loaded = HashMap<PathBuf, (IndexStamp, String, Arc<SearchIndex>)>;
 static LOADED: std::sync::OnceLock<std::sync::Mutex<Loaded>> = std::sync::OnceLock::new();
-/// Indexes kept at most; beyond it the cache starts again.
-const LOADED_CAP: usize = 4;
+/// Indexes kept at most; beyond it the cache starts again (as for graph mappings: the
+/// committed generation's and the one before).
+const LOADED_CAP: usize = 2;
 
 /// Which files a loaded index was read from: its completion marker and its metadata
 /// (device, inode, length, modification time). A repaired index rewrites both.

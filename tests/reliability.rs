@@ -641,3 +641,80 @@ fn graph_dump_escapes_control_characters_in_file_names() {
     assert!(out.contains("file a\\nb.py python"), "{out}");
     assert!(out.lines().all(|l| !l.starts_with("b.py")));
 }
+
+// ── File stamps (issue 14): fresh reads skip hashing files whose stat is unchanged ──
+
+/// `context … --format json` without `--frozen`: whether the read refreshed the graph.
+fn refreshed(s: &Sandbox) -> bool {
+    s.atlas(&["context", "Cart", "--profile", "symbol", "--format", "json"])
+        .success()
+        .json()["graph"]["refreshed"]
+        .as_bool()
+        .unwrap()
+}
+
+/// Sets a file's modification time back to what it was, as `touch -r` or `rsync -t` do.
+fn restore_mtime(path: &std::path::Path, mtime: std::time::SystemTime) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(mtime).unwrap();
+}
+
+#[test]
+fn a_same_size_edit_with_its_old_mtime_restored_is_still_seen() {
+    let s = Sandbox::with_fixture("python");
+    let path = s.repo().join("shop/util.py");
+    // Older than the racy window, so that the stamps written by the build vouch for it.
+    std::thread::sleep(std::time::Duration::from_millis(2_200));
+    s.atlas(&["build", "--no-search"]).success();
+    assert!(s.graph().join("stamps.bin").is_file());
+    assert!(!refreshed(&s), "nothing changed");
+
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replacen("amount", "AMOUNT", 1);
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&path, edited).unwrap();
+    restore_mtime(&path, mtime);
+    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+    // Same size, same mtime, same inode: the change time still tells.
+    assert!(refreshed(&s), "the edit is seen");
+    assert!(!refreshed(&s));
+}
+
+#[test]
+fn a_damaged_or_foreign_stamp_file_only_costs_hashing() {
+    let s = built("python");
+    let stamps = s.graph().join("stamps.bin");
+    for damage in [b"garbage".to_vec(), Vec::new()] {
+        std::fs::write(&stamps, &damage).unwrap();
+        assert!(!refreshed(&s));
+        s.write(
+            "shop/extra.py",
+            format!("def extra_{}():\n    pass\n", damage.len()),
+        );
+        assert!(refreshed(&s), "a change is seen without stamps");
+    }
+    // Stamps of another generation vouch for nothing.
+    let committed = std::fs::read(&stamps).unwrap();
+    s.write("shop/extra.py", "def extra_later():\n    pass\n");
+    s.atlas(&["build", "--no-search"]).success();
+    std::fs::write(&stamps, committed).unwrap();
+    s.write(
+        "shop/util.py",
+        "def apply_discount(amount, rate):\n    return 0\n",
+    );
+    assert!(refreshed(&s));
+}
+
+#[test]
+fn status_and_check_freshness_never_write_stamps() {
+    let s = built("python");
+    let stamps = s.graph().join("stamps.bin");
+    std::fs::remove_file(&stamps).unwrap();
+    s.atlas(&["status", "--format", "json"]).success();
+    s.atlas(&["check-freshness", "--format", "json"]).success();
+    assert!(!stamps.exists(), "read-only commands wrote the stamp cache");
+    // A fresh read may: it records the files it hashed.
+    assert!(!refreshed(&s));
+    assert!(stamps.exists());
+}

@@ -44,6 +44,8 @@ pub struct InventoryFile {
     pub path: String,
     pub size: u64,
     pub role: FileRole,
+    /// What `stat` said during the walk (`build::stamps`).
+    pub stamp: Option<super::stamps::Stamp>,
 }
 
 impl InventoryFile {
@@ -222,8 +224,8 @@ pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
         let Some(path) = relative_path(entry.path(), root) else {
             continue;
         };
-        let size = match entry.metadata() {
-            Ok(metadata) => metadata.len(),
+        let (size, stamp) = match entry.metadata() {
+            Ok(metadata) => (metadata.len(), super::stamps::Stamp::of(&metadata)),
             Err(err) => {
                 inventory.skipped.push(Skipped {
                     path,
@@ -232,15 +234,15 @@ pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
                 continue;
             }
         };
-        candidates.push((path, size));
+        candidates.push((path, size, stamp));
     }
-    candidates.sort();
+    candidates.sort_by(|a, b| a.0.cmp(&b.0));
 
     let mut bytes_seen = 0u64;
     let mut bytes_kept = 0u64;
     let mut files_seen = 0usize;
     let mut hit_limit = None;
-    for (path, size) in candidates {
+    for (path, size, stamp) in candidates {
         let role = match role_of(&path) {
             Some(role) => role,
             None => {
@@ -283,7 +285,12 @@ pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
             continue;
         }
         bytes_kept += size;
-        inventory.files.push(InventoryFile { path, size, role });
+        inventory.files.push(InventoryFile {
+            path,
+            size,
+            role,
+            stamp: Some(stamp),
+        });
     }
     if let Some(limit) = hit_limit {
         inventory.truncated = Some(Truncation {

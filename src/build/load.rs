@@ -116,6 +116,7 @@ mod tests {
             path: "gone.py".into(),
             size: 10,
             role: FileRole::Code(Language::Python),
+            stamp: None,
         };
         let counters = LoadCounters::default();
         let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters) {
@@ -136,6 +137,7 @@ mod tests {
             path: "a.py".into(),
             size: 22,
             role: FileRole::Code(Language::Python),
+            stamp: None,
         };
         let counters = LoadCounters::default();
         assert!(load(&store, temp.path(), &file, u64::MAX, &counters).is_ok());

@@ -10,5 +10,6 @@ pub mod pipeline;
 pub mod resolve;
 pub mod scip;
 pub mod session;
+pub mod stamps;
 pub mod store;
 pub mod watch;

@@ -265,6 +265,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         let stage = Instant::now();
         build_search(options, &store, &lock, &fingerprint)?;
         timings.search = ms(stage);
+        record_stamps(options, &inventory, &skipped, fingerprint_bytes);
         timings.total = ms(started);
         return Ok(BuildReport {
             generation: store.generation_dir(&fingerprint),
@@ -361,6 +362,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     store.commit(&lock, &fingerprint)?;
     store.write_root(&options.code_root)?;
     store.collect_garbage(&lock)?;
+    record_stamps(options, &inventory, &skipped, fingerprint_bytes);
     timings.publish += ms(stage);
     timings.total = ms(started);
 
@@ -384,6 +386,26 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         scip_runs,
         timings_ms: timings,
     })
+}
+
+/// Records the stamps of the files this build read, so that the fresh reads that follow
+/// need not hash them again (`build::stamps`; best effort).
+fn record_stamps(
+    options: &BuildOptions,
+    inventory: &super::inventory::Inventory,
+    skipped: &[Skipped],
+    fingerprint: [u8; 32],
+) {
+    let skipped: std::collections::HashSet<&str> =
+        skipped.iter().map(|s| s.path.as_str()).collect();
+    let mut stamps = super::stamps::Stamps::new(fingerprint);
+    stamps.entries = inventory
+        .files
+        .iter()
+        .filter(|f| !skipped.contains(f.path.as_str()))
+        .filter_map(|f| f.stamp.map(|stamp| (f.path.clone(), stamp)))
+        .collect();
+    stamps.write(&options.graph_dir);
 }
 
 /// Reads, hashes, classifies and extracts every inventoried file in parallel (cached facts

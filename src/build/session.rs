@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::inventory::{self, InventoryLimits};
 use super::manifest::{Manifest, built_by_this};
 use super::pipeline::{self, BuildOptions, Companion, LockWait};
+use super::stamps::Stamps;
 use super::store::{Location, Store};
 use crate::config::Config;
 use crate::error::{AtlasError, Result};
@@ -76,7 +77,12 @@ pub fn open_session(
                     .iter()
                     .flat_map(|m| m.skipped.iter().map(|s| s.path.clone()))
                     .collect();
-                staleness(&graph, manifest.as_ref(), &root, &skipped)?.stale
+                // A read may write: it records the stamps of the files it had to hash.
+                let cache = StampCache {
+                    graph_dir: &location.graph_dir,
+                    record: true,
+                };
+                staleness(&graph, manifest.as_ref(), &root, &skipped, Some(cache))?.stale
             }
         };
         if needs_build {
@@ -137,15 +143,27 @@ impl Changes {
     }
 }
 
+/// Where `changes` takes file stamps from (`build::stamps`), and whether it may record the
+/// stamps of files it had to hash.
+#[derive(Debug, Clone, Copy)]
+pub struct StampCache<'a> {
+    pub graph_dir: &'a Path,
+    pub record: bool,
+}
+
 /// Files changed, added or removed since the committed generation: the inventory scanned
-/// again and hashed against the graph's file table. Files skipped by the build (binary,
-/// too large, …: `skipped`) are not counted as added. Reads, never writes.
+/// again and hashed against the graph's file table — except files whose stamp the cache
+/// vouches for. Files skipped by the build (binary, too large, …: `skipped`) are not
+/// counted as added. Writes nothing but, when `cache.record`, the stamp cache.
 pub fn changes(
     graph: &Graph,
     code_root: &Path,
     skipped: &std::collections::HashSet<String>,
+    cache: Option<StampCache>,
 ) -> Result<Changes> {
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
+    let mut stamps = cache.map(|c| Stamps::read(c.graph_dir, &graph.data().fingerprint));
+    let mut hashed_clean = Vec::new();
     let committed: HashMap<&str, &[u8; 32]> = graph
         .data()
         .files
@@ -157,11 +175,18 @@ pub fn changes(
     for file in &inventory.files {
         match committed.get(file.path.as_str()) {
             Some(hash) => {
+                if let (Some(stamps), Some(stamp)) = (&stamps, &file.stamp)
+                    && stamps.vouches(&file.path, stamp)
+                {
+                    continue;
+                }
                 let current =
                     crate::source::read(code_root, &file.path, file.size.max(1).saturating_mul(2))
                         .map(|b| *blake3::hash(&b).as_bytes());
                 if current.ok().as_ref() != Some(*hash) {
                     changed.push(file.path.clone());
+                } else if let Some(stamp) = file.stamp {
+                    hashed_clean.push((file.path.clone(), stamp));
                 }
             }
             None if skipped.contains(&file.path) => {}
@@ -176,6 +201,13 @@ pub fn changes(
         .map(|p| p.to_string())
         .collect();
     removed.sort();
+    if let (Some(stamps), Some(cache)) = (&mut stamps, cache)
+        && cache.record
+        && !hashed_clean.is_empty()
+    {
+        stamps.entries.extend(hashed_clean);
+        stamps.write(cache.graph_dir);
+    }
     Ok(Changes {
         changed,
         added,
@@ -191,6 +223,7 @@ pub fn staleness(
     manifest: Option<&Manifest>,
     code_root: &Path,
     skipped: &std::collections::HashSet<String>,
+    cache: Option<StampCache>,
 ) -> Result<Staleness> {
     // A missing or unreadable manifest reads as another builder's.
     let builder_changed = !manifest.is_some_and(built_by_this);
@@ -198,7 +231,7 @@ pub fn staleness(
         changed,
         added,
         removed,
-    } = changes(graph, code_root, skipped)?;
+    } = changes(graph, code_root, skipped, cache)?;
     let mut examples: Vec<String> = changed
         .iter()
         .chain(&added)

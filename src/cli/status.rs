@@ -172,7 +172,18 @@ pub fn status(
     };
     let skipped_paths: std::collections::HashSet<String> =
         skipped.iter().map(|s| s.path.clone()).collect();
-    let staleness = staleness(&graph, manifest.as_ref(), &code_root, &skipped_paths)?;
+    // Status reads the stamp cache but never writes it.
+    let cache = crate::build::session::StampCache {
+        graph_dir: &location.graph_dir,
+        record: false,
+    };
+    let staleness = staleness(
+        &graph,
+        manifest.as_ref(),
+        &code_root,
+        &skipped_paths,
+        Some(cache),
+    )?;
     Ok(StatusReport {
         graph_dir: location.graph_dir.clone(),
         graph_dir_rule: location.rule.as_str(),

@@ -69,7 +69,8 @@ pub fn check_freshness(
     let skipped: HashSet<String> = manifest
         .map(|m| m.skipped.iter().map(|s| s.path.clone()).collect())
         .unwrap_or_default();
-    let found = changes(graph, root, &skipped)?;
+    // The explicit check hashes every file: it trusts no cache.
+    let found = changes(graph, root, &skipped, None)?;
     // A missing or unreadable manifest reads as another builder's, as sessions read it.
     let builder_changed = !manifest.is_some_and(built_by_this);
     let mut files: Vec<ChangedFile> = [

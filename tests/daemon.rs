@@ -449,3 +449,50 @@ fn the_protocol_is_one_json_line_each_way() {
     let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(reply["outcome"], "unavailable");
 }
+
+#[test]
+fn a_graph_directory_too_deep_for_a_socket_path_gets_a_private_one() {
+    let sandbox = built("python");
+    let deep = sandbox
+        .path()
+        .join("a".repeat(60))
+        .join("b".repeat(60))
+        .join("graph");
+    let repo = sandbox.repo();
+    let atlas = |args: &[&str]| {
+        let mut full = vec![
+            "--code",
+            repo.to_str().unwrap(),
+            "--graph",
+            deep.to_str().unwrap(),
+        ];
+        full.extend_from_slice(args);
+        sandbox.run_bin(env!("CARGO_BIN_EXE_atlas"), &full)
+    };
+    atlas(&["build", "--no-search"]).success();
+    let status = atlas(&["daemon", "start", "--format", "json"])
+        .success()
+        .json();
+    let socket = std::path::PathBuf::from(status["socket"].as_str().unwrap());
+    assert!(!socket.starts_with(&deep), "{}", socket.display());
+    assert!(socket.as_os_str().len() <= 107);
+    let dir = std::fs::metadata(socket.parent().unwrap()).unwrap();
+    assert_eq!(dir.permissions().mode() & 0o777, 0o700);
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let run = atlas(&[
+        "context",
+        "Cart",
+        "--profile",
+        "symbol",
+        "--frozen",
+        "--execution",
+        "worker",
+        "--format",
+        "json",
+    ])
+    .success();
+    assert_eq!(attempts(&run)[0]["outcome"], "success");
+    atlas(&["daemon", "stop"]).success();
+    assert!(!socket.exists());
+}

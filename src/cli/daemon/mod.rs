@@ -295,6 +295,15 @@ fn exchange<T: serde::de::DeserializeOwned>(
     request: &Request,
     patience: Duration,
 ) -> std::io::Result<T> {
+    if !protocol::private_dir(socket, false) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a private directory of this user",
+                socket.display()
+            ),
+        ));
+    }
     let mut stream = UnixStream::connect(socket)?;
     stream.set_read_timeout(Some(patience))?;
     let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;

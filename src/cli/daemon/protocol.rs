@@ -20,8 +20,48 @@ pub const LOG_FILE: &str = "daemon.log";
 /// Longest request line the daemon reads.
 pub const MAX_REQUEST_BYTES: u64 = 1024 * 1024;
 
+/// Longest path a Unix socket may have (`sun_path` holds 108 bytes with the final NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Where the daemon of `graph_dir` listens: `<graph>/daemon.sock`, or — when that path is
+/// too long for a Unix socket (a deep checkout) — `/tmp/atlas-<uid>/<blake3 of the graph
+/// dir>.sock`, in a directory only this user may enter (`private_dir`).
 pub fn socket_path(graph_dir: &Path) -> PathBuf {
-    graph_dir.join(SOCKET_FILE)
+    let inside = graph_dir.join(SOCKET_FILE);
+    if inside.as_os_str().len() <= MAX_SOCKET_PATH {
+        return inside;
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let key = blake3::hash(graph_dir.as_os_str().as_bytes()).to_hex();
+    fallback_dir().join(format!("{}.sock", &key[..32]))
+}
+
+fn fallback_dir() -> PathBuf {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    PathBuf::from(format!("/tmp/atlas-{uid}"))
+}
+
+/// Whether the directory of `socket` is safe to listen or connect in: the graph directory
+/// itself, or the fallback directory when it is a real directory (not a link) owned by
+/// this user and closed to everyone else. `create` makes the fallback directory (0700)
+/// when it does not exist.
+pub fn private_dir(socket: &Path, create: bool) -> bool {
+    let Some(dir) = socket.parent() else {
+        return false;
+    };
+    if dir != fallback_dir() {
+        return true;
+    }
+    if create {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    }
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir).is_ok_and(|m| {
+        // SAFETY: getuid has no preconditions.
+        m.file_type().is_dir() && m.uid() == unsafe { libc::getuid() } && m.mode() & 0o077 == 0
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -195,6 +195,15 @@ pub fn serve(
     std::fs::create_dir_all(&graph_dir).at(&graph_dir)?;
     let lock = hold_lock(&graph_dir)?;
     let socket = socket_path(&graph_dir);
+    if !super::protocol::private_dir(&socket, true) {
+        return Err(AtlasError::InvalidInput {
+            what: "daemon socket",
+            reason: format!(
+                "{} is not a private directory of this user (the graph directory's path is too long for a socket in it)",
+                socket.parent().unwrap_or(Path::new("/")).display()
+            ),
+        });
+    }
     // We hold the lock, so a socket file left here belongs to a daemon that died.
     if socket.exists() {
         std::fs::remove_file(&socket).at(&socket)?;

@@ -496,3 +496,28 @@ fn a_graph_directory_too_deep_for_a_socket_path_gets_a_private_one() {
     atlas(&["daemon", "stop"]).success();
     assert!(!socket.exists());
 }
+
+#[test]
+fn a_flood_of_idle_connections_is_refused_busy_not_served_by_ever_more_threads() {
+    let sandbox = built("python");
+    let daemon = Daemon::start(&sandbox, &["--query-workers", "1", "--queue", "1"], &[]);
+    let socket = sandbox.graph().join("daemon.sock");
+    // 1 worker + 1 queued + 64 connections of slack are handled; the rest are refused.
+    let idle: Vec<UnixStream> = (0..66)
+        .map(|_| UnixStream::connect(&socket).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = UnixStream::connect(&socket).unwrap();
+    refused
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(&refused).read_line(&mut line).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["outcome"], "busy", "{reply}");
+    // Once the idle clients go away, the daemon serves again.
+    drop(idle);
+    let status = daemon.wait_until(|s| s["running"] == true);
+    assert!(status["outcomes"]["busy"].as_u64() >= Some(1));
+    context(&sandbox, "Cart", &["--execution", "worker"]).success();
+}

@@ -44,6 +44,10 @@ const CIRCUIT_COOL_DOWN: Duration = Duration::from_secs(30);
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a waiting connection checks whether its client is still there.
 const CLIENT_CHECK: Duration = Duration::from_millis(10);
+/// Connections handled at once beyond the queue and the workers (status requests, requests
+/// on their way to admission); more are answered `busy` by the accepting thread itself, so
+/// a flood of idle connections cannot grow the daemon's threads without bound.
+const CONNECTION_SLACK: usize = 64;
 
 /// How the pool is sized and bounded.
 #[derive(Debug, Clone, Serialize)]
@@ -97,6 +101,8 @@ struct Shared {
     limits: Limits,
     started: Instant,
     stopping: AtomicBool,
+    /// Connections being handled now.
+    connections: AtomicUsize,
     queue: SyncSender<Job>,
     queued: AtomicUsize,
     jobs: Mutex<Receiver<Job>>,
@@ -227,6 +233,7 @@ pub fn serve(
         limits,
         started: Instant::now(),
         stopping: AtomicBool::new(false),
+        connections: AtomicUsize::new(0),
         queue,
         queued: AtomicUsize::new(0),
         jobs: Mutex::new(jobs),
@@ -262,11 +269,33 @@ pub fn serve(
             break;
         }
         let Ok(stream) = stream else { continue };
+        let limit = shared.limits.queue + shared.limits.workers + CONNECTION_SLACK;
+        if shared.connections.fetch_add(1, Ordering::SeqCst) >= limit {
+            shared.connections.fetch_sub(1, Ordering::SeqCst);
+            shared.count(Outcome::Busy);
+            send(
+                &stream,
+                &Reply::refused(
+                    Outcome::Busy,
+                    format!("{limit} connections are being handled already"),
+                ),
+            );
+            continue;
+        }
         let shared = shared.clone();
         let socket = socket.clone();
-        let _ = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("atlas-connection".into())
-            .spawn(move || connection(&shared, stream, &socket));
+            .spawn({
+                let shared = shared.clone();
+                move || {
+                    connection(&shared, stream, &socket);
+                    shared.connections.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+        if spawned.is_err() {
+            shared.connections.fetch_sub(1, Ordering::SeqCst);
+        }
     }
     // Stopping: no new connections; queued requests are answered `cancelled` by the
     // workers as they drain (the `stopping` flag), running ones finish.

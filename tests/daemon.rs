@@ -46,7 +46,8 @@ impl<'a> Daemon<'a> {
             sandbox,
             child: Some(child),
         };
-        daemon.wait_until(|status| status["running"] == true);
+        // Answering, not only holding its lock (which it takes before binding the socket).
+        daemon.wait_until(|status| status["running"] == true && status["pid"].is_u64());
         daemon
     }
 
@@ -515,9 +516,113 @@ fn a_flood_of_idle_connections_is_refused_busy_not_served_by_ever_more_threads()
     BufReader::new(&refused).read_line(&mut line).unwrap();
     let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(reply["outcome"], "busy", "{reply}");
+    // Status cannot get an answer either, yet tells a busy daemon from a dead one.
+    let status = sandbox
+        .atlas(&["daemon", "status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(
+        (
+            &status["running"],
+            &status["answering"],
+            &status["stale_socket"]
+        ),
+        (
+            &serde_json::json!(true),
+            &serde_json::json!(false),
+            &serde_json::json!(false)
+        ),
+        "{status:#}"
+    );
     // Once the idle clients go away, the daemon serves again.
     drop(idle);
-    let status = daemon.wait_until(|s| s["running"] == true);
+    let status = daemon.wait_until(|s| s["running"] == true && s["pid"].is_u64());
     assert!(status["outcomes"]["busy"].as_u64() >= Some(1));
     context(&sandbox, "Cart", &["--execution", "worker"]).success();
+}
+
+/// The request line a raw client sends for `Cart`.
+fn raw_request(sandbox: &Sandbox) -> String {
+    let request = serde_json::json!({
+        "op": "context", "v": 1, "query": "Cart", "profile": "symbol",
+        "max_bytes": null, "min_score": null, "expect_graph": null, "after": null,
+        "frozen": true, "no_build": false, "format": "json",
+        "code_arg": null, "graph_arg": null,
+        "code_root": sandbox.repo(), "deadline_ms": null
+    });
+    format!("{request}\n")
+}
+
+#[test]
+fn a_client_that_half_closes_after_its_request_still_gets_the_answer() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(
+        &sandbox,
+        &[],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-300")],
+    );
+    let mut stream = UnixStream::connect(sandbox.graph().join("daemon.sock")).unwrap();
+    stream.write_all(raw_request(&sandbox).as_bytes()).unwrap();
+    // As `socat` and `nc -N` do: no more writing, still reading.
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["outcome"], "success", "{reply}");
+}
+
+#[test]
+fn a_request_no_worker_takes_within_the_queue_timeout_times_out_while_still_queued() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(
+        &sandbox,
+        &[
+            "--query-workers",
+            "1",
+            "--queue",
+            "4",
+            "--queue-timeout-ms",
+            "200",
+        ],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-2000")],
+    );
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| context(&sandbox, "Cart", &["--execution", "worker"]));
+        std::thread::sleep(Duration::from_millis(300));
+        let queued = context(&sandbox, "Cart", &["--execution", "worker"]);
+        let queued = queued.failure(12, "atlas-daemon-timeout");
+        // Answered by the waiting connection, not when a worker finally dequeued it.
+        assert!(
+            queued
+                .stderr
+                .contains("no worker took it within the queue timeout"),
+            "{}",
+            queued.describe()
+        );
+        first.join().unwrap().success();
+    });
+}
+
+#[test]
+fn stop_lets_a_running_request_finish() {
+    let sandbox = built("python");
+    let mut daemon = Daemon::start(
+        &sandbox,
+        &[],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-1500")],
+    );
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| context(&sandbox, "Cart", &["--execution", "worker"]));
+        std::thread::sleep(Duration::from_millis(400));
+        sandbox.atlas(&["daemon", "stop"]).success();
+        let answered = running.join().unwrap().success();
+        assert_eq!(
+            answered.json()["evidence"][0]["symbol"],
+            "shop/models.py::Cart"
+        );
+    });
+    daemon.kill();
 }

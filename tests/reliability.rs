@@ -718,3 +718,18 @@ fn status_and_check_freshness_never_write_stamps() {
     assert!(!refreshed(&s));
     assert!(stamps.exists());
 }
+
+#[test]
+fn a_file_dated_centuries_ahead_neither_panics_nor_hides_a_change() {
+    let s = built("python");
+    let path = s.repo().join("shop/util.py");
+    let far = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(10_000_000_000);
+    restore_mtime(&path, far);
+    assert!(!refreshed(&s));
+    s.write(
+        "shop/util.py",
+        "def apply_discount(amount, rate):\n    return 1\n",
+    );
+    restore_mtime(&path, far);
+    assert!(refreshed(&s), "the change is seen");
+}

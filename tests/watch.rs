@@ -272,7 +272,7 @@ fn a_watching_daemon_answers_an_edit_without_scanning_the_tree() {
         let status = sandbox
             .atlas(&["daemon", "status", "--format", "json"])
             .json();
-        if status["running"] == true && status["watch"]["builds"].as_u64() >= Some(1) {
+        if status["pid"].is_u64() && status["watch"]["builds"].as_u64() >= Some(1) {
             break status;
         }
         assert!(started.elapsed() < Duration::from_secs(60), "{status:#}");
@@ -315,4 +315,32 @@ fn a_watching_daemon_answers_an_edit_without_scanning_the_tree() {
     assert_eq!(answer["graph"]["refreshed"], false);
     sandbox.atlas(&["daemon", "stop"]).success();
     let _ = daemon.wait();
+}
+
+#[test]
+fn a_directory_moved_into_the_tree_is_watched_and_built() {
+    let sandbox = Sandbox::with_fixture("python");
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let builds = watcher.status()["builds"].as_u64().unwrap();
+    // Prepared outside the tree, then moved in whole: a rename, no `Create` of its own.
+    let outside = sandbox.path().join("staged");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("moved.py"), "def moved_in():\n    return 1\n").unwrap();
+    std::fs::rename(&outside, sandbox.repo().join("shop/staged")).unwrap();
+    let after = watcher.wait_until(|w| w["builds"].as_u64() > Some(builds) && w["state"] == "idle");
+    assert_eq!(
+        frozen_symbol(&sandbox, "moved_in")["evidence"][0]["symbol"],
+        "shop/staged/moved.py::moved_in"
+    );
+    // And it is watched from now on.
+    let builds = after["builds"].as_u64().unwrap();
+    sandbox.write(
+        "shop/staged/moved.py",
+        "def moved_in():\n    return 1\n\n\ndef edited_later():\n    return 2\n",
+    );
+    watcher.wait_until(|w| w["builds"].as_u64() > Some(builds) && w["state"] == "idle");
+    assert_eq!(
+        frozen_symbol(&sandbox, "edited_later")["evidence"][0]["symbol"],
+        "shop/staged/moved.py::edited_later"
+    );
 }

@@ -207,6 +207,8 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     };
 
     let stage = Instant::now();
+    // Before any stat: the date this build's file stamps are trusted from.
+    let stamped_at = super::stamps::now_ns();
     let inventory = super::inventory::scan(&options.code_root, &options.limits)?;
     timings.inventory = ms(stage);
 
@@ -265,7 +267,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         let stage = Instant::now();
         build_search(options, &store, &lock, &fingerprint)?;
         timings.search = ms(stage);
-        record_stamps(options, &inventory, &skipped, fingerprint_bytes);
+        record_stamps(options, &inventory, &skipped, fingerprint_bytes, stamped_at);
         timings.total = ms(started);
         return Ok(BuildReport {
             generation: store.generation_dir(&fingerprint),
@@ -362,7 +364,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     store.commit(&lock, &fingerprint)?;
     store.write_root(&options.code_root)?;
     store.collect_garbage(&lock)?;
-    record_stamps(options, &inventory, &skipped, fingerprint_bytes);
+    record_stamps(options, &inventory, &skipped, fingerprint_bytes, stamped_at);
     timings.publish += ms(stage);
     timings.total = ms(started);
 
@@ -395,6 +397,7 @@ fn record_stamps(
     inventory: &super::inventory::Inventory,
     skipped: &[Skipped],
     fingerprint: [u8; 32],
+    stamped_at: i64,
 ) {
     let skipped: std::collections::HashSet<&str> =
         skipped.iter().map(|s| s.path.as_str()).collect();
@@ -405,7 +408,7 @@ fn record_stamps(
         .filter(|f| !skipped.contains(f.path.as_str()))
         .filter_map(|f| f.stamp.map(|stamp| (f.path.clone(), stamp)))
         .collect();
-    stamps.write(&options.graph_dir);
+    stamps.write(&options.graph_dir, stamped_at);
 }
 
 /// Reads, hashes, classifies and extracts every inventoried file in parallel (cached facts

@@ -54,7 +54,9 @@ pub fn open_session(
     let mut stale = None;
     // A watcher in this process keeps the committed generation fresh: a read does not
     // scan the tree again (until a first generation exists).
-    let watched = config.watch.fresh_by_watcher && store.current().ok().flatten().is_some();
+    let watched = config.watch.fresh_by_watcher
+        && store.current().ok().flatten().is_some()
+        && super::watch::WatchStatus::read(&location.graph_dir).is_some_and(|w| w.keeps_fresh());
     if !freshness.frozen && !watched {
         let needs_build = match store.open_current() {
             Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
@@ -161,6 +163,8 @@ pub fn changes(
     skipped: &std::collections::HashSet<String>,
     cache: Option<StampCache>,
 ) -> Result<Changes> {
+    // Before any stat: the date the stamps recorded below are trusted from.
+    let as_of = super::stamps::now_ns();
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
     let mut stamps = cache.map(|c| Stamps::read(c.graph_dir, &graph.data().fingerprint));
     let mut hashed_clean = Vec::new();
@@ -206,7 +210,7 @@ pub fn changes(
         && !hashed_clean.is_empty()
     {
         stamps.entries.extend(hashed_clean);
-        stamps.write(cache.graph_dir);
+        stamps.write(cache.graph_dir, as_of);
     }
     Ok(Changes {
         changed,

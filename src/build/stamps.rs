@@ -43,11 +43,16 @@ impl Stamp {
         use std::os::unix::fs::MetadataExt;
         Stamp {
             size: metadata.len(),
-            mtime_ns: metadata.mtime() * 1_000_000_000 + metadata.mtime_nsec(),
-            ctime_ns: metadata.ctime() * 1_000_000_000 + metadata.ctime_nsec(),
+            // Saturating: a file dated centuries ahead must not overflow.
+            mtime_ns: nanos(metadata.mtime(), metadata.mtime_nsec()),
+            ctime_ns: nanos(metadata.ctime(), metadata.ctime_nsec()),
             ino: metadata.ino(),
         }
     }
+}
+
+fn nanos(seconds: i64, nanos: i64) -> i64 {
+    seconds.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
 /// The stamps recorded for one generation.
@@ -77,9 +82,10 @@ impl Stamps {
     /// stamp is the recorded one, and it was not modified within the racy window before
     /// the record was written.
     pub fn vouches(&self, path: &str, stamp: &Stamp) -> bool {
+        let settled = self.written_ns.saturating_sub(RACY_NS);
         self.entries.get(path) == Some(stamp)
-            && stamp.mtime_ns < self.written_ns - RACY_NS
-            && stamp.ctime_ns < self.written_ns - RACY_NS
+            && stamp.mtime_ns < settled
+            && stamp.ctime_ns < settled
     }
 
     /// The stamps of `graph_dir` for the generation `fingerprint`; empty when there are
@@ -93,12 +99,15 @@ impl Stamps {
             .unwrap_or_else(|| Stamps::new(*fingerprint))
     }
 
-    /// Writes the stamps atomically, dated now; best effort (a read-only or full disk only
-    /// means the next read hashes again).
-    pub fn write(&mut self, graph_dir: &Path) {
-        self.written_ns = now_ns();
+    /// Writes the stamps atomically, dated `as_of`: a time taken before the files were
+    /// stat'ed, so that a change between the stat and the write can never look settled.
+    /// Best effort (a read-only or full disk only means the next read hashes again).
+    pub fn write(&mut self, graph_dir: &Path, as_of_ns: i64) {
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        self.written_ns = as_of_ns;
         let bytes = self.encode();
-        let tmp = graph_dir.join(format!("{STAMPS_FILE}.{}.tmp", std::process::id()));
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = graph_dir.join(format!("{STAMPS_FILE}.{}.{n}.tmp", std::process::id()));
         if std::fs::write(&tmp, bytes).is_ok()
             && std::fs::rename(&tmp, graph_dir.join(STAMPS_FILE)).is_err()
         {

@@ -133,6 +133,10 @@ pub struct WatchStatus {
     pub state: String,
     pub debounce_ms: u64,
     pub watched_directories: usize,
+    /// Directories that appeared but could not be watched (inotify's watches exhausted):
+    /// changes inside them are seen only by the next build something else triggers.
+    #[serde(default)]
+    pub unwatched_directories: u64,
     /// Change events that could change the inventory.
     pub events: u64,
     /// Change events nothing could see (ignored, hidden, not compiled, the graph itself).
@@ -159,13 +163,29 @@ impl WatchStatus {
     }
 }
 
+impl WatchStatus {
+    /// Whether this process's own watcher keeps the generation fresh now: running, with a
+    /// backend, and its last build did not fail. Reads that trust a watcher check this
+    /// first, and scan the tree themselves otherwise.
+    pub fn keeps_fresh(&self) -> bool {
+        self.pid == std::process::id()
+            && self.state != "stopped"
+            && self.backend != "none"
+            && self
+                .last_build
+                .as_ref()
+                .is_none_or(|b| b.outcome != "failed")
+    }
+}
+
 fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
     // Signal 0 checks existence; EPERM means it exists under another user.
     // SAFETY: kill with signal 0 sends nothing.
-    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+    let sent = unsafe { libc::kill(pid, 0) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// A running watcher. Dropping it (or `stop`) ends the thread after the build in progress.
@@ -189,6 +209,12 @@ impl Watch {
         let (sender, events) = channel();
         let directories = inventory::directories(&root);
         let (backend, poll_reason) = Backend::start(&options, sender, &directories);
+        if let BackendKind::None = backend.kind {
+            return Err(AtlasError::io(
+                &root,
+                std::io::Error::other(poll_reason.unwrap_or_default()),
+            ));
+        }
         let status = WatchStatus {
             pid: std::process::id(),
             backend: backend.name().into(),
@@ -196,6 +222,7 @@ impl Watch {
             state: "idle".into(),
             debounce_ms: options.debounce.as_millis() as u64,
             watched_directories: directories.len(),
+            unwatched_directories: 0,
             events: 0,
             ignored_events: 0,
             builds: 0,
@@ -347,22 +374,29 @@ impl Backend {
         }
     }
 
-    /// Watches a directory that appeared (and what the inventory would enter below it).
-    fn add(&mut self, directory: &Path) {
+    /// Watches a directory that appeared (and what the inventory would enter below it);
+    /// false when the backend refused (inotify's watches exhausted).
+    fn add(&mut self, directory: &Path) -> bool {
         let directories = inventory::directories(directory);
         let watched = match &mut self.kind {
             BackendKind::Inotify(w) => watch_all(w, &directories),
             BackendKind::Poll(w) => watch_all(w, &directories),
-            BackendKind::None => return,
+            BackendKind::None => return false,
         };
-        if watched.is_ok() {
+        let ok = watched.is_ok();
+        if ok {
             self.watched.extend(directories);
         }
+        ok
     }
 
     /// Whether `path` was a watched directory; it no longer is.
     fn forget(&mut self, path: &Path) -> bool {
         self.watched.remove(path)
+    }
+
+    fn watches(&self, path: &Path) -> bool {
+        self.watched.contains(path)
     }
 }
 
@@ -422,13 +456,16 @@ struct Loop {
     _lock: std::fs::File,
 }
 
+/// How long after a failed build the watcher tries again (at least the debounce).
+const RETRY: Duration = Duration::from_secs(5);
 /// How often the loop looks at the stop flag while nothing happens.
 const TICK: Duration = Duration::from_millis(50);
 
 impl Loop {
     fn run(mut self) {
         // Bring the graph up to date first: the tree may have moved on while no one watched.
-        self.build(Instant::now(), 0);
+        let retry_after = self.options.debounce.max(RETRY);
+        let mut retry = (!self.build(Instant::now(), 0)).then(|| Instant::now() + retry_after);
         let mut pending: Option<(Instant, Instant, u64)> = None; // (first, last, events)
         while !self.stop.load(Ordering::SeqCst) {
             let wait = match pending {
@@ -464,8 +501,12 @@ impl Loop {
                     || now >= first + self.options.debounce * MAX_DELAY_FACTOR;
                 if due {
                     pending = None;
-                    self.build(first, events);
+                    retry = (!self.build(first, events)).then(|| Instant::now() + retry_after);
                 }
+            } else if retry.is_some_and(|at| Instant::now() >= at) {
+                // A failed build (a lock held too long, a full disk) is tried again: the
+                // changes it covered are still unbuilt.
+                retry = (!self.build(Instant::now(), 0)).then(|| Instant::now() + retry_after);
             }
         }
         self.set_state("stopped");
@@ -478,6 +519,13 @@ impl Loop {
             // The watcher lost events (queue overflow): rebuild to be safe.
             Err(_) => return self.count(true),
         };
+        // The kernel's queue overflowed (notify reports it as a rescan): events were lost,
+        // and directories may have appeared unseen. Watch everything again and build.
+        if event.need_rescan() {
+            let root = self.root.clone();
+            self.watch_directory(&root);
+            return self.count(true);
+        }
         // Reads (a build reading the sources) are not changes, nor worth counting.
         if matches!(event.kind, EventKind::Access(_)) {
             return false;
@@ -491,10 +539,14 @@ impl Loop {
                 continue;
             };
             let relative = relative.to_string_lossy().replace('\\', "/");
-            let is_dir = path.is_dir();
-            if is_dir && matches!(event.kind, EventKind::Create(_)) {
-                if !self.ignores.ignores(path, true) && visible_dir(&relative) {
-                    self.backend.add(path);
+            // A directory that appeared — created, or moved in (a rename reports no
+            // `Create`): watched from now on, and what it holds is a change.
+            if path.is_dir() {
+                if !self.backend.watches(path)
+                    && !self.ignores.ignores(path, true)
+                    && visible_dir(&relative)
+                {
+                    self.watch_directory(path);
                     relevant = true;
                 }
                 continue;
@@ -515,6 +567,18 @@ impl Loop {
         self.count(relevant)
     }
 
+    /// Watches `directory` and below; a refusal is counted in status, never silent.
+    fn watch_directory(&mut self, directory: &Path) {
+        let ok = self.backend.add(directory);
+        let watched = self.backend.watched.len();
+        self.update(|s| {
+            s.watched_directories = watched;
+            if !ok {
+                s.unwatched_directories += 1;
+            }
+        });
+    }
+
     fn count(&mut self, relevant: bool) -> bool {
         self.update(|s| {
             if relevant {
@@ -526,7 +590,8 @@ impl Loop {
         relevant
     }
 
-    fn build(&mut self, first_change: Instant, events: u64) {
+    /// Runs one build and records it; false when it failed.
+    fn build(&mut self, first_change: Instant, events: u64) -> bool {
         self.set_state("building");
         let started = Instant::now();
         let result: BuildResult = match &self.options.runner {
@@ -563,6 +628,7 @@ impl Loop {
                 finished_unix_ms: unix_ms(),
             },
         };
+        let ok = last.outcome != "failed";
         self.update(|s| {
             s.builds += 1;
             match last.outcome.as_str() {
@@ -573,6 +639,7 @@ impl Loop {
             s.last_build = Some(last);
             s.state = "idle".into();
         });
+        ok
     }
 
     fn set_state(&mut self, state: &str) {

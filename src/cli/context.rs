@@ -44,7 +44,7 @@ pub struct ContextArgs {
     #[arg(long, requires = "execution")]
     pub fallback_direct: bool,
     /// Deadline of a worker request (at most the daemon's own).
-    #[arg(long, value_name = "MS", requires = "execution")]
+    #[arg(long, value_name = "MS", requires = "execution", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub deadline_ms: Option<u64>,
 }
 

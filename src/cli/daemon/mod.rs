@@ -48,14 +48,14 @@ pub struct StartArgs {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub queue: u16,
     /// A request that waited longer than this for a worker is answered `timeout`.
-    #[arg(long, default_value_t = 5_000)]
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
     pub queue_timeout_ms: u64,
     /// A request not answered within this (from admission) is answered `timeout`.
-    #[arg(long, default_value_t = 30_000)]
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub deadline_ms: u64,
     /// Memory each worker may add to the warm process; above the sum, requests are
     /// refused `busy` and answers are `degraded`.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub worker_memory_mib: u64,
     /// Watch the tree and rebuild incrementally (also ATLAS_WATCH=1).
     #[arg(long)]
@@ -75,8 +75,10 @@ pub struct StatusArgs {
 
 /// How long `start` waits for a detached daemon to answer.
 const START_PATIENCE: Duration = Duration::from_secs(60);
-/// How long `stop` waits for the daemon to end before killing it.
+/// How long `stop` waits for the daemon to end, beyond its deadline, before killing it.
 const STOP_PATIENCE: Duration = Duration::from_secs(10);
+/// How long a worker client waits for a daemon whose deadline it does not know.
+const CLIENT_BACKSTOP_MS: u64 = 600_000;
 
 pub fn run(call: &Call, args: &DaemonArgs) -> Result<()> {
     match &args.command {
@@ -92,7 +94,9 @@ pub fn run(call: &Call, args: &DaemonArgs) -> Result<()> {
 /// What `status` prints when nothing answers on the socket.
 #[derive(Debug, Serialize)]
 struct NotRunning {
+    /// A daemon holds the graph's daemon lock (it may be too busy to answer).
     running: bool,
+    answering: bool,
     socket: std::path::PathBuf,
     /// A socket file is there but nothing answers: a daemon died (the next start
     /// replaces it).
@@ -108,11 +112,16 @@ fn query_status(graph_dir: &Path) -> Probe {
     let socket = socket_path(graph_dir);
     match exchange::<DaemonStatus>(&socket, &Request::Status, Duration::from_secs(5)) {
         Ok(status) => Probe::Running(Box::new(status)),
-        Err(_) => Probe::NotRunning(NotRunning {
-            running: false,
-            stale_socket: socket.exists(),
-            socket,
-        }),
+        Err(_) => {
+            // A daemon whose connections are all taken does not answer, yet holds its lock.
+            let held = lock_held(graph_dir);
+            Probe::NotRunning(NotRunning {
+                running: held,
+                answering: false,
+                stale_socket: socket.exists() && !held,
+                socket,
+            })
+        }
     }
 }
 
@@ -150,6 +159,9 @@ fn print_status(probe: &Probe, format: Format) -> Result<()> {
             }
             print_stdout(&text)
         }
+        (Probe::NotRunning(none), Format::Text) if none.running => print_stdout(
+            "a daemon holds this graph but does not answer (all its connections are taken)\n",
+        ),
         (Probe::NotRunning(none), Format::Text) => print_stdout(&format!(
             "no daemon serves this graph{}\n",
             if none.stale_socket {
@@ -172,23 +184,16 @@ fn run_start(call: &Call, args: &StartArgs) -> Result<()> {
     };
     let watching = args.watch || call.config.watch.enabled;
     if args.foreground {
-        let mut config = call.config.clone();
-        let watch = if watching {
-            match super::watch::start(call, None, false, true, true) {
-                Ok(watch) => {
-                    // The watcher keeps the generation fresh: reads skip their own scan.
-                    config.watch.fresh_by_watcher = true;
-                    Some(watch)
-                }
-                Err(e) => {
-                    eprintln!("atlas daemon: not watching: error[{}]: {e}", e.code());
-                    None
-                }
+        // The watcher starts once the socket is bound (`server::serve`).
+        let start_watch = || {
+            if !watching {
+                return None;
             }
-        } else {
-            None
+            super::watch::start(call, None, false, true, true)
+                .map_err(|e| eprintln!("atlas daemon: not watching: error[{}]: {e}", e.code()))
+                .ok()
         };
-        return server::serve(location, config, limits, watch);
+        return server::serve(location, call.config.clone(), limits, start_watch);
     }
     if let Probe::Running(status) = query_status(&location.graph_dir) {
         return print_status(&Probe::Running(status), args.format);
@@ -250,17 +255,32 @@ fn run_start(call: &Call, args: &StartArgs) -> Result<()> {
 
 fn run_stop(call: &Call, format: Format) -> Result<()> {
     let location = call.location()?;
-    let socket = socket_path(&location.graph_dir);
-    let Ok(status) = exchange::<DaemonStatus>(&socket, &Request::Shutdown, Duration::from_secs(5))
-    else {
-        return print_status(&query_status(&location.graph_dir), format);
-    };
+    let graph_dir = &location.graph_dir;
+    let socket = socket_path(graph_dir);
+    let (pid, patience) =
+        match exchange::<DaemonStatus>(&socket, &Request::Shutdown, Duration::from_secs(5)) {
+            // Running requests finish within the deadline; the daemon waits that long.
+            Ok(status) => {
+                let deadline = status.limits["deadline_ms"].as_u64().unwrap_or(30_000);
+                (status.pid, Duration::from_millis(deadline) + STOP_PATIENCE)
+            }
+            // Holding its lock but not answering (every connection taken): terminated.
+            Err(_) if lock_held(graph_dir) => match lock_pid(graph_dir) {
+                Some(pid) => {
+                    // SAFETY: signalling the pid the daemon wrote into its own lock file.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+                    (pid, STOP_PATIENCE)
+                }
+                None => return print_status(&query_status(graph_dir), format),
+            },
+            Err(_) => return print_status(&query_status(graph_dir), format),
+        };
     let started = Instant::now();
     // The lock is released when the process ends (even before its parent reaps it).
-    while lock_held(&location.graph_dir) {
-        if started.elapsed() > STOP_PATIENCE {
-            // SAFETY: signalling a pid the daemon reported as its own.
-            unsafe { libc::kill(status.pid as libc::pid_t, libc::SIGKILL) };
+    while lock_held(graph_dir) {
+        if started.elapsed() > patience {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -271,12 +291,19 @@ fn run_stop(call: &Call, format: Format) -> Result<()> {
         pid: u32,
     }
     match format {
-        Format::Json => print_json(&Stopped {
-            stopped: true,
-            pid: status.pid,
-        }),
-        Format::Text => print_stdout(&format!("stopped the daemon (pid {})\n", status.pid)),
+        Format::Json => print_json(&Stopped { stopped: true, pid }),
+        Format::Text => print_stdout(&format!("stopped the daemon (pid {pid})\n")),
     }
+}
+
+/// The pid a daemon wrote into its lock file.
+fn lock_pid(graph_dir: &Path) -> Option<u32> {
+    std::fs::read_to_string(graph_dir.join(protocol::LOCK_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&pid| pid > 0)
 }
 
 /// Whether a daemon process holds the graph's daemon lock.
@@ -362,7 +389,12 @@ pub fn context(call: &Call, args: &ContextArgs) -> Result<i32> {
     let socket = socket_path(&location.graph_dir);
     let started = Instant::now();
     // The daemon answers by its deadline; the margin covers a slow hand-over.
-    let patience = Duration::from_millis(args.deadline_ms.unwrap_or(30_000).saturating_add(5_000));
+    // The daemon answers by its deadline (a shorter `--deadline-ms` for this request, else
+    // its own, unknown here): the margin covers the hand-over; ten minutes is a backstop.
+    let patience = Duration::from_millis(
+        args.deadline_ms
+            .map_or(CLIENT_BACKSTOP_MS, |d| d.saturating_add(5_000)),
+    );
     let reply = match exchange::<Reply>(&socket, &Request::Context(Box::new(wire)), patience) {
         Ok(reply) => reply,
         Err(e)

@@ -27,6 +27,10 @@ const MAX_SOCKET_PATH: usize = 107;
 /// too long for a Unix socket (a deep checkout) — `/tmp/atlas-<uid>/<blake3 of the graph
 /// dir>.sock`, in a directory only this user may enter (`private_dir`).
 pub fn socket_path(graph_dir: &Path) -> PathBuf {
+    // Every spelling of the directory (`..`, links) names one socket.
+    let graph_dir = &graph_dir
+        .canonicalize()
+        .unwrap_or_else(|_| graph_dir.to_path_buf());
     let inside = graph_dir.join(SOCKET_FILE);
     if inside.as_os_str().len() <= MAX_SOCKET_PATH {
         return inside;

@@ -48,6 +48,10 @@ const CLIENT_CHECK: Duration = Duration::from_millis(10);
 /// on their way to admission); more are answered `busy` by the accepting thread itself, so
 /// a flood of idle connections cannot grow the daemon's threads without bound.
 const CONNECTION_SLACK: usize = 64;
+/// How long a stopping daemon waits beyond the deadline for answers to be sent.
+const DRAIN_MARGIN: Duration = Duration::from_secs(2);
+/// How long a reply may take to be written to a client that does not read it.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the pool is sized and bounded.
 #[derive(Debug, Clone, Serialize)]
@@ -91,6 +95,8 @@ struct Job {
     admitted: Instant,
     /// Set when the client went away or the answer is no longer awaited.
     abandoned: Arc<AtomicBool>,
+    /// Set by the worker that takes the job (the queue timeout no longer applies).
+    started: Arc<AtomicBool>,
     reply: Sender<Reply>,
 }
 
@@ -177,25 +183,28 @@ fn mib(bytes: u64) -> f64 {
     (bytes as f64 / (1024.0 * 1024.0) * 10.0).round() / 10.0
 }
 
-/// Resident memory of this process, from `/proc/self/statm` (0 where unavailable).
+/// Anonymous resident memory of this process (`RssAnon` in `/proc/self/status`; 0 where
+/// unavailable). Mapped graph and index pages are file-backed and reclaimable: they do not
+/// count against the workers' budget.
 pub fn rss_bytes() -> u64 {
-    let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {
+    let Ok(text) = std::fs::read_to_string("/proc/self/status") else {
         return 0;
     };
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    text.split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse::<u64>().ok())
-        .map_or(0, |pages| pages * page)
+    text.lines()
+        .find_map(|line| line.strip_prefix("RssAnon:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse::<u64>().ok())
+        .map_or(0, |kib| kib.saturating_mul(1024))
 }
 
-/// Serves until a `shutdown` request. `watch` starts a watcher in the process.
+/// Serves until a `shutdown` request, then lets the requests it admitted finish. A
+/// watcher, when `start_watch` makes one, starts once the socket is bound (the narrowed
+/// umask of `bind` must not apply to anything else); reads then trust it.
 pub fn serve(
     location: Location,
-    config: Config,
+    mut config: Config,
     limits: Limits,
-    watch: Option<Watch>,
+    start_watch: impl FnOnce() -> Option<Watch>,
 ) -> Result<()> {
     let graph_dir = location.graph_dir.clone();
     std::fs::create_dir_all(&graph_dir).at(&graph_dir)?;
@@ -215,6 +224,9 @@ pub fn serve(
         std::fs::remove_file(&socket).at(&socket)?;
     }
     let listener = bind_private(&socket)?;
+    let watch = start_watch();
+    // A watcher keeps the generation fresh: reads skip their own scan while it is healthy.
+    config.watch.fresh_by_watcher = watch.is_some();
 
     // Warm state: graph mappings validated once per generation; the model loaded now.
     crate::graph::format::reuse_validated_mappings();
@@ -224,7 +236,10 @@ pub fn serve(
     }
     let _ = crate::build::store::Store::new(&graph_dir).open_current();
     let baseline = rss_bytes();
-    let memory_ceiling = baseline + limits.workers as u64 * limits.worker_memory_mib * 1024 * 1024;
+    let memory_ceiling = (limits.workers as u64)
+        .saturating_mul(limits.worker_memory_mib)
+        .saturating_mul(1024 * 1024)
+        .saturating_add(baseline);
 
     let (queue, jobs) = std::sync::mpsc::sync_channel(limits.queue);
     let shared = Arc::new(Shared {
@@ -297,9 +312,13 @@ pub fn serve(
             shared.connections.fetch_sub(1, Ordering::SeqCst);
         }
     }
-    // Stopping: no new connections; queued requests are answered `cancelled` by the
-    // workers as they drain (the `stopping` flag), running ones finish.
+    // Stopping: no new connections. Queued requests are answered `cancelled` by the
+    // workers (the `stopping` flag); running ones finish, within their deadline.
     let _ = std::fs::remove_file(&socket);
+    let drain = Instant::now() + Duration::from_millis(shared.limits.deadline_ms) + DRAIN_MARGIN;
+    while shared.connections.load(Ordering::SeqCst) > 0 && Instant::now() < drain {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     drop(lock);
     Ok(())
 }
@@ -353,13 +372,16 @@ fn bind_private(socket: &Path) -> Result<UnixListener> {
 }
 
 fn spawn_worker(shared: &Arc<Shared>, index: usize, died: Sender<usize>) -> Result<()> {
-    let shared = shared.clone();
     shared.workers_alive.fetch_add(1, Ordering::SeqCst);
+    let own = shared.clone();
     std::thread::Builder::new()
         .name(format!("atlas-worker-{index}"))
-        .spawn(move || worker(shared, index, died))
+        .spawn(move || worker(own, index, died))
         .map(|_| ())
-        .map_err(|e| AtlasError::io("<worker thread>", e))
+        .map_err(|e| {
+            shared.workers_alive.fetch_sub(1, Ordering::SeqCst);
+            AtlasError::io("<worker thread>", e)
+        })
 }
 
 /// Replaces dead workers, and opens the circuit on a second panic within the window.
@@ -405,6 +427,7 @@ fn worker(shared: Arc<Shared>, index: usize, died: Sender<usize>) {
         if job.abandoned.load(Ordering::SeqCst) {
             continue;
         }
+        job.started.store(true, Ordering::SeqCst);
         if shared.stopping.load(Ordering::SeqCst) {
             let _ = job
                 .reply
@@ -564,6 +587,7 @@ fn printed(result: Result<context::ContextResult>, json: bool) -> Reply {
 
 fn connection(shared: &Arc<Shared>, stream: UnixStream, socket: &Path) {
     let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut line = String::new();
     let read = BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line);
     if read.is_err() || line.is_empty() {
@@ -588,7 +612,8 @@ fn connection(shared: &Arc<Shared>, stream: UnixStream, socket: &Path) {
         Request::Context(call) => {
             let reply = admit(shared, *call, &stream);
             shared.count(reply.outcome);
-            if reply.outcome != Outcome::Cancelled {
+            // A client that went away has nobody to read its `cancelled`.
+            if !client_gone(&stream) {
                 send(&stream, &reply);
             }
         }
@@ -641,13 +666,16 @@ fn admit(shared: &Arc<Shared>, call: ContextCall, stream: &UnixStream) -> Reply 
         d.min(shared.limits.deadline_ms)
     }));
     let admitted = Instant::now();
+    let queue_timeout = Duration::from_millis(shared.limits.queue_timeout_ms);
     let abandoned = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
     let (reply, answer) = std::sync::mpsc::channel();
     shared.queued.fetch_add(1, Ordering::SeqCst);
     let job = Job {
         call,
         admitted,
         abandoned: abandoned.clone(),
+        started: started.clone(),
         reply,
     };
     match shared.queue.try_send(job) {
@@ -665,17 +693,28 @@ fn admit(shared: &Arc<Shared>, call: ContextCall, stream: &UnixStream) -> Reply 
         }
     }
     loop {
-        let left = deadline.saturating_sub(admitted.elapsed());
-        if left.is_zero() {
+        let waited = admitted.elapsed();
+        let left = deadline.saturating_sub(waited);
+        let unstarted = !started.load(Ordering::SeqCst);
+        if left.is_zero() || (unstarted && waited > queue_timeout) {
             abandoned.store(true, Ordering::SeqCst);
-            let mut reply = Reply::refused(
-                Outcome::Timeout,
+            // An answer that arrived meanwhile is still an answer.
+            if let Ok(reply) = answer.try_recv() {
+                return reply;
+            }
+            let reason = if left.is_zero() {
                 format!(
                     "no answer within the deadline of {} ms",
                     deadline.as_millis()
-                ),
-            );
-            reply.queue_ms = millis(admitted.elapsed());
+                )
+            } else {
+                format!(
+                    "no worker took it within the queue timeout of {} ms",
+                    queue_timeout.as_millis()
+                )
+            };
+            let mut reply = Reply::refused(Outcome::Timeout, reason);
+            reply.queue_ms = millis(waited);
             return reply;
         }
         match answer.recv_timeout(left.min(CLIENT_CHECK)) {
@@ -701,27 +740,17 @@ fn same_root(a: &Path, b: &Path) -> bool {
         }
 }
 
-/// Whether the client closed its end (a read would return end-of-file).
+/// Whether the client went away. Only a full close counts (`POLLHUP`, `POLLERR`): a client
+/// that shut down its writing side after the request (`socat`, `nc -N`) still reads.
 fn client_gone(stream: &UnixStream) -> bool {
-    let mut byte = [0u8; 1];
-    // SAFETY: a one-byte peek into a local buffer on a descriptor `stream` owns.
-    let read = unsafe {
-        libc::recv(
-            std::os::fd::AsRawFd::as_raw_fd(stream),
-            byte.as_mut_ptr().cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
+    let mut fd = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(stream),
+        events: 0,
+        revents: 0,
     };
-    match read {
-        0 => true,
-        n if n > 0 => false,
-        _ => {
-            let err = std::io::Error::last_os_error();
-            err.kind() != std::io::ErrorKind::WouldBlock
-                && err.kind() != std::io::ErrorKind::Interrupted
-        }
-    }
+    // SAFETY: one pollfd for a descriptor `stream` owns, no wait.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 fn send<T: Serialize>(mut stream: &UnixStream, value: &T) {

@@ -6,7 +6,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::{Run, Sandbox};
@@ -20,28 +20,9 @@ struct Daemon<'a> {
 impl<'a> Daemon<'a> {
     /// `atlas daemon start --foreground <flags>` as a child process, once it answers.
     fn start(sandbox: &'a Sandbox, flags: &[&str], env: &[(&str, &str)]) -> Daemon<'a> {
-        let repo = sandbox.repo();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_atlas"));
-        command
-            .args([
-                "--code",
-                repo.to_str().unwrap(),
-                "daemon",
-                "start",
-                "--foreground",
-            ])
-            .args(flags)
-            .current_dir(sandbox.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        for (key, _) in std::env::vars() {
-            if key.starts_with("ATLAS_") {
-                command.env_remove(key);
-            }
-        }
-        command.envs(env.iter().copied());
-        let child = command.spawn().expect("daemon starts");
+        let mut args = vec!["daemon", "start", "--foreground"];
+        args.extend_from_slice(flags);
+        let child = sandbox.spawn_atlas(&args, env);
         let daemon = Daemon {
             sandbox,
             child: Some(child),

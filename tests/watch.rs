@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::Sandbox;
@@ -16,31 +16,11 @@ struct Watcher<'a> {
 
 impl<'a> Watcher<'a> {
     fn start(sandbox: &'a Sandbox, flags: &[&str], env: &[(&str, &str)]) -> Watcher<'a> {
-        let repo = sandbox.repo();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_atlas"));
-        command
-            .args([
-                "--code",
-                repo.to_str().unwrap(),
-                "watch",
-                "--no-search",
-                "--format",
-                "json",
-            ])
-            .args(flags)
-            .current_dir(sandbox.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        for (key, _) in std::env::vars() {
-            if key.starts_with("ATLAS_") {
-                command.env_remove(key);
-            }
-        }
-        command.envs(env.iter().copied());
+        let mut args = vec!["watch", "--no-search", "--format", "json"];
+        args.extend_from_slice(flags);
         let watcher = Watcher {
             sandbox,
-            child: command.spawn().expect("watch starts"),
+            child: sandbox.spawn_atlas(&args, env),
         };
         // Its first build brings the graph up to date.
         watcher.wait_until(|w| w["builds"].as_u64() >= Some(1) && w["state"] == "idle");
@@ -250,23 +230,10 @@ fn one_graph_has_one_watcher() {
 fn a_watching_daemon_answers_an_edit_without_scanning_the_tree() {
     let sandbox = Sandbox::with_fixture("python");
     sandbox.atlas(&["build", "--no-search"]).success();
-    let repo = sandbox.repo();
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_atlas"))
-        .args([
-            "--code",
-            repo.to_str().unwrap(),
-            "daemon",
-            "start",
-            "--foreground",
-        ])
-        .env("ATLAS_WATCH", "1")
-        .env("ATLAS_WATCH_DEBOUNCE_MS", "100")
-        .env_remove("ATLAS_GRAPH_DIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut daemon = sandbox.spawn_atlas(
+        &["daemon", "start", "--foreground"],
+        &[("ATLAS_WATCH", "1"), ("ATLAS_WATCH_DEBOUNCE_MS", "100")],
+    );
     let started = Instant::now();
     let status = loop {
         let status = sandbox

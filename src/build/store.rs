@@ -24,6 +24,30 @@ use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::reader::Graph;
 use crate::syntax::facts::FileFacts;
 
+/// An exclusive lock on `path` (created when missing), held while the returned file is
+/// open and released by the system when its process ends, however it ends: `Ok(None)` when
+/// another process holds it. The watcher and the daemon mark themselves this way.
+pub fn try_hold(path: &Path) -> Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .at(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(AtlasError::io(path, e)),
+    }
+}
+
+/// Whether a live process holds `try_hold`'s lock on `path`.
+pub fn is_held(path: &Path) -> bool {
+    File::open(path)
+        .is_ok_and(|file| matches!(file.try_lock_shared(), Err(fs::TryLockError::WouldBlock)))
+}
+
 pub const DEFAULT_GRAPH_DIR: &str = ".agent-spec/graph";
 pub const GRAPH_FILE: &str = "graph.atlas";
 pub const MANIFEST_FILE: &str = "manifest.json";

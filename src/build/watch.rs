@@ -284,24 +284,8 @@ impl Drop for Watch {
 }
 
 fn hold_lock(graph_dir: &Path) -> Result<std::fs::File> {
-    let path = graph_dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .at(&path)?;
-    // SAFETY: flock on a descriptor this function owns.
-    let locked = unsafe {
-        libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            libc::LOCK_EX | libc::LOCK_NB,
-        )
-    };
-    if locked != 0 {
-        return Err(AtlasError::WatchRunning(graph_dir.to_path_buf()));
-    }
-    Ok(file)
+    super::store::try_hold(&graph_dir.join(LOCK_FILE))?
+        .ok_or_else(|| AtlasError::WatchRunning(graph_dir.to_path_buf()))
 }
 
 type Events = Receiver<notify::Result<notify::Event>>;

@@ -152,6 +152,31 @@ impl Sandbox {
         self.run_bin_env(env!("CARGO_BIN_EXE_atlas"), &full, env)
     }
 
+    /// Starts `atlas --code repo <args>` as a child process in the background (a daemon, a
+    /// watcher), with the same clean environment plus `env`, its output discarded.
+    pub fn spawn_atlas(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+        let repo = self.repo();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_atlas"));
+        command
+            .arg("--code")
+            .arg(&repo)
+            .args(args)
+            .current_dir(self.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("ATLAS_")
+                || key == "CLAUDE_PROJECT_DIR"
+                || key == "WORKSPACE_FOLDER_PATHS"
+            {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().copied());
+        command.spawn().expect("atlas starts")
+    }
+
     pub fn build_json(&self) -> serde_json::Value {
         self.atlas(&["build", "--format", "json"]).success().json()
     }

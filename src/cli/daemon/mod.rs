@@ -308,12 +308,7 @@ fn lock_pid(graph_dir: &Path) -> Option<u32> {
 
 /// Whether a daemon process holds the graph's daemon lock.
 fn lock_held(graph_dir: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(graph_dir.join(protocol::LOCK_FILE)) else {
-        return false;
-    };
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-    // SAFETY: flock on a descriptor owned by `file`, released when it closes.
-    unsafe { libc::flock(fd, libc::LOCK_SH | libc::LOCK_NB) != 0 }
+    crate::build::store::is_held(&graph_dir.join(protocol::LOCK_FILE))
 }
 
 /// One request and its reply line.

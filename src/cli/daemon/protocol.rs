@@ -195,6 +195,21 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// An answer: what the direct command printed, and its exit code.
+    pub fn answered(stdout: String, stderr: String, exit_code: i32) -> Reply {
+        Reply {
+            v: PROTOCOL_VERSION,
+            outcome: Outcome::Success,
+            reason: None,
+            stdout,
+            stderr,
+            exit_code,
+            worker: None,
+            queue_ms: 0.0,
+            run_ms: 0.0,
+        }
+    }
+
     pub fn refused(outcome: Outcome, reason: impl Into<String>) -> Reply {
         Reply {
             v: PROTOCOL_VERSION,

@@ -325,23 +325,8 @@ pub fn serve(
 
 fn hold_lock(graph_dir: &Path) -> Result<std::fs::File> {
     let path = graph_dir.join(LOCK_FILE);
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .at(&path)?;
-    // SAFETY: flock on a descriptor this function owns.
-    let locked = unsafe {
-        libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            libc::LOCK_EX | libc::LOCK_NB,
-        )
-    };
-    if locked != 0 {
-        let mut pid = String::new();
-        let _ = file.read_to_string(&mut pid);
+    let Some(mut file) = crate::build::store::try_hold(&path)? else {
+        let pid = std::fs::read_to_string(&path).unwrap_or_default();
         return Err(AtlasError::InvalidInput {
             what: "daemon",
             reason: format!(
@@ -350,7 +335,7 @@ fn hold_lock(graph_dir: &Path) -> Result<std::fs::File> {
                 graph_dir.display()
             ),
         });
-    }
+    };
     file.set_len(0).at(&path)?;
     file.write_all(std::process::id().to_string().as_bytes())
         .at(&path)?;
@@ -562,27 +547,26 @@ fn answer(shared: &Shared, call: &ContextCall) -> (Reply, Option<String>) {
 
 /// What the direct command prints for `result`.
 fn printed(result: Result<context::ContextResult>, json: bool) -> Reply {
-    let mut reply = Reply::refused(Outcome::Success, "");
-    reply.reason = None;
     match result {
         Ok(result) => {
-            reply.stdout = if json {
+            let stdout = if json {
                 result.json + "\n"
             } else {
                 context::text::render(&result.output)
             };
+            Reply::answered(stdout, String::new(), 0)
         }
         Err(err) => {
-            reply.stderr = format!("error[{}]: {err}\n", err.code());
-            if json {
-                reply.stdout =
-                    crate::cli::output::pretty_json(&crate::cli::output::error_body(&err))
-                        .unwrap_or_default();
-            }
-            reply.exit_code = crate::cli::output::exit_code(&err);
+            let stdout = if json {
+                crate::cli::output::pretty_json(&crate::cli::output::error_body(&err))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let stderr = format!("error[{}]: {err}\n", err.code());
+            Reply::answered(stdout, stderr, crate::cli::output::exit_code(&err))
         }
     }
-    reply
 }
 
 fn connection(shared: &Arc<Shared>, stream: UnixStream, socket: &Path) {

@@ -607,3 +607,28 @@ fn stop_lets_a_running_request_finish() {
     });
     daemon.kill();
 }
+
+#[test]
+fn sigterm_stops_the_daemon_as_stop_does_letting_a_running_request_finish() {
+    let sandbox = built("python");
+    let mut daemon = Daemon::start(
+        &sandbox,
+        &[],
+        &[("ATLAS_INJECT_FAILURE", "worker-sleep-1500")],
+    );
+    let pid = daemon.child.as_ref().unwrap().id() as i32;
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| context(&sandbox, "Cart", &["--execution", "worker"]));
+        std::thread::sleep(Duration::from_millis(400));
+        // SAFETY: signalling the daemon this test started.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        running.join().unwrap().success();
+    });
+    let exit = daemon.child.as_mut().unwrap().wait().unwrap();
+    assert!(
+        exit.success(),
+        "a terminated daemon exits cleanly: {exit:?}"
+    );
+    assert!(!sandbox.graph().join("daemon.sock").exists());
+    daemon.child = None;
+}

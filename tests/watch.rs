@@ -311,3 +311,32 @@ fn a_directory_moved_into_the_tree_is_watched_and_built() {
         "shop/staged/moved.py::edited_later"
     );
 }
+
+#[test]
+fn a_directory_moved_away_and_made_again_is_watched_down_to_its_new_subdirectories() {
+    let sandbox = Sandbox::with_fixture("python");
+    sandbox.write("shop/gen/old/a.py", "def old_one():\n    return 1\n");
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let settle = |builds: u64| {
+        watcher.wait_until(|w| w["builds"].as_u64() > Some(builds) && w["state"] == "idle")["builds"]
+            .as_u64()
+            .unwrap()
+    };
+    let builds = watcher.status()["builds"].as_u64().unwrap();
+    std::fs::rename(
+        sandbox.repo().join("shop/gen"),
+        sandbox.path().join("gen-away"),
+    )
+    .unwrap();
+    let builds = settle(builds);
+    // The same names again: `shop/gen`, then `shop/gen/old` (watched before the move).
+    std::fs::create_dir_all(sandbox.repo().join("shop/gen/old")).unwrap();
+    // The directories' own events make a build (it finds nothing new); then the file.
+    let builds = settle(builds);
+    sandbox.write("shop/gen/old/b.py", "def new_one():\n    return 2\n");
+    settle(builds);
+    assert_eq!(
+        frozen_symbol(&sandbox, "new_one")["evidence"][0]["symbol"],
+        "shop/gen/old/b.py::new_one"
+    );
+}

@@ -166,8 +166,11 @@ pub fn changes(
     // Before any stat: the date the stamps recorded below are trusted from.
     let as_of = super::stamps::now_ns();
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
-    let mut stamps = cache.map(|c| Stamps::read(c.graph_dir, &graph.data().fingerprint));
-    let mut hashed_clean = Vec::new();
+    let stamps = cache.map(|c| Stamps::read(c.graph_dir, &graph.data().fingerprint));
+    // What a rewrite of the stamps keeps: entries vouched for now, and files hashed clean
+    // now — never an entry of a file found changed or gone.
+    let mut confirmed: Vec<(String, super::stamps::Stamp)> = Vec::new();
+    let mut hashed_clean = false;
     let committed: HashMap<&str, &[u8; 32]> = graph
         .data()
         .files
@@ -182,6 +185,7 @@ pub fn changes(
                 if let (Some(stamps), Some(stamp)) = (&stamps, &file.stamp)
                     && stamps.vouches(&file.path, stamp)
                 {
+                    confirmed.push((file.path.clone(), *stamp));
                     continue;
                 }
                 let current =
@@ -190,7 +194,8 @@ pub fn changes(
                 if current.ok().as_ref() != Some(*hash) {
                     changed.push(file.path.clone());
                 } else if let Some(stamp) = file.stamp {
-                    hashed_clean.push((file.path.clone(), stamp));
+                    confirmed.push((file.path.clone(), stamp));
+                    hashed_clean = true;
                 }
             }
             None if skipped.contains(&file.path) => {}
@@ -205,11 +210,11 @@ pub fn changes(
         .map(|p| p.to_string())
         .collect();
     removed.sort();
-    if let (Some(stamps), Some(cache)) = (&mut stamps, cache)
+    if let (Some(mut stamps), Some(cache)) = (stamps, cache)
         && cache.record
-        && !hashed_clean.is_empty()
+        && hashed_clean
     {
-        stamps.entries.extend(hashed_clean);
+        stamps.entries = confirmed.into_iter().collect();
         stamps.write(cache.graph_dir, as_of);
     }
     Ok(Changes {

@@ -35,12 +35,23 @@ pub fn try_hold(path: &Path) -> Result<Option<File>> {
         .write(true)
         .open(path)
         .at(path)?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(fs::TryLockError::WouldBlock) => Ok(None),
-        Err(fs::TryLockError::Error(e)) => Err(AtlasError::io(path, e)),
+    // `is_held` probes with a brief shared lock: a probe is not a holder, so it is waited
+    // out for a moment before the lock counts as taken.
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(file)),
+            Err(fs::TryLockError::WouldBlock) if started.elapsed() < PROBE_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(fs::TryLockError::Error(e)) => return Err(AtlasError::io(path, e)),
+        }
     }
 }
+
+/// How long `try_hold` waits out a probe of `is_held`.
+const PROBE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Whether a live process holds `try_hold`'s lock on `path`.
 pub fn is_held(path: &Path) -> bool {

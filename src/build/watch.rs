@@ -165,16 +165,17 @@ impl WatchStatus {
 
 impl WatchStatus {
     /// Whether this process's own watcher keeps the generation fresh now: running, with a
-    /// backend, and its last build did not fail. Reads that trust a watcher check this
+    /// backend, its first build done and its last build not failed. Reads that trust a watcher check this
     /// first, and scan the tree themselves otherwise.
     pub fn keeps_fresh(&self) -> bool {
+        // Not before its first build is done: until then the generation may be far behind.
         self.pid == std::process::id()
             && self.state != "stopped"
             && self.backend != "none"
             && self
                 .last_build
                 .as_ref()
-                .is_none_or(|b| b.outcome != "failed")
+                .is_some_and(|b| b.outcome != "failed")
     }
 }
 
@@ -374,9 +375,14 @@ impl Backend {
         ok
     }
 
-    /// Whether `path` was a watched directory; it no longer is.
+    /// Whether `path` was a watched directory; it and everything below it no longer are
+    /// (notify drops the watches of a moved directory's subdirectories with it).
     fn forget(&mut self, path: &Path) -> bool {
-        self.watched.remove(path)
+        let was = self.watched.contains(path);
+        if was {
+            self.watched.retain(|p| !p.starts_with(path));
+        }
+        was
     }
 
     fn watches(&self, path: &Path) -> bool {
@@ -440,16 +446,29 @@ struct Loop {
     _lock: std::fs::File,
 }
 
-/// How long after a failed build the watcher tries again (at least the debounce).
+/// How long after a failed build the watcher tries again (at least the debounce), doubling
+/// while builds keep failing, up to `MAX_RETRY`.
 const RETRY: Duration = Duration::from_secs(5);
+const MAX_RETRY: Duration = Duration::from_secs(300);
 /// How often the loop looks at the stop flag while nothing happens.
 const TICK: Duration = Duration::from_millis(50);
 
 impl Loop {
     fn run(mut self) {
         // Bring the graph up to date first: the tree may have moved on while no one watched.
-        let retry_after = self.options.debounce.max(RETRY);
-        let mut retry = (!self.build(Instant::now(), 0)).then(|| Instant::now() + retry_after);
+        // A build that keeps failing is retried less and less often; a success resets it.
+        let first_backoff = self.options.debounce.max(RETRY);
+        let mut backoff = first_backoff;
+        let mut next_retry = |ok: bool| -> Option<Instant> {
+            if ok {
+                backoff = first_backoff;
+                return None;
+            }
+            let at = Instant::now() + backoff;
+            backoff = (backoff * 2).min(MAX_RETRY);
+            Some(at)
+        };
+        let mut retry = next_retry(self.build(Instant::now(), 0));
         let mut pending: Option<(Instant, Instant, u64)> = None; // (first, last, events)
         while !self.stop.load(Ordering::SeqCst) {
             let wait = match pending {
@@ -485,12 +504,12 @@ impl Loop {
                     || now >= first + self.options.debounce * MAX_DELAY_FACTOR;
                 if due {
                     pending = None;
-                    retry = (!self.build(first, events)).then(|| Instant::now() + retry_after);
+                    retry = next_retry(self.build(first, events));
                 }
             } else if retry.is_some_and(|at| Instant::now() >= at) {
                 // A failed build (a lock held too long, a full disk) is tried again: the
                 // changes it covered are still unbuilt.
-                retry = (!self.build(Instant::now(), 0)).then(|| Instant::now() + retry_after);
+                retry = next_retry(self.build(Instant::now(), 0));
             }
         }
         self.set_state("stopped");
@@ -507,6 +526,8 @@ impl Loop {
         // and directories may have appeared unseen. Watch everything again and build.
         if event.need_rescan() {
             let root = self.root.clone();
+            // What is watched is whatever the walk finds now, not what was known before.
+            self.backend.watched.clear();
             self.watch_directory(&root);
             return self.count(true);
         }
@@ -526,10 +547,12 @@ impl Loop {
             // A directory that appeared — created, or moved in (a rename reports no
             // `Create`): watched from now on, and what it holds is a change.
             if path.is_dir() {
-                if !self.backend.watches(path)
-                    && !self.ignores.ignores(path, true)
-                    && visible_dir(&relative)
-                {
+                let appeared = matches!(
+                    event.kind,
+                    EventKind::Create(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
+                ) || !self.backend.watches(path);
+                if appeared && !self.ignores.ignores(path, true) && visible_dir(&relative) {
+                    // Watching again what is watched is harmless (notify adds to the mask).
                     self.watch_directory(path);
                     relevant = true;
                 }

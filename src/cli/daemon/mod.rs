@@ -48,7 +48,7 @@ pub struct StartArgs {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub queue: u16,
     /// A request that waited longer than this for a worker is answered `timeout`.
-    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub queue_timeout_ms: u64,
     /// A request not answered within this (from admission) is answered `timeout`.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
@@ -265,7 +265,7 @@ fn run_stop(call: &Call, format: Format) -> Result<()> {
                 (status.pid, Duration::from_millis(deadline) + STOP_PATIENCE)
             }
             // Holding its lock but not answering (every connection taken): terminated.
-            Err(_) if lock_held(graph_dir) => match lock_pid(graph_dir) {
+            Err(_) if lock_held(graph_dir) => match lock_pid(graph_dir).filter(|&p| is_daemon(p)) {
                 Some(pid) => {
                     // SAFETY: signalling the pid the daemon wrote into its own lock file.
                     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
@@ -294,6 +294,16 @@ fn run_stop(call: &Call, format: Format) -> Result<()> {
         Format::Json => print_json(&Stopped { stopped: true, pid }),
         Format::Text => print_stdout(&format!("stopped the daemon (pid {pid})\n")),
     }
+}
+
+/// Whether `pid` is an atlas daemon (its command line says `daemon start`), so that a pid
+/// left in a lock file and since reused by another program is never signalled.
+fn is_daemon(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        args.windows(2)
+            .any(|w| w[0] == b"daemon".as_slice() && w[1] == b"start".as_slice())
+    })
 }
 
 /// The pid a daemon wrote into its lock file.

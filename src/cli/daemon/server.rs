@@ -183,6 +183,60 @@ fn mib(bytes: u64) -> f64 {
     (bytes as f64 / (1024.0 * 1024.0) * 10.0).round() / 10.0
 }
 
+/// A connection being handled: counted while it lives.
+struct Slot {
+    shared: Arc<Shared>,
+    /// Connections being handled, this one included, when it was taken.
+    taken: usize,
+}
+
+impl Slot {
+    fn take(shared: &Arc<Shared>) -> Slot {
+        let taken = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+        Slot {
+            shared: shared.clone(),
+            taken,
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.shared.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// SIGTERM (and SIGINT) stop the daemon as `daemon stop` does: no new requests, running
+/// ones finish. The handler only sets a flag; a thread turns it into `stopping` and wakes
+/// the accept loop by connecting to the socket.
+fn on_terminate(shared: &Arc<Shared>, socket: &Path) -> Result<()> {
+    static TERMINATED: AtomicBool = AtomicBool::new(false);
+    extern "C" fn handler(_: libc::c_int) {
+        TERMINATED.store(true, Ordering::SeqCst);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, handler as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, handler as *const () as libc::sighandler_t);
+    }
+    let shared = shared.clone();
+    let socket = socket.to_path_buf();
+    std::thread::Builder::new()
+        .name("atlas-signals".into())
+        .spawn(move || {
+            while !TERMINATED.load(Ordering::SeqCst) {
+                if shared.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            shared.stopping.store(true, Ordering::SeqCst);
+            let _ = UnixStream::connect(&socket);
+        })
+        .map(|_| ())
+        .map_err(|e| AtlasError::io("<signal thread>", e))
+}
+
 /// Anonymous resident memory of this process (`RssAnon` in `/proc/self/status`; 0 where
 /// unavailable). Mapped graph and index pages are file-backed and reclaimable: they do not
 /// count against the workers' budget.
@@ -279,14 +333,16 @@ pub fn serve(
         shared.limits.workers,
         socket.display()
     );
+    on_terminate(&shared, &socket)?;
     for stream in listener.incoming() {
         if shared.stopping.load(Ordering::SeqCst) {
             break;
         }
         let Ok(stream) = stream else { continue };
         let limit = shared.limits.queue + shared.limits.workers + CONNECTION_SLACK;
-        if shared.connections.fetch_add(1, Ordering::SeqCst) >= limit {
-            shared.connections.fetch_sub(1, Ordering::SeqCst);
+        let slot = Slot::take(&shared);
+        if slot.taken > limit {
+            drop(slot);
             shared.count(Outcome::Busy);
             send(
                 &stream,
@@ -299,21 +355,19 @@ pub fn serve(
         }
         let shared = shared.clone();
         let socket = socket.clone();
-        let spawned = std::thread::Builder::new()
+        // The slot is given back when the thread ends, however it ends (or if it never
+        // starts).
+        let _ = std::thread::Builder::new()
             .name("atlas-connection".into())
-            .spawn({
-                let shared = shared.clone();
-                move || {
-                    connection(&shared, stream, &socket);
-                    shared.connections.fetch_sub(1, Ordering::SeqCst);
-                }
+            .spawn(move || {
+                let _slot = slot;
+                connection(&shared, stream, &socket);
             });
-        if spawned.is_err() {
-            shared.connections.fetch_sub(1, Ordering::SeqCst);
-        }
     }
-    // Stopping: no new connections. Queued requests are answered `cancelled` by the
-    // workers (the `stopping` flag); running ones finish, within their deadline.
+    // Stopping: no new connections (clients still waiting to connect are refused at
+    // once). Queued requests are answered `cancelled` by the workers (the `stopping` flag);
+    // running ones finish, within their deadline.
+    drop(listener);
     let _ = std::fs::remove_file(&socket);
     let drain = Instant::now() + Duration::from_millis(shared.limits.deadline_ms) + DRAIN_MARGIN;
     while shared.connections.load(Ordering::SeqCst) > 0 && Instant::now() < drain {
@@ -528,8 +582,11 @@ fn answer(shared: &Shared, call: &ContextCall) -> (Reply, Option<String>) {
         .as_ref()
         .ok()
         .map(|r| r.output.graph.fingerprint.clone());
+    // A read that refreshed the graph itself (the watcher being unhealthy) is fresh.
+    let refreshed = result.as_ref().is_ok_and(|r| r.output.graph.refreshed);
     let mut reply = printed(result, json);
     if reply.outcome == Outcome::Success
+        && !refreshed
         && let Some(last) = shared
             .watch
             .as_ref()

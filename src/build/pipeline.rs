@@ -171,7 +171,12 @@ pub struct Timings {
 }
 
 fn ms(since: Instant) -> f64 {
-    (since.elapsed().as_secs_f64() * 1e5).round() / 100.0
+    millis(since.elapsed())
+}
+
+/// A duration in milliseconds, two decimals: how build, watch and daemon reports time.
+pub fn millis(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
 /// Test hook (`ATLAS_INJECT_FAILURE=<point>`): fails the build at that point, to prove a

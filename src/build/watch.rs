@@ -11,6 +11,7 @@
 //! apart by the build lock as always. Each state change is written to `<graph>/watch.json`
 //! for `atlas status`.
 
+use super::pipeline::millis;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -687,10 +688,6 @@ fn visible_dir(relative: &str) -> bool {
         && relative
             .split('/')
             .all(|part| !part.starts_with('.') && inventory::may_enter(part))
-}
-
-fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
 fn unix_ms() -> u64 {

@@ -53,6 +53,19 @@ impl Run {
     }
 }
 
+/// Removes every variable Atlas reads from `command`'s environment, so that a test runs
+/// with the defaults unless it sets one.
+fn without_atlas_env(command: &mut Command) {
+    for (key, _) in std::env::vars() {
+        if key.starts_with("ATLAS_")
+            || key == "CLAUDE_PROJECT_DIR"
+            || key == "WORKSPACE_FOLDER_PATHS"
+        {
+            command.env_remove(key);
+        }
+    }
+}
+
 pub struct Sandbox {
     pub temp: tempfile::TempDir,
 }
@@ -115,14 +128,7 @@ impl Sandbox {
     pub fn run_bin_env(&self, bin: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut command = Command::new(bin);
         command.args(args).current_dir(self.path());
-        for (key, _) in std::env::vars() {
-            if key.starts_with("ATLAS_")
-                || key == "CLAUDE_PROJECT_DIR"
-                || key == "WORKSPACE_FOLDER_PATHS"
-            {
-                command.env_remove(key);
-            }
-        }
+        without_atlas_env(&mut command);
         command.envs(env.iter().copied());
         let output: Output = command.output().expect("binary runs");
         Run {
@@ -165,14 +171,7 @@ impl Sandbox {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        for (key, _) in std::env::vars() {
-            if key.starts_with("ATLAS_")
-                || key == "CLAUDE_PROJECT_DIR"
-                || key == "WORKSPACE_FOLDER_PATHS"
-            {
-                command.env_remove(key);
-            }
-        }
+        without_atlas_env(&mut command);
         command.envs(env.iter().copied());
         command.spawn().expect("atlas starts")
     }

@@ -7,6 +7,7 @@
 pub mod protocol;
 pub mod server;
 
+use crate::build::pipeline::millis;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -487,8 +488,4 @@ fn observe(call: &Call, args: &ContextArgs, stdout: &str, exit_code: i32) {
         output: stdout,
         items: 0,
     });
-}
-
-fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e5).round() / 100.0
 }

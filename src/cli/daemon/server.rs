@@ -10,6 +10,7 @@
 //! `CIRCUIT_COOL_DOWN`, during which requests are `unavailable` (agent-spec's behaviour),
 //! so a client with `--fallback-direct` runs them itself.
 
+use crate::build::pipeline::millis;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -799,8 +800,4 @@ fn send<T: Serialize>(mut stream: &UnixStream, value: &T) {
         text.push('\n');
         let _ = stream.write_all(text.as_bytes());
     }
-}
-
-fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e5).round() / 100.0
 }

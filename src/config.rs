@@ -50,6 +50,66 @@ pub const VARIABLES: &[Variable] = &[
         doc: "disable every reordering after RRF in search",
     },
     Variable {
+        name: "ATLAS_RELEVANCE",
+        values: "1|true",
+        doc: "judge the search pool with the remote Jev model (System One API on OpenRouter) before `top_k`; off by default, and nothing else turns it on; `ATLAS_RERANK=0` wins",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_API_URL",
+        values: "<url>",
+        doc: "the System One endpoint (default `https://openrouter.ai/api/v1/systemone`); only https on host `openrouter.ai`, without user, query or fragment; anything else is `invalid_url` and the search stays local",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_API_KEY",
+        values: "<key>",
+        doc: "the key sent to the endpoint; never written to any output, log or file",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_MODEL",
+        values: "<model>",
+        doc: "`~typesafe/jev-latest` (default), `typesafe/jev-latest` or a pin `typesafe/jev-<n>[.<n>…][-YYYYMMDD]`; anything else is `invalid_model`; never inherits `ATLAS_SEMANTIC_MODEL`",
+    },
+    Variable {
+        name: "ATLAS_SEMANTIC_API_URL",
+        values: "<url>",
+        doc: "read only to decide whether `ATLAS_SEMANTIC_API_KEY` may be reused for Jev (only when it is exactly `https://openrouter.ai/api/v1/chat/completions`)",
+    },
+    Variable {
+        name: "ATLAS_SEMANTIC_API_KEY",
+        values: "<key>",
+        doc: "reused as the Jev key when `ATLAS_RELEVANCE_API_KEY` is unset and `ATLAS_SEMANTIC_API_URL` is OpenRouter's https chat endpoint",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_RUBRIC",
+        values: "v2|v1",
+        doc: "the Jev score rubric (`profiles/relevance/`): v2 (default, four levels with examples) or v1 (three levels); anything else keeps v2 and reports `invalid_rubric`",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_CUT",
+        values: "1|true|0|false",
+        doc: "in the compact profile, drop judged hits below half the scale from the `top_k` without refilling (default on, `top_k_no_refill_v1`); off: drop only confident scores at most 1/8 of the scale, and refill; anything else keeps the default and reports `invalid_flag`",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_GATE",
+        values: "1|true|identifier",
+        doc: "skip the Jev call when the query is an exact name with a single function/method/class match in the pool (`unique_exact_symbol`), or for every identifier query (`identifier`, policy `identifier_query_v1`); off by default",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_RECORD",
+        values: "<file>",
+        doc: "append each Jev batch (query hash, candidate ids, outcome, validated answers, cost) to this JSONL file (format in graph-schema/README.md)",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_REPLAY",
+        values: "<file>",
+        doc: "answer Jev batches from a recorded JSONL file instead of the network (deterministic offline evaluation)",
+    },
+    Variable {
+        name: "ATLAS_RELEVANCE_TEST_LOOPBACK",
+        values: "1",
+        doc: "test only: also accept an `http://127.0.0.1:<port>` endpoint (a local test server); every other rule stays",
+    },
+    Variable {
         name: "ATLAS_SEARCH_ARMS",
         values: "bm25,vector,graph",
         doc: "the search arms to run, any comma list (ablations; default all three; on queries of more than 32 words the vector arm only reorders what the other arms found, unless it runs alone); an unknown arm is `atlas-invalid-input` when a search runs",
@@ -192,6 +252,8 @@ pub struct SearchConfig {
     pub rerank: bool,
     /// `search` answers in the compact profile unless asked otherwise.
     pub compact_by_default: bool,
+    /// The remote relevance judge (Jev).
+    pub relevance: RelevanceConfig,
 }
 
 impl Default for SearchConfig {
@@ -200,6 +262,7 @@ impl Default for SearchConfig {
             arms: Ok(Arms::ALL),
             rerank: true,
             compact_by_default: false,
+            relevance: RelevanceConfig::default(),
         }
     }
 }
@@ -225,6 +288,214 @@ impl SearchConfig {
     /// Whether the vector arm may run (so its model is worth loading early).
     pub fn wants_vectors(&self) -> bool {
         self.arms.as_ref().is_ok_and(|a| a.vector)
+    }
+}
+
+/// The default System One endpoint (R-J-2).
+pub const RELEVANCE_URL: &str = "https://openrouter.ai/api/v1/systemone";
+/// The default Jev model.
+pub const RELEVANCE_MODEL: &str = "~typesafe/jev-latest";
+/// The only semantic endpoint whose key Jev may reuse.
+const OPENROUTER_CHAT_URL: &str = "https://openrouter.ai/api/v1/chat/completions";
+
+/// A secret that never prints: `Debug` shows `<redacted>`, and it has no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// The Jev score rubric (R-J-5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rubric {
+    V1,
+    V2,
+}
+
+/// When the Jev call is skipped (R-J-8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    Off,
+    /// An exact name with a single function/method/class match in the pool.
+    UniqueExactSymbol,
+    /// Every identifier query (`identifier_query_v1`).
+    Identifier,
+}
+
+/// The optional remote relevance judge (R-J-1..9), as the environment configures it. A
+/// wrong value never fails a search: it is reported (`invalid_url`, `invalid_model`,
+/// `invalid_rubric`, `invalid_flag`) and the setting keeps its default or the search runs
+/// locally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelevanceConfig {
+    /// `ATLAS_RELEVANCE=1|true`, and nothing else.
+    pub requested: bool,
+    /// The endpoint, or `invalid_url`.
+    pub url: std::result::Result<String, &'static str>,
+    pub key: Option<Secret>,
+    /// The model, or `invalid_model`.
+    pub model: std::result::Result<String, &'static str>,
+    pub rubric: Rubric,
+    /// `invalid_rubric` when `ATLAS_RELEVANCE_RUBRIC` named no rubric.
+    pub rubric_problem: Option<&'static str>,
+    /// The compact profile's `top_k` cut without refill.
+    pub cut: bool,
+    pub cut_problem: Option<&'static str>,
+    pub gate: Gate,
+    pub gate_problem: Option<&'static str>,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    /// Test only (`ATLAS_RELEVANCE_TEST_LOOPBACK=1`): an `http://127.0.0.1:<port>` URL is
+    /// accepted too.
+    pub loopback: bool,
+}
+
+impl Default for RelevanceConfig {
+    fn default() -> Self {
+        RelevanceConfig {
+            requested: false,
+            url: Ok(RELEVANCE_URL.to_string()),
+            key: None,
+            model: Ok(RELEVANCE_MODEL.to_string()),
+            rubric: Rubric::V2,
+            rubric_problem: None,
+            cut: true,
+            cut_problem: None,
+            gate: Gate::Off,
+            gate_problem: None,
+            record: None,
+            replay: None,
+            loopback: false,
+        }
+    }
+}
+
+/// `1`/`true` (any case) → on, `0`/`false` → off, unset → `default`, anything else →
+/// `default` and `invalid_flag`.
+fn flag(value: Option<&str>, default: bool) -> (bool, Option<&'static str>) {
+    match value.map(str::trim) {
+        None => (default, None),
+        Some(v) if v == "1" || v.eq_ignore_ascii_case("true") => (true, None),
+        Some(v) if v == "0" || v.eq_ignore_ascii_case("false") => (false, None),
+        Some(_) => (default, Some("invalid_flag")),
+    }
+}
+
+/// Whether `url` may receive the query and the code (R-J-2): https, host `openrouter.ai`
+/// (default port), no user info, query or fragment. With `loopback` (tests only), an
+/// `http://127.0.0.1:<port>` URL too.
+pub fn relevance_url_allowed(url: &str, loopback: bool) -> bool {
+    if url.contains(['?', '#']) || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    let lower = url.to_ascii_lowercase();
+    let (secure, rest) = if let Some(rest) = lower.strip_prefix("https://") {
+        (true, rest)
+    } else if let Some(rest) = lower.strip_prefix("http://") {
+        (false, rest)
+    } else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    if secure && (authority == "openrouter.ai" || authority == "openrouter.ai:443") {
+        return true;
+    }
+    loopback
+        && !secure
+        && authority
+            .strip_prefix("127.0.0.1:")
+            .is_some_and(|port| port.parse::<u16>().is_ok_and(|p| p > 0))
+}
+
+/// Whether `model` names Jev (R-J-2): `~typesafe/jev-latest`, `typesafe/jev-latest`, or a
+/// pin `typesafe/jev-<n>[.<n>…][-YYYYMMDD]`.
+pub fn is_jev_model(model: &str) -> bool {
+    let Some(rest) = model
+        .strip_prefix("~typesafe/jev-")
+        .or_else(|| model.strip_prefix("typesafe/jev-"))
+    else {
+        return false;
+    };
+    if rest == "latest" {
+        return true;
+    }
+    if model.starts_with('~') {
+        return false;
+    }
+    let (version, date) = match rest.split_once('-') {
+        Some((version, date)) => (version, Some(date)),
+        None => (rest, None),
+    };
+    let numbers_ok = !version.is_empty()
+        && version
+            .split('.')
+            .all(|n| !n.is_empty() && n.len() <= 6 && n.bytes().all(|b| b.is_ascii_digit()));
+    let date_ok = date.is_none_or(|d| d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()));
+    numbers_ok && date_ok
+}
+
+impl RelevanceConfig {
+    fn read(text: &dyn Fn(&str) -> Option<String>) -> RelevanceConfig {
+        let loopback = text("ATLAS_RELEVANCE_TEST_LOOPBACK").is_some_and(|v| v == "1");
+        let url = match text("ATLAS_RELEVANCE_API_URL") {
+            None => Ok(RELEVANCE_URL.to_string()),
+            Some(url) if relevance_url_allowed(url.trim(), loopback) => Ok(url.trim().to_string()),
+            Some(_) => Err("invalid_url"),
+        };
+        let key = text("ATLAS_RELEVANCE_API_KEY").or_else(|| {
+            (text("ATLAS_SEMANTIC_API_URL").as_deref() == Some(OPENROUTER_CHAT_URL))
+                .then(|| text("ATLAS_SEMANTIC_API_KEY"))
+                .flatten()
+        });
+        let model = match text("ATLAS_RELEVANCE_MODEL") {
+            None => Ok(RELEVANCE_MODEL.to_string()),
+            Some(model) if is_jev_model(model.trim()) => Ok(model.trim().to_string()),
+            Some(_) => Err("invalid_model"),
+        };
+        let (rubric, rubric_problem) =
+            match text("ATLAS_RELEVANCE_RUBRIC").as_deref().map(str::trim) {
+                None => (Rubric::V2, None),
+                Some(v) if v.eq_ignore_ascii_case("v2") => (Rubric::V2, None),
+                Some(v) if v.eq_ignore_ascii_case("v1") => (Rubric::V1, None),
+                Some(_) => (Rubric::V2, Some("invalid_rubric")),
+            };
+        let (cut, cut_problem) = flag(text("ATLAS_RELEVANCE_CUT").as_deref(), true);
+        let (gate, gate_problem) = match text("ATLAS_RELEVANCE_GATE").as_deref().map(str::trim) {
+            Some(v) if v.eq_ignore_ascii_case("identifier") => (Gate::Identifier, None),
+            value => match flag(value, false) {
+                (true, problem) => (Gate::UniqueExactSymbol, problem),
+                (false, problem) => (Gate::Off, problem),
+            },
+        };
+        let path = |name: &str| text(name).map(PathBuf::from);
+        RelevanceConfig {
+            requested: text("ATLAS_RELEVANCE")
+                .is_some_and(|v| v.trim() == "1" || v.trim().eq_ignore_ascii_case("true")),
+            url,
+            key: key.map(Secret),
+            model,
+            rubric,
+            rubric_problem,
+            cut,
+            cut_problem,
+            gate,
+            gate_problem,
+            record: path("ATLAS_RELEVANCE_RECORD"),
+            replay: path("ATLAS_RELEVANCE_REPLAY"),
+            loopback,
+        }
     }
 }
 
@@ -324,6 +595,7 @@ impl Config {
                 },
                 rerank: !on("ATLAS_RERANK", "0"),
                 compact_by_default: on("ATLAS_CONTEXT_OPTIMIZATION", "1"),
+                relevance: RelevanceConfig::read(&text),
             },
             embed: path("ATLAS_EMBED_MODEL").map_or(EmbedSource::Embedded, EmbedSource::Dir),
             tokenizer: path("ATLAS_TOKENIZER_PATH"),
@@ -419,5 +691,113 @@ mod tests {
         assert!(!c.search.wants_vectors());
         // Everything else reads as usual.
         assert_eq!(c.lock_wait, DEFAULT_LOCK_WAIT);
+    }
+
+    #[test]
+    fn the_judge_is_on_only_by_its_switch_and_validates_what_it_reads() {
+        let off = config(&[
+            ("ATLAS_RELEVANCE_API_KEY", "k"),
+            ("ATLAS_RELEVANCE_MODEL", "typesafe/jev-latest"),
+        ]);
+        assert!(!off.search.relevance.requested);
+        for on in ["1", "true", "TRUE"] {
+            assert!(
+                config(&[("ATLAS_RELEVANCE", on)])
+                    .search
+                    .relevance
+                    .requested
+            );
+        }
+        assert!(
+            !config(&[("ATLAS_RELEVANCE", "yes")])
+                .search
+                .relevance
+                .requested
+        );
+        let r = config(&[
+            ("ATLAS_RELEVANCE", "1"),
+            ("ATLAS_RELEVANCE_API_URL", "https://evil.example/x"),
+            ("ATLAS_RELEVANCE_MODEL", "gpt-4o"),
+            ("ATLAS_RELEVANCE_RUBRIC", "v3"),
+            ("ATLAS_RELEVANCE_CUT", "perhaps"),
+            ("ATLAS_RELEVANCE_GATE", "identifier"),
+        ])
+        .search
+        .relevance;
+        assert_eq!(r.url, Err("invalid_url"));
+        assert_eq!(r.model, Err("invalid_model"));
+        assert_eq!(
+            (r.rubric, r.rubric_problem),
+            (Rubric::V2, Some("invalid_rubric"))
+        );
+        assert_eq!((r.cut, r.cut_problem), (true, Some("invalid_flag")));
+        assert_eq!(r.gate, Gate::Identifier);
+        // The key is reused from the semantic settings only for OpenRouter's chat URL,
+        // and never printed.
+        let reused = config(&[
+            ("ATLAS_SEMANTIC_API_KEY", "secret-k"),
+            (
+                "ATLAS_SEMANTIC_API_URL",
+                "https://openrouter.ai/api/v1/chat/completions",
+            ),
+        ]);
+        assert_eq!(
+            reused.search.relevance.key.as_ref().map(Secret::expose),
+            Some("secret-k")
+        );
+        assert!(!format!("{reused:?}").contains("secret-k"));
+        let elsewhere = config(&[
+            ("ATLAS_SEMANTIC_API_KEY", "secret-k"),
+            (
+                "ATLAS_SEMANTIC_API_URL",
+                "https://api.openai.com/v1/chat/completions",
+            ),
+        ]);
+        assert_eq!(elsewhere.search.relevance.key, None);
+    }
+
+    #[test]
+    fn endpoint_and_model_rules() {
+        for ok in [
+            "https://openrouter.ai/api/v1/systemone",
+            "HTTPS://OpenRouter.ai/api/v1/systemone",
+            "https://openrouter.ai:443/api/v1/systemone",
+        ] {
+            assert!(relevance_url_allowed(ok, false), "{ok}");
+        }
+        for bad in [
+            "http://openrouter.ai/api/v1/systemone",
+            "https://openrouter.ai.evil.com/api",
+            "https://u:p@openrouter.ai/api/v1/systemone",
+            "https://openrouter.ai/api/v1/systemone?k=1",
+            "https://openrouter.ai/api/v1/systemone#f",
+            "https://openrouter.ai:8443/api/v1/systemone",
+            "ftp://openrouter.ai/",
+            "http://127.0.0.1:8080/api",
+        ] {
+            assert!(!relevance_url_allowed(bad, false), "{bad}");
+        }
+        assert!(relevance_url_allowed("http://127.0.0.1:8080/api", true));
+        assert!(!relevance_url_allowed("http://localhost:8080/api", true));
+        assert!(!relevance_url_allowed("http://127.0.0.1/api", true));
+        for ok in [
+            "~typesafe/jev-latest",
+            "typesafe/jev-latest",
+            "typesafe/jev-1",
+            "typesafe/jev-1.13",
+            "typesafe/jev-1.13-20260917",
+        ] {
+            assert!(is_jev_model(ok), "{ok}");
+        }
+        for bad in [
+            "~typesafe/jev-1.13",
+            "typesafe/jev-",
+            "typesafe/jev-1..2",
+            "typesafe/jev-1.13-2026",
+            "openai/gpt-4o",
+            "typesafe/jev-latest-x",
+        ] {
+            assert!(!is_jev_model(bad), "{bad}");
+        }
     }
 }

@@ -234,6 +234,7 @@ proptest! {
             true,
             &query,
             10,
+            false,
             &config,
         );
     }

@@ -128,6 +128,7 @@ impl Repo {
             true,
             query,
             top_k,
+            false,
             config,
         )
         .unwrap_or_else(|e| panic!("search `{query}` failed: {e}"))

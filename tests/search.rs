@@ -697,6 +697,7 @@ fn one_process_runs_searches_with_different_configurations() {
             true,
             "apply discount to the amount",
             10,
+            false,
             &config,
         )
         .unwrap()
@@ -731,6 +732,7 @@ fn one_process_runs_searches_with_different_configurations() {
         true,
         "discount",
         10,
+        false,
         &broken,
     )
     .unwrap_err();

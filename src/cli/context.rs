@@ -99,6 +99,7 @@ pub fn run(call: &Call, args: &ContextArgs) -> Result<i32, AtlasError> {
 /// The query, run in this process.
 pub fn direct(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
     let result = context::run(&call.location()?, &request(call, args), &call.config)?;
+    eprint!("{}", relevance_line(&result));
     let text = match args.format {
         Format::Json => result.json.clone() + "\n",
         Format::Text => context::text::render(&result.output),
@@ -113,4 +114,12 @@ pub fn direct(call: &Call, args: &ContextArgs) -> Result<(), AtlasError> {
         items: result.output.evidence.len(),
     });
     Ok(())
+}
+
+/// The Jev cost line a context query writes to stderr when its search ran the judge
+/// (R-J-9); empty otherwise.
+pub fn relevance_line(result: &context::ContextResult) -> String {
+    result.relevance.as_ref().map_or(String::new(), |report| {
+        crate::query::search::relevance::Judgement::cost_line(Some(report)) + "\n"
+    })
 }

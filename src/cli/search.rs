@@ -56,7 +56,8 @@ fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
     }
     let store = Store::new(&location.graph_dir);
     let embedder = search::embed::Embedder::load(&config.embed)?;
-    SearchIndex::query(
+    let profile = ResponseProfile::resolve(args.profile, &config.search);
+    let output = SearchIndex::query(
         &store,
         &fingerprint,
         &graph,
@@ -65,8 +66,15 @@ fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
         args.frozen,
         &args.text,
         usize::from(args.top_k),
+        profile == ResponseProfile::Compact,
         config,
-    )
+    )?;
+    // Exactly one cost line per search (R-J-9): zero when the judge did not run.
+    eprintln!(
+        "{}",
+        search::relevance::Judgement::cost_line(output.relevance.as_ref())
+    );
+    Ok(output)
 }
 
 /// The JSON document `--format json` prints (without its final newline), and its hits.

@@ -48,6 +48,8 @@ pub struct StatusReport {
     /// state, backend and the last build's outcome and latency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub watch: Option<crate::build::watch::WatchStatus>,
+    /// The Jev judge: configuration, problems, and what it spent since the ledger started.
+    pub relevance: crate::query::search::relevance::RelevanceStatus,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,8 +85,9 @@ pub struct Coverage {
 pub fn status(
     location: &Location,
     index_resolution: &'static str,
-    observing: bool,
+    config: &crate::config::Config,
 ) -> Result<StatusReport> {
+    let observing = config.observability;
     let store = Store::new(&location.graph_dir);
     let (fingerprint, graph) = store.open_current()?;
     let manifest = store.read_manifest(&fingerprint).ok();
@@ -207,6 +210,11 @@ pub fn status(
         staleness,
         observability: crate::cli::observe::status(&location.graph_dir, observing),
         watch: crate::build::watch::WatchStatus::read(&location.graph_dir),
+        relevance: crate::query::search::relevance::status(
+            &config.search.relevance,
+            config.search.rerank,
+            &location.graph_dir,
+        ),
     })
 }
 
@@ -219,11 +227,7 @@ pub struct StatusArgs {
 /// The status of the graph `call` locates.
 fn report(call: &Call) -> Result<StatusReport> {
     let location = call.location()?;
-    status(
-        &location,
-        call.index_resolution(&location),
-        call.config.observability,
-    )
+    status(&location, call.index_resolution(&location), &call.config)
 }
 
 /// The JSON document `--format json` prints (without its final newline).
@@ -356,6 +360,40 @@ fn render(s: &StatusReport) -> String {
             ));
         }
         out.push('\n');
+    }
+    let r = &s.relevance;
+    if r.requested || r.ledger.is_some() {
+        out.push_str(&format!(
+            "relevance   {} ({}, {}, cut {}, gate {}){}\n",
+            if r.enabled { "on" } else { "off" },
+            r.model.as_deref().unwrap_or("invalid model"),
+            r.rubric.value,
+            if r.cut.enabled { r.cut.policy } else { "off" },
+            r.gate.value,
+            if r.problems.is_empty() {
+                String::new()
+            } else {
+                format!("; problems: {}", r.problems.join(", "))
+            }
+        ));
+        if let Some(l) = &r.ledger {
+            out.push_str(&format!(
+                "            {} searches, {} calls, {} timeouts, {} invalid batches, {} HTTP errors, {} skipped, {} replayed; ${:.6}{}\n",
+                l.searches,
+                l.calls,
+                l.timeouts,
+                l.invalid_batches,
+                l.http_errors,
+                l.skipped,
+                l.replayed,
+                l.cost_usd,
+                if l.calls_without_cost > 0 {
+                    format!(" (+{} calls of unknown cost)", l.calls_without_cost)
+                } else {
+                    String::new()
+                }
+            ));
+        }
     }
     out
 }

@@ -607,12 +607,13 @@ fn answer(shared: &Shared, call: &ContextCall) -> (Reply, Option<String>) {
 fn printed(result: Result<context::ContextResult>, json: bool) -> Reply {
     match result {
         Ok(result) => {
+            let stderr = crate::cli::context::relevance_line(&result);
             let stdout = if json {
                 result.json + "\n"
             } else {
                 context::text::render(&result.output)
             };
-            Reply::answered(stdout, String::new(), 0)
+            Reply::answered(stdout, stderr, 0)
         }
         Err(err) => {
             let stdout = if json {

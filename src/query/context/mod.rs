@@ -375,6 +375,9 @@ pub struct ContextOutput {
 pub struct ContextResult {
     pub output: ContextOutput,
     pub json: String,
+    /// The Jev report of the query's search, when `ATLAS_RELEVANCE` asked for the judge
+    /// (its cost line goes to stderr; the receipt's schema is closed).
+    pub relevance: Option<crate::query::search::relevance::RelevanceReport>,
 }
 
 fn ms(since: Instant) -> f64 {
@@ -429,6 +432,7 @@ pub fn run(
     )?;
     let freshness_ms = ms(started);
     let store = Store::new(&location.graph_dir);
+    let relevance = std::cell::RefCell::new(None);
     let search = |text: &str| -> Result<Vec<search::Hit>> {
         let embedder = search::embed::Embedder::load(&config.embed)?;
         search::SearchIndex::query(
@@ -440,9 +444,13 @@ pub fn run(
             freshness.frozen,
             text,
             search::POOL,
+            false,
             config,
         )
-        .map(|out| out.hits)
+        .map(|out| {
+            *relevance.borrow_mut() = out.relevance;
+            out.hits
+        })
     };
     let open = OpenGraph {
         graph: &graph,
@@ -453,7 +461,9 @@ pub fn run(
         freshness_ms,
         started,
     };
-    compile_context(&open, request, Some(&search))
+    let mut result = compile_context(&open, request, Some(&search))?;
+    result.relevance = relevance.into_inner();
+    Ok(result)
 }
 
 fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
@@ -669,11 +679,19 @@ pub fn compile_context(
     for _ in 0..4 {
         let json = render(&output)?;
         if json.len() == bytes {
-            return Ok(ContextResult { output, json });
+            return Ok(ContextResult {
+                output,
+                json,
+                relevance: None,
+            });
         }
         bytes = json.len();
         output = assemble(&projection, timings.clone(), bytes);
     }
     let json = render(&output)?;
-    Ok(ContextResult { output, json })
+    Ok(ContextResult {
+        output,
+        json,
+        relevance: None,
+    })
 }

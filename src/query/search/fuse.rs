@@ -2,6 +2,8 @@
 //! run side by side, fused by reciprocal rank, reranked (code before tests and prose, exact
 //! names first), with history hits and what each arm could not answer.
 
+use std::collections::HashSet;
+
 use super::*;
 
 impl SearchIndex {
@@ -14,6 +16,7 @@ impl SearchIndex {
         query: &str,
         top_k: usize,
         config: &SearchConfig,
+        relevance: Option<&relevance::Setting>,
     ) -> Result<SearchOutput> {
         let arms = config.arms()?;
         let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
@@ -120,29 +123,113 @@ impl SearchIndex {
             (&graph_arm, Arm::Graph),
         ]);
         let rerank = config.rerank;
-        if rerank {
-            rerank_ranked(graph, query, &mut ranked);
-        }
-        let mut seen = std::collections::HashSet::new();
-        let mut hits = Vec::new();
-        for (item, fused) in ranked {
-            if hits.len() >= top_k {
-                break;
+        let exact = if rerank {
+            rerank_ranked(graph, query, &mut ranked)
+        } else {
+            HashSet::new()
+        };
+        let judged = match relevance {
+            Some(setting) if config.relevance.requested && rerank => {
+                Some(self.judge(graph, &files, query, &ranked, &exact, setting))
             }
-            let hit = if item < node_count {
-                if !seen.insert(graph.label(NodeId(item))) {
-                    continue;
-                }
-                symbol_hit(graph, NodeId(item))
+            Some(_) if config.relevance.requested => Some(relevance::Judgement {
+                evaluations: HashMap::new(),
+                report: relevance::RelevanceReport::rerank_disabled(
+                    &config.relevance,
+                    ranked.len(),
+                ),
+                selection: relevance::policy::Selection::conservative(3.0),
+            }),
+            _ => None,
+        };
+        let fused: HashMap<u32, Fused> = ranked.iter().copied().collect();
+        let pool: Vec<u32> = ranked.iter().map(|r| r.0).collect();
+        // Labels dedup the pool (overloads, a section indexed twice); `None` is an item
+        // with nothing to show.
+        let mut seen = HashSet::new();
+        let mut shown = |item: u32| -> Option<Hit> {
+            let (key, hit) = if item < node_count {
+                (graph.label(NodeId(item)), symbol_hit(graph, NodeId(item)))
             } else {
-                let Some(section) = self.sections.get((item - node_count) as usize) else {
-                    continue;
-                };
-                if !seen.insert(format!("{}#{}", section.path, section.ordinal)) {
-                    continue;
-                }
-                section_hit(graph, &files, section)
+                let section = self.sections.get((item - node_count) as usize)?;
+                (
+                    format!("{}#{}", section.path, section.ordinal),
+                    section_hit(graph, &files, section),
+                )
             };
+            seen.insert(key).then_some(hit)
+        };
+        let (chosen, mut report) = match judged {
+            None => {
+                let mut chosen = Vec::new();
+                for &item in &pool {
+                    if chosen.len() >= top_k {
+                        break;
+                    }
+                    if let Some(hit) = shown(item) {
+                        chosen.push((item, hit));
+                    }
+                }
+                (chosen, None)
+            }
+            Some(judgement) => {
+                let relevance::Judgement {
+                    evaluations,
+                    mut report,
+                    selection,
+                } = judgement;
+                let is_exact = |item: u32| exact.contains(&item);
+                let order = relevance::policy::order(&pool, &evaluations, &is_exact);
+                let mut hits: HashMap<u32, Hit> = HashMap::new();
+                let deduped: Vec<u32> = order
+                    .iter()
+                    .filter_map(|&item| shown(item).map(|hit| (item, hit)))
+                    .map(|(item, hit)| {
+                        hits.insert(item, hit);
+                        item
+                    })
+                    .collect();
+                // What the local ranking alone would have answered.
+                let local: Vec<u32> = pool
+                    .iter()
+                    .filter(|item| hits.contains_key(item))
+                    .take(top_k)
+                    .copied()
+                    .collect();
+                let selected = relevance::policy::select(
+                    &deduped,
+                    top_k,
+                    selection,
+                    &evaluations,
+                    &is_exact,
+                    local.first().copied(),
+                );
+                report.removed = selected.removed;
+                report.distinct = deduped.len();
+                report.selected = selected.items.len();
+                report.ranking_changed = selected.items != local;
+                if selected.fallback {
+                    report.warnings.push("relevance_unconfirmed_fallback");
+                }
+                let chosen = selected
+                    .items
+                    .iter()
+                    .filter_map(|item| {
+                        let mut hit = hits.remove(item)?;
+                        hit.relevance = evaluations.get(item).map(|e| HitRelevance {
+                            score: (e.score * 1e4).round() / 1e4,
+                            confidence: (e.confidence * 1e4).round() / 1e4,
+                            uncertain: e.confidence < relevance::policy::UNCERTAIN_BELOW,
+                        });
+                        Some((*item, hit))
+                    })
+                    .collect();
+                (chosen, Some(report))
+            }
+        };
+        let mut hits = Vec::with_capacity(chosen.len());
+        for (item, hit) in chosen {
+            let fused = fused.get(&item).copied().unwrap_or_default();
             hits.push(Hit {
                 score: (fused.score * 1e6).round() / 1e6,
                 match_arms: fused.ranks.arms(),
@@ -150,9 +237,12 @@ impl SearchIndex {
                 ..hit
             });
         }
+        // With the cut, a dropped candidate's slot is not given to history either.
+        let removed = report.as_ref().map_or(0, |r| r.removed);
         // History only takes slots the pool left empty (R-S-5).
-        let history = if arms.bm25 && hits.len() < top_k && !unavailable.contains_key("bm25") {
-            match self.history_hits(graph, &files, query, top_k - hits.len()) {
+        let free = top_k.saturating_sub(hits.len() + removed);
+        let history = if arms.bm25 && free > 0 && !unavailable.contains_key("bm25") {
+            match self.history_hits(graph, &files, query, free) {
                 Ok(commits) => commits,
                 Err(e) => {
                     unavailable.insert("history", e.to_string());
@@ -175,7 +265,80 @@ impl SearchIndex {
                 unavailable,
             },
             reranked: rerank,
+            relevance: report.take(),
         })
+    }
+
+    /// Runs the judge over the reranked pool (R-J-*): each candidate with its path,
+    /// symbol, kind, language and up to 2,000 characters of its text, read from the
+    /// inventory file the graph names.
+    fn judge(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        query: &str,
+        ranked: &[(u32, Fused)],
+        exact: &HashSet<u32>,
+        setting: &relevance::Setting,
+    ) -> relevance::Judgement {
+        let node_count = graph.node_count() as u32;
+        let pool: Vec<u32> = ranked.iter().map(|r| r.0).collect();
+        let texts = std::cell::RefCell::new(HashMap::<String, Option<String>>::new());
+        let describe = |item: u32| -> Option<relevance::WireCandidate> {
+            let hit = if item < node_count {
+                symbol_hit(graph, NodeId(item))
+            } else {
+                section_hit(
+                    graph,
+                    files,
+                    self.sections.get((item - node_count) as usize)?,
+                )
+            };
+            let language =
+                crate::syntax::lang::Language::from_path(&hit.path).map_or("text", |l| l.as_str());
+            let language = if hit.kind == "section" {
+                "markdown"
+            } else {
+                language
+            };
+            let content = {
+                let mut texts = texts.borrow_mut();
+                let text = texts
+                    .entry(hit.path.clone())
+                    .or_insert_with(|| inventory_text(setting.root, &hit.path));
+                text.as_deref()
+                    .map(|t| excerpt(t, hit.lines))
+                    .unwrap_or_default()
+            };
+            Some(relevance::WireCandidate {
+                id: relevance::candidate_id(&hit.path, &hit.symbol, hit.kind),
+                path: hit.path,
+                symbol: hit.symbol,
+                kind: hit.kind.to_string(),
+                language: language.to_string(),
+                content,
+            })
+        };
+        let is_callable_or_class = |item: u32| {
+            item < node_count
+                && matches!(
+                    graph.kind(NodeId(item)),
+                    crate::syntax::facts::SymbolKind::Function
+                        | crate::syntax::facts::SymbolKind::Method
+                        | crate::syntax::facts::SymbolKind::Class
+                )
+        };
+        let identifier_query = relevance::is_identifier_query(query);
+        let gate = relevance::GateFacts {
+            identifier_query,
+            unique_exact_symbol: identifier_query
+                && pool
+                    .iter()
+                    .filter(|i| exact.contains(i) && is_callable_or_class(**i))
+                    .count()
+                    == 1,
+        };
+        relevance::judge(setting, query, &pool, &describe, gate)
     }
 
     /// Commits whose messages match the query, as hits on the first file they touched.
@@ -220,6 +383,7 @@ impl SearchIndex {
                 commit: Some(commit),
                 node: None,
                 ranks: Ranks::default(),
+                relevance: None,
             });
         }
         Ok(hits)
@@ -228,7 +392,7 @@ impl SearchIndex {
 
 /// The rerank: code before tests and prose, then exact names (and, for one identifier,
 /// names containing it) in front by their BM25 rank; RRF order otherwise.
-fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) {
+fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) -> HashSet<u32> {
     let node_count = graph.node_count() as u32;
     // Code first: tests and prose (Markdown sections) keep their order among
     // themselves but weigh less against the code they test or describe.
@@ -282,8 +446,9 @@ fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) {
     };
     // Within the promoted tiers the lexical (BM25) rank decides; the rest keep RRF
     // order (the sort is stable).
+    let tiers: HashMap<u32, u8> = ranked.iter().map(|r| (r.0, tier(r.0))).collect();
     ranked.sort_by_key(|r| {
-        let t = tier(r.0);
+        let t = tiers[&r.0];
         (
             t,
             if t < 2 {
@@ -293,6 +458,45 @@ fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) {
             },
         )
     });
+    // The exact symbol matches, which stay in front whatever a judge says (R-J-6).
+    tiers
+        .into_iter()
+        .filter(|(_, t)| *t == 0)
+        .map(|(item, _)| item)
+        .collect()
+}
+
+/// A repository file's text, read only when the path is a plain relative path inside
+/// `root` (graph paths always are; nothing outside the inventory is ever read).
+fn inventory_text(root: &std::path::Path, path: &str) -> Option<String> {
+    let relative = std::path::Path::new(path);
+    if relative.is_absolute()
+        || relative
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
+    let bytes = std::fs::read(root.join(relative)).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Lines `lines` (1-based, inclusive) of `text`, cut to the wire's character limit.
+fn excerpt(text: &str, lines: [u32; 2]) -> String {
+    let start = lines[0].max(1) as usize - 1;
+    let count = (lines[1] as usize + 1).saturating_sub(lines[0].max(1) as usize);
+    let mut out = String::new();
+    let mut chars = 0;
+    for line in text.lines().skip(start).take(count.max(1)) {
+        for c in line.chars().chain(std::iter::once('\n')) {
+            if chars == relevance::wire::MAX_CONTENT_CHARS {
+                return out;
+            }
+            out.push(c);
+            chars += 1;
+        }
+    }
+    out
 }
 
 /// Reciprocal rank fusion (K = `RRF_K`, ranks from 0) of the arms' lists, best first

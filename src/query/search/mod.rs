@@ -13,6 +13,7 @@
 
 pub mod embed;
 pub mod index;
+pub mod relevance;
 pub mod signals;
 pub mod sources;
 pub mod text;
@@ -20,7 +21,7 @@ pub mod text;
 mod fuse;
 mod response;
 
-pub use response::{Budget, CompactHit, ResponseProfile, SearchResponse, respond};
+pub use response::{Budget, CompactHit, Omitted, ResponseProfile, SearchResponse, respond};
 
 use std::time::Duration;
 
@@ -115,6 +116,18 @@ pub struct Hit {
     /// Rank in each arm, from 0.
     #[serde(skip)]
     pub ranks: Ranks,
+    /// Jev's evaluation, when the judge ran and evaluated this hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<HitRelevance>,
+}
+
+/// A hit's Jev evaluation (R-J-6): its score on the rubric's scale, the confidence, and
+/// whether it was too uncertain (< 0.70) to move.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct HitRelevance {
+    pub score: f64,
+    pub confidence: f64,
+    pub uncertain: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -124,6 +137,8 @@ pub struct SearchOutput {
     /// Candidates each arm returned before fusion.
     pub arms: ArmCounts,
     pub reranked: bool,
+    /// The judge's report, when `ATLAS_RELEVANCE` asked for it.
+    pub relevance: Option<relevance::RelevanceReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -353,6 +368,7 @@ impl SearchIndex {
         frozen: bool,
         text: &str,
         top_k: usize,
+        compact: bool,
         config: &Config,
     ) -> Result<SearchOutput> {
         let lock_wait = config.lock_wait;
@@ -364,7 +380,13 @@ impl SearchIndex {
                         .into(),
                 )
             })?;
-        let output = index.search(graph, embedder, text, top_k, &config.search);
+        let setting = relevance::Setting {
+            config: &config.search.relevance,
+            compact,
+            root,
+            ledger_dir: Some(store.dir()),
+        };
+        let output = index.search(graph, embedder, text, top_k, &config.search, Some(&setting));
         let damaged = match &output {
             Ok(out) => !out.arms.unavailable.is_empty(),
             Err(e) => matches!(e, AtlasError::SearchCorrupt { .. }),
@@ -379,6 +401,7 @@ impl SearchIndex {
             text,
             top_k,
             &config.search,
+            Some(&setting),
         )
     }
 
@@ -792,6 +815,7 @@ fn symbol_hit(graph: &Graph, node: NodeId) -> Hit {
         commit: None,
         node: Some(node),
         ranks: Ranks::default(),
+        relevance: None,
     }
 }
 
@@ -814,6 +838,7 @@ fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
         commit: None,
         node: None,
         ranks: Ranks::default(),
+        relevance: None,
     }
 }
 

@@ -72,6 +72,18 @@ pub struct SearchResponse {
     /// Present when results were cut to fit the budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
+    /// The Jev judge's report, when `ATLAS_RELEVANCE` asked for it (R-J-*).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<super::relevance::RelevanceReport>,
+    /// What the judge's selection left out (`omitted.relevance`), with the judge on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Omitted {
+    /// Judged candidates dropped by the cut or the conservative selection.
+    pub relevance: usize,
 }
 
 impl SearchResponse {
@@ -89,6 +101,10 @@ pub fn respond(
     max_tokens: usize,
     tokenizer: Option<&Path>,
 ) -> SearchResponse {
+    let omitted = output.relevance.as_ref().map(|r| Omitted {
+        relevance: r.removed,
+    });
+    let relevance = output.relevance.clone();
     let mut response = match profile {
         ResponseProfile::Full => SearchResponse {
             query: output.query,
@@ -98,6 +114,8 @@ pub fn respond(
             arms: Some(output.arms),
             reranked: Some(output.reranked),
             budget: None,
+            relevance,
+            omitted,
         },
         ResponseProfile::Compact => {
             // Conservative dedup: a hit inside an earlier hit's lines of the same file.
@@ -123,6 +141,8 @@ pub fn respond(
                 arms: None,
                 reranked: None,
                 budget: None,
+                relevance,
+                omitted,
             }
         }
     };

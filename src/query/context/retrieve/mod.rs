@@ -731,13 +731,22 @@ pub fn add_search_hits(
             continue;
         }
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| (r + 1).to_string());
+        // Jev's evaluation, when the judge ran: it ordered these hits (R-J-6).
+        let judged = hit.relevance.map_or(String::new(), |j| {
+            format!(
+                ", jev {:.2} (confidence {:.2}{})",
+                j.score,
+                j.confidence,
+                if j.uncertain { ", uncertain" } else { "" }
+            )
+        });
         retrieval.candidates.push(Candidate::declaration(
             id,
             EvidenceClass::SearchHit,
             (hit.score * 20_000.0).round().min(65_535.0) as u16,
             node,
             format!(
-                "search: bm25 rank {}, vector rank {}, graph rank {}, RRF {:.4}",
+                "search: bm25 rank {}, vector rank {}, graph rank {}, RRF {:.4}{judged}",
                 rank(hit.ranks.bm25),
                 rank(hit.ranks.vector),
                 rank(hit.ranks.graph),

@@ -131,8 +131,14 @@ fn valid_scores_reorder_the_pool_and_exact_matches_stay_first() {
     assert_eq!(relevance["cost_status"], "incurred");
     assert_eq!(relevance["ranking_changed"], true);
     let hits = symbols(&out);
-    assert_eq!(&hits[..2], ["checkout", "Item.total"], "{hits:?}");
-    assert!(hits.contains(&"apply_discount".to_string()) || relevance["removed"] == 1);
+    // The full profile's conservative selection keeps `apply_discount` (0.5 > 3/8),
+    // now below the two the judge preferred, and drops the two judged 0.2 at 0.95.
+    assert_eq!(
+        hits,
+        ["checkout", "Item.total", "apply_discount"],
+        "{hits:?}"
+    );
+    assert_eq!(relevance["removed"], 2);
     // The reported score stays the RRF score; the evaluation rides beside it.
     let first = &out["hits"][0];
     assert_eq!(first["relevance"]["score"], 3.0);
@@ -287,13 +293,10 @@ fn a_response_over_256_kib_is_refused() {
 
 #[test]
 fn a_slow_server_times_out_at_3_s_and_the_ranking_stays_local() {
-    let started = std::time::Instant::now();
     refused(
         |r| Reply::json(&answer(r, |_| (3.0, 1.0))).after(Duration::from_millis(4500)),
         "timeout",
     );
-    // Two searches ran (local, then judged): the judged one gave up at the deadline.
-    assert!(started.elapsed() < Duration::from_secs(30));
 }
 
 #[test]
@@ -439,7 +442,9 @@ fn when_everything_is_cut_the_first_local_candidate_comes_back() {
     assert_eq!(symbols(&out), [local[0].clone()]);
     let r = &out["relevance"];
     assert_eq!(r["warnings"], json!(["relevance_unconfirmed_fallback"]));
-    assert_eq!(r["removed"], 3);
+    // Three were cut; the one that came back is not counted as omitted.
+    assert_eq!(r["removed"], 2);
+    assert_eq!(out["omitted"]["relevance"], 2);
 }
 
 #[test]
@@ -587,7 +592,6 @@ fn replay_equals_live_and_needs_no_network() {
     ] {
         assert!(!recorded.contains(secret), "the record leaks `{secret}`");
     }
-    // Replay: no key, a URL nothing listens on.
     let env = vec![
         ("ATLAS_RELEVANCE".to_string(), "true".to_string()),
         (
@@ -690,9 +694,14 @@ fn the_key_never_leaks_and_status_sums_the_ledger() {
         }
     }
     assert!(files > 5);
-    // The ledger and the events hold no query either.
+    // The ledger and the observability events hold no query or path either.
     let ledger = std::fs::read_to_string(s.graph().join("relevance/ledger.json")).unwrap();
     assert!(!ledger.contains("discount") && !ledger.contains("cart"));
+    let events = std::fs::read_to_string(s.graph().join("observability/events.jsonl")).unwrap();
+    assert!(events.lines().count() >= 4, "{events}");
+    for secret in ["discount", "cart total", "shop/"] {
+        assert!(!events.contains(secret), "events leak `{secret}`");
+    }
     let r = &status.json()["relevance"];
     assert_eq!(r["enabled"], true);
     assert_eq!(r["key"], "set");
@@ -726,4 +735,71 @@ fn the_key_never_leaks_and_status_sums_the_ledger() {
         "{reasons:?}"
     );
     assert_eq!(cost_line(&context)["calls"], 1);
+}
+
+#[test]
+fn one_deadline_is_shared_by_both_calls_and_a_late_second_batch_is_not_sent() {
+    let s = Sandbox::new();
+    let mut text = String::new();
+    for i in 0..150 {
+        text.push_str(&format!("def ledger_total_{i}(amount):\n"));
+        for line in 0..40 {
+            text.push_str(&format!(
+                "    amount = amount + {line}  # ledger total amount\n"
+            ));
+        }
+        text.push_str("    return amount\n\n");
+    }
+    s.write("repo/ledger.py", &text);
+    s.build_json();
+    // The first batch takes 3.2 s: past the shared 3 s deadline, and the second batch
+    // is never sent.
+    let server = Server::start(|r| {
+        Reply::json(&answer(r, |_| (2.0, 0.9))).after(Duration::from_millis(3200))
+    });
+    let out = search(
+        &s,
+        "ledger total amount",
+        &["--top-k", "10"],
+        &judged(&server),
+    )
+    .json();
+    let r = &out["relevance"];
+    assert_eq!(server.received().len(), 1, "{r}");
+    let outcomes: Vec<&str> = r["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["timeout", "timeout"]);
+    assert_eq!(r["cost"]["calls"], 1);
+    assert_eq!(r["status"], "failed");
+}
+
+#[test]
+fn a_replay_without_answers_for_the_query_is_a_failed_batch() {
+    let s = shop();
+    let replay = s.path().join("empty.jsonl");
+    std::fs::write(&replay, "not a record\n").unwrap();
+    let env = vec![
+        ("ATLAS_RELEVANCE".to_string(), "1".to_string()),
+        (
+            "ATLAS_RELEVANCE_REPLAY".to_string(),
+            replay.to_str().unwrap().to_string(),
+        ),
+    ];
+    let out = search(&s, QUERY, &["--top-k", "3"], &env).json();
+    assert_eq!(out["relevance"]["status"], "failed");
+    assert_eq!(out["relevance"]["reason"], "replay_missing");
+    // A replay path that is not a regular file is refused, never read.
+    let env = vec![
+        ("ATLAS_RELEVANCE".to_string(), "1".to_string()),
+        (
+            "ATLAS_RELEVANCE_REPLAY".to_string(),
+            s.path().to_str().unwrap().to_string(),
+        ),
+    ];
+    let out = search(&s, QUERY, &["--top-k", "3"], &env).json();
+    assert_eq!(out["relevance"]["reason"], "replay_unreadable");
 }

@@ -77,6 +77,7 @@ fn request(call: &Call, args: &ContextArgs) -> ContextRequest {
 /// The JSON document `--format json` prints (without its final newline).
 pub fn json(call: &Call, args: &ContextArgs) -> Result<String, AtlasError> {
     let result = context::run(&call.location()?, &request(call, args), &call.config)?;
+    eprint!("{}", relevance_line(&result));
     Ok(result.json)
 }
 

@@ -237,8 +237,12 @@ impl SearchIndex {
                 ..hit
             });
         }
-        // With the cut, a dropped candidate's slot is not given to history either.
-        let removed = report.as_ref().map_or(0, |r| r.removed);
+        // With the cut, a dropped candidate's slot is not given to history either (the
+        // conservative selection refilled its slots from the pool already).
+        let removed = report
+            .as_ref()
+            .filter(|r| r.policy == relevance::policy::Selection::cut(1.0).policy())
+            .map_or(0, |r| r.removed);
         // History only takes slots the pool left empty (R-S-5).
         let free = top_k.saturating_sub(hits.len() + removed);
         let history = if arms.bm25 && free > 0 && !unavailable.contains_key("bm25") {

@@ -395,14 +395,22 @@ impl SearchIndex {
             return output;
         }
         drop(index);
-        SearchIndex::repair(store, fingerprint, graph, root, embedder, lock_wait)?.search(
+        // The judge may have been called by the first attempt: its cost stays this
+        // search's (one cost line, one sum).
+        let first_cost = output.ok().and_then(|o| o.relevance).map(|r| r.cost);
+        let mut retried = SearchIndex::repair(
+            store,
+            fingerprint,
             graph,
+            root,
             embedder,
-            text,
-            top_k,
-            &config.search,
-            Some(&setting),
-        )
+            lock_wait,
+        )?
+        .search(graph, embedder, text, top_k, &config.search, Some(&setting))?;
+        if let (Some(report), Some(first)) = (retried.relevance.as_mut(), first_cost) {
+            report.cost.merge(&first);
+        }
+        Ok(retried)
     }
 
     /// Builds the generation's index unless it exists, from the newest other index

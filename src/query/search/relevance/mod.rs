@@ -231,6 +231,27 @@ pub struct Cost {
     pub calls: usize,
 }
 
+impl Cost {
+    /// Two attempts of one search (a repaired index searched again) as one cost.
+    pub fn merge(&mut self, other: &Cost) {
+        let calls = self.calls + other.calls;
+        let known = |c: &Cost| match c.status {
+            "known" => c.calls,
+            "partial" => c.calls / 2,
+            _ => 0,
+        };
+        let known_calls = known(self) + known(other);
+        self.status = match (calls, known_calls) {
+            (0, _) => "zero",
+            (c, k) if k == c => "known",
+            (_, 0) => "unknown",
+            _ => "partial",
+        };
+        self.usd += other.usd;
+        self.calls = calls;
+    }
+}
+
 /// The `relevance` block of a search answer.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct RelevanceReport {
@@ -436,7 +457,9 @@ pub fn judge(
     let mut answered_model = None;
     for (index, batch) in batches.iter().enumerate() {
         let (outcome, missing) = match (&replay, live) {
-            (Some(replay), _) => replay.answer(&query_key, &rubric.id, batch),
+            (Some(replay), _) => replay.answer(&query_key, &rubric.id, batch, scale),
+            // The deadline is shared: a second batch after it is not sent at all.
+            (None, Some(_)) if Instant::now() >= deadline => (Outcome::Timeout, 0),
             (None, Some((url, key))) => {
                 entry.calls += 1;
                 let outcome = transport::call(url, key, batch, scale, deadline, config.loopback);

@@ -109,15 +109,17 @@ pub fn select(
 ) -> Selected {
     let mut items = Vec::new();
     let mut removed = 0;
+    let mut dropped = Vec::new();
     match selection {
         Selection::Cut { threshold } => {
             for &item in ordered.iter().take(top_k) {
                 // An uncertain evaluation is cut too: requiring confidence would void
                 // the cut (most candidates are below 0.70).
-                let dropped =
+                let cut =
                     !exact(item) && evaluations.get(&item).is_some_and(|e| e.score < threshold);
-                if dropped {
+                if cut {
                     removed += 1;
+                    dropped.push(item);
                 } else {
                     items.push(item);
                 }
@@ -128,12 +130,13 @@ pub fn select(
                 if items.len() >= top_k {
                     break;
                 }
-                let dropped = !exact(item)
+                let cut = !exact(item)
                     && evaluations.get(&item).is_some_and(|e| {
                         e.score <= threshold && e.confidence >= CONSERVATIVE_CONFIDENCE
                     });
-                if dropped {
+                if cut {
                     removed += 1;
+                    dropped.push(item);
                 } else {
                     items.push(item);
                 }
@@ -143,6 +146,10 @@ pub fn select(
     let fallback = items.is_empty() && top_k > 0 && local_first.is_some();
     if fallback {
         items.extend(local_first);
+        // What comes back was not omitted after all.
+        if local_first.is_some_and(|first| dropped.contains(&first)) {
+            removed -= 1;
+        }
     }
     Selected {
         items,
@@ -214,6 +221,7 @@ mod tests {
         let s = select(&[8, 7], 5, Selection::cut(2.0), &e, &|_| false, Some(7));
         assert_eq!(s.items, vec![7]);
         assert!(s.fallback);
-        assert_eq!(s.removed, 2);
+        // 8 was omitted; 7 came back.
+        assert_eq!(s.removed, 1);
     }
 }

@@ -84,6 +84,11 @@ pub fn call(
         .with_config()
         .limit(wire::MAX_RESPONSE_BYTES)
         .read_to_vec();
+    // An answer that arrived after the shared deadline is a timeout, whatever the
+    // connection's own timers allowed.
+    if Instant::now() > deadline {
+        return Outcome::Timeout;
+    }
     match body {
         Ok(body) => match wire::validate(&body, &batch.ids, scale) {
             Ok(answer) => Outcome::Valid(answer),
@@ -168,6 +173,10 @@ impl Replay {
     /// Reads a replay file; lines that are not records of this version are skipped and
     /// counted.
     pub fn load(path: &Path) -> Result<(Replay, usize), &'static str> {
+        // A regular file only: a FIFO or a device would block or never end.
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return Err("replay_unreadable");
+        }
         let file = std::fs::File::open(path).map_err(|_| "replay_unreadable")?;
         let mut replay = Replay::default();
         let mut skipped = 0;
@@ -188,6 +197,10 @@ impl Replay {
             }
             let key = (record.query.clone(), record.rubric.clone());
             if record.outcome == "valid" {
+                // The latest line wins: a later answer replaces an earlier failure.
+                replay
+                    .failures
+                    .remove(&(key.0.clone(), key.1.clone(), record.ids.clone()));
                 let known = replay.answers.entry(key).or_default();
                 for (id, evaluation) in record.answers {
                     known.insert(id, (evaluation, record.model.clone()));
@@ -204,7 +217,7 @@ impl Replay {
     /// The recorded answer to `batch`: a recorded failure of exactly these ids replays as
     /// that failure; otherwise the ids with a recorded answer are evaluated and the rest
     /// are not (returned as missing).
-    pub fn answer(&self, query: &str, rubric: &str, batch: &Batch) -> (Outcome, usize) {
+    pub fn answer(&self, query: &str, rubric: &str, batch: &Batch, scale: f64) -> (Outcome, usize) {
         let key = (query.to_string(), rubric.to_string());
         if let Some(code) = self
             .failures
@@ -216,7 +229,12 @@ impl Replay {
         let mut evaluations = std::collections::BTreeMap::new();
         let mut model = None;
         for id in &batch.ids {
-            if let Some((evaluation, recorded_model)) = known.and_then(|k| k.get(id)) {
+            // Recorded answers are validated as live ones are (range and confidence).
+            if let Some((evaluation, recorded_model)) = known
+                .and_then(|k| k.get(id))
+                .filter(|(e, _)| (0.0..=scale).contains(&e.score))
+                .filter(|(e, _)| (0.0..=1.0).contains(&e.confidence))
+            {
                 evaluations.insert(id.clone(), *evaluation);
                 if model.is_none() {
                     model.clone_from(recorded_model);
@@ -224,6 +242,9 @@ impl Replay {
             }
         }
         let missing = batch.ids.len() - evaluations.len();
+        if evaluations.is_empty() {
+            return (Outcome::Invalid("replay_missing"), missing);
+        }
         (
             Outcome::Valid(Answer {
                 model: model.unwrap_or_else(|| "unknown".into()),
@@ -253,6 +274,7 @@ fn replayed_failure(code: &str) -> Outcome {
             "score_out_of_range" => "score_out_of_range",
             "missing_model" => "missing_model",
             "missing_answers" => "missing_answers",
+            "replay_missing" => "replay_missing",
             _ => "invalid_answer",
         })
     }

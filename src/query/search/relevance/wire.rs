@@ -203,7 +203,8 @@ pub fn validate(body: &[u8], ids: &[String], scale: f64) -> Result<Answer, Refus
         .get("usage")
         .and_then(|u| u.get("cost"))
         .and_then(Value::as_f64)
-        .filter(|c| c.is_finite() && *c >= 0.0);
+        // A cost beyond any real call (or not finite) is not trusted: unknown.
+        .filter(|c| (0.0..=1000.0).contains(c));
     Ok(Answer {
         model: model.to_string(),
         evaluations,

@@ -455,19 +455,35 @@ pub fn judge(
     let mut records = Vec::new();
     let (mut valid, mut costs_known) = (0usize, 0usize);
     let mut answered_model = None;
-    for (index, batch) in batches.iter().enumerate() {
-        let (outcome, missing) = match (&replay, live) {
-            (Some(replay), _) => replay.answer(&query_key, &rubric.id, batch, scale),
-            // The deadline is shared: a second batch after it is not sent at all.
-            (None, Some(_)) if Instant::now() >= deadline => (Outcome::Timeout, 0),
-            (None, Some((url, key))) => {
-                entry.calls += 1;
-                let outcome = transport::call(url, key, batch, scale, deadline, config.loopback);
-                (outcome, 0)
-            }
-            // Not reached: without a replay, the URL and the key were checked above.
-            (None, None) => (Outcome::Transport, 0),
-        };
+    // Both calls go out at once, under the one deadline: an overflow costs one round
+    // trip, not two.
+    let answered: Vec<(Outcome, usize)> = std::thread::scope(|scope| {
+        let calls: Vec<_> = batches
+            .iter()
+            .map(|batch| {
+                let replay = replay.as_ref();
+                let rubric_id = rubric.id.as_str();
+                let query_key = query_key.as_str();
+                scope.spawn(move || match (replay, live) {
+                    (Some(replay), _) => replay.answer(query_key, rubric_id, batch, scale),
+                    (None, Some((url, key))) => (
+                        transport::call(url, key, batch, scale, deadline, config.loopback),
+                        0,
+                    ),
+                    // Not reached: without a replay, the URL and the key were checked.
+                    (None, None) => (Outcome::Transport, 0),
+                })
+            })
+            .collect();
+        calls
+            .into_iter()
+            .map(|call| call.join().unwrap_or((Outcome::Transport, 0)))
+            .collect()
+    });
+    for (index, (batch, (outcome, missing))) in batches.iter().zip(answered).enumerate() {
+        if replay.is_none() {
+            entry.calls += 1;
+        }
         if replay.is_some() {
             entry.replayed += 1;
         }

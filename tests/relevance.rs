@@ -23,6 +23,25 @@ fn shop() -> Sandbox {
     s
 }
 
+/// A built tree of 150 functions of ~2,000 characters that all mention "ledger total
+/// amount": a pool too large for one batch.
+fn large_pool() -> Sandbox {
+    let s = Sandbox::new();
+    let mut text = String::new();
+    for i in 0..150 {
+        text.push_str(&format!("def ledger_total_{i}(amount):\n"));
+        for line in 0..40 {
+            text.push_str(&format!(
+                "    amount = amount + {line}  # ledger total amount\n"
+            ));
+        }
+        text.push_str("    return amount\n\n");
+    }
+    s.write("repo/ledger.py", &text);
+    s.build_json();
+    s
+}
+
 /// The environment that turns the judge on against `server`.
 fn judged(server: &Server) -> Vec<(String, String)> {
     vec![
@@ -301,20 +320,7 @@ fn a_slow_server_times_out_at_3_s_and_the_ranking_stays_local() {
 
 #[test]
 fn a_large_pool_overflows_into_a_second_call() {
-    let s = Sandbox::new();
-    // 150 functions of ~2,000 characters each that all mention the query's words.
-    let mut text = String::new();
-    for i in 0..150 {
-        text.push_str(&format!("def ledger_total_{i}(amount):\n"));
-        for line in 0..40 {
-            text.push_str(&format!(
-                "    amount = amount + {line}  # ledger total amount\n"
-            ));
-        }
-        text.push_str("    return amount\n\n");
-    }
-    s.write("repo/ledger.py", &text);
-    s.build_json();
+    let s = large_pool();
     let server = Server::start(|r| Reply::json(&answer(r, |_| (2.0, 0.9))));
     let out = search(
         &s,
@@ -739,19 +745,7 @@ fn the_key_never_leaks_and_status_sums_the_ledger() {
 
 #[test]
 fn one_deadline_is_shared_by_both_calls() {
-    let s = Sandbox::new();
-    let mut text = String::new();
-    for i in 0..150 {
-        text.push_str(&format!("def ledger_total_{i}(amount):\n"));
-        for line in 0..40 {
-            text.push_str(&format!(
-                "    amount = amount + {line}  # ledger total amount\n"
-            ));
-        }
-        text.push_str("    return amount\n\n");
-    }
-    s.write("repo/ledger.py", &text);
-    s.build_json();
+    let s = large_pool();
     // Both batches go out at once and each answer takes 3.2 s: past the one 3 s deadline
     // of the search, both are timeouts (not 6 s of waiting).
     let server = Server::start(|r| {

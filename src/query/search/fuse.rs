@@ -452,7 +452,7 @@ fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) -> Has
     // order (the sort is stable).
     let tiers: HashMap<u32, u8> = ranked.iter().map(|r| (r.0, tier(r.0))).collect();
     ranked.sort_by_key(|r| {
-        let t = tiers[&r.0];
+        let t = tiers.get(&r.0).copied().unwrap_or(2);
         (
             t,
             if t < 2 {

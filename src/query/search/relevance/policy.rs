@@ -25,19 +25,15 @@ pub fn order(
                 .get(&item)
                 .is_some_and(|e| e.confidence >= UNCERTAIN_BELOW)
     };
-    let mut movers: Vec<(usize, u32)> = pool
+    // (lexical position, item, score) of every item that may move.
+    let mut movers: Vec<(usize, u32, f64)> = pool
         .iter()
         .enumerate()
         .filter(|(_, item)| movable(**item))
-        .map(|(at, item)| (at, *item))
+        .filter_map(|(at, item)| evaluations.get(item).map(|e| (at, *item, e.score)))
         .collect();
-    movers.sort_by(|a, b| {
-        evaluations[&b.1]
-            .score
-            .total_cmp(&evaluations[&a.1].score)
-            .then(a.0.cmp(&b.0))
-    });
-    let mut movers = movers.into_iter().map(|(_, item)| item);
+    movers.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    let mut movers = movers.into_iter().map(|(_, item, _)| item);
     pool.iter()
         .map(|&item| {
             if movable(item) {

@@ -797,3 +797,25 @@ fn a_replay_without_answers_for_the_query_is_a_failed_batch() {
     let out = search(&s, QUERY, &["--top-k", "3"], &env).json();
     assert_eq!(out["relevance"]["reason"], "replay_unreadable");
 }
+
+#[test]
+fn a_candidate_file_replaced_by_a_fifo_is_sent_without_text_and_never_blocks() {
+    let s = shop();
+    let file = s.repo().join("shop/util.py");
+    std::fs::remove_file(&file).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let server = Server::start(|r| Reply::json(&answer(r, |_| (2.0, 0.9))));
+    let out = search(&s, QUERY, &["--top-k", "3"], &judged(&server)).json();
+    assert_eq!(out["relevance"]["status"], "success");
+    let sent = server.received().pop().unwrap();
+    let candidate = sent
+        .candidates()
+        .into_iter()
+        .find(|c| c["symbol"] == "apply_discount")
+        .unwrap();
+    assert_eq!(candidate["content"], "");
+}

@@ -481,7 +481,15 @@ fn inventory_text(root: &std::path::Path, path: &str) -> Option<String> {
     {
         return None;
     }
-    let bytes = std::fs::read(root.join(relative)).ok()?;
+    // A regular file within the inventory's size limit: the file may have been replaced
+    // since the build (a FIFO would block, a huge file would cost the search).
+    let path = root.join(relative);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    let limit = crate::build::inventory::InventoryLimits::default().max_file_bytes;
+    if !meta.is_file() || meta.len() > limit {
+        return None;
+    }
+    let bytes = std::fs::read(&path).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -288,10 +288,8 @@ fn facts_of(graph: &Graph) -> (Vec<EdgeFact>, Vec<FrontierFact>) {
         }
     }
     let frontier = graph
-        .data()
-        .frontier
-        .iter()
-        .map(|entry| FrontierFact {
+        .frontier_entries()
+        .map(|(_, entry)| FrontierFact {
             name: graph.str(entry.name()).to_string(),
             role: RefRole::from_code(entry.role).map_or("?", RefRole::as_str),
             from: graph.label(entry.from()),

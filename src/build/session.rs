@@ -166,16 +166,15 @@ pub fn changes(
     // Before any stat: the date the stamps recorded below are trusted from.
     let as_of = super::stamps::now_ns();
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
-    let stamps = cache.map(|c| Stamps::read(c.graph_dir, &graph.data().fingerprint));
+    let stamps = cache.map(|c| Stamps::read(c.graph_dir, &graph.fingerprint_bytes()));
     // What a rewrite of the stamps keeps: entries vouched for now, and files hashed clean
     // now — never an entry of a file found changed or gone.
     let mut confirmed: Vec<(String, super::stamps::Stamp)> = Vec::new();
     let mut hashed_clean = false;
     let committed: HashMap<&str, &[u8; 32]> = graph
-        .data()
-        .files
-        .iter()
-        .map(|f| (graph.str(f.path()), &f.hash))
+        .files()
+        .filter_map(|f| graph.file(f))
+        .map(|f| (graph.str(f.path()), &f.record().hash))
         .collect();
     let mut changed = Vec::new();
     let mut added = Vec::new();

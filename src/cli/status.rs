@@ -92,13 +92,12 @@ pub fn status(
     let (fingerprint, graph) = store.open_current()?;
     let manifest = store.read_manifest(&fingerprint).ok();
     let code_root = location.read_root(&store);
-    let data = graph.data();
 
     let mut files_by_language = BTreeMap::new();
     let mut files_by_class = BTreeMap::new();
     let mut extracted = 0;
     let mut partial_files = Vec::new();
-    for file in data.files.iter() {
+    for file in graph.files().filter_map(|f| graph.file(f)) {
         let language = Language::from_code(file.language).map_or("text", Language::as_str);
         *files_by_language.entry(language.to_string()).or_insert(0) += 1;
         let class = FileClass::from_code(file.class).map_or("?", FileClass::as_str);
@@ -125,7 +124,7 @@ pub fn status(
         }
     }
     let mut edges: BTreeMap<String, BTreeMap<String, BTreeMap<String, usize>>> = BTreeMap::new();
-    for edge in data.out_edges.iter() {
+    for edge in graph.nodes().flat_map(|n| graph.out_edges(n)) {
         let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
         let provenance = Provenance::from_code(edge.provenance).map_or("?", Provenance::as_str);
         let resolution = Resolution::from_code(edge.resolution).map_or("?", Resolution::as_str);
@@ -155,23 +154,22 @@ pub fn status(
         })
         .unwrap_or_default();
     let coverage = Coverage {
-        files_inventoried: data.files.len() + skipped.len(),
+        files_inventoried: graph.file_count() + skipped.len(),
         files_extracted: extracted,
         files_with_parse_errors: partial_files.len(),
-        files_text_only: data.files.len() - extracted,
+        files_text_only: graph.file_count() - extracted,
         files_skipped: skipped.len(),
         skipped_by_reason,
         unsupported_by_extension: unsupported,
         truncated: manifest.as_ref().and_then(|m| m.truncated.clone()),
     };
     let frontier = FrontierStatus {
-        entries: data.frontier.len(),
-        ambiguous: data
-            .frontier
-            .iter()
-            .filter(|f| f.candidates.to_native() > 0)
+        entries: graph.frontier_count(),
+        ambiguous: graph
+            .frontier_entries()
+            .filter(|(_, f)| f.candidates.to_native() > 0)
             .count(),
-        external_references: data.stats.external_references.to_native(),
+        external_references: graph.stats().external_references.to_native(),
     };
     let skipped_paths: std::collections::HashSet<String> =
         skipped.iter().map(|s| s.path.clone()).collect();

@@ -10,7 +10,6 @@ use crate::syntax::facts::{RefRole, SymbolKind};
 use crate::syntax::lang::Language;
 
 pub fn dump(graph: &Graph) -> String {
-    let data = graph.data();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -18,7 +17,7 @@ pub fn dump(graph: &Graph) -> String {
         graph.format_version()
     );
     let _ = writeln!(out, "fingerprint {}", graph.fingerprint());
-    for file in data.files.iter() {
+    for file in graph.files().filter_map(|f| graph.file(f)) {
         let language = Language::from_code(file.language).map_or("-", Language::as_str);
         let class = FileClass::from_code(file.class).map_or("?", FileClass::as_str);
         let status = crate::syntax::facts::ParseStatus::from_code(file.parse_status)
@@ -87,7 +86,7 @@ pub fn dump(graph: &Graph) -> String {
             );
         }
     }
-    for entry in data.frontier.iter() {
+    for (_, entry) in graph.frontier_entries() {
         let role = role_name(entry.role);
         let _ = writeln!(
             out,
@@ -99,7 +98,7 @@ pub fn dump(graph: &Graph) -> String {
             entry.candidates.to_native()
         );
     }
-    for edge in data.module_edges.iter() {
+    for edge in graph.module_edges() {
         let kind = EdgeKind::from_code(edge.kind).map_or("?", EdgeKind::as_str);
         let _ = writeln!(
             out,

@@ -2,10 +2,7 @@
 //! `u32` (zero-copy, format unchanged); every reader accessor hands out one of these, so
 //! a node id cannot be passed where a string or file id is expected.
 
-use super::data::{
-    ArchivedEdgeRecord, ArchivedFileRecord, ArchivedFrontierRecord, ArchivedModuleEdgeRecord,
-    ArchivedNameEntry, ArchivedNodeRecord, NONE,
-};
+use super::data::{ArchivedModuleEdgeRecord, ArchivedNameEntry, NONE};
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
@@ -47,72 +44,6 @@ id_type!(
     /// An interned string: an index into the sorted string table.
     StrId
 );
-
-impl ArchivedNodeRecord {
-    pub fn name(&self) -> StrId {
-        StrId(self.name.to_native())
-    }
-
-    pub fn qualified(&self) -> StrId {
-        StrId(self.qualified.to_native())
-    }
-
-    /// The file that declares the node (`NONE` for modules).
-    pub fn file(&self) -> FileId {
-        FileId(self.file.to_native())
-    }
-
-    /// The containing node (`NONE` for roots).
-    pub fn parent(&self) -> NodeId {
-        NodeId(self.parent.to_native())
-    }
-
-    pub fn scip_symbol(&self) -> StrId {
-        StrId(self.scip_symbol.to_native())
-    }
-}
-
-impl ArchivedEdgeRecord {
-    /// The other end: the target of an outgoing edge, the source of an incoming one.
-    pub fn node(&self) -> NodeId {
-        NodeId(self.node.to_native())
-    }
-
-    pub fn site_file(&self) -> FileId {
-        FileId(self.site_file.to_native())
-    }
-}
-
-impl ArchivedFileRecord {
-    pub fn path(&self) -> StrId {
-        StrId(self.path.to_native())
-    }
-
-    /// The file's own node.
-    pub fn node(&self) -> NodeId {
-        NodeId(self.node.to_native())
-    }
-
-    /// The module (directory) node that contains the file.
-    pub fn module(&self) -> NodeId {
-        NodeId(self.module.to_native())
-    }
-}
-
-impl ArchivedFrontierRecord {
-    pub fn name(&self) -> StrId {
-        StrId(self.name.to_native())
-    }
-
-    /// The symbol whose reference could not be resolved.
-    pub fn from(&self) -> NodeId {
-        NodeId(self.from.to_native())
-    }
-
-    pub fn file(&self) -> FileId {
-        FileId(self.file.to_native())
-    }
-}
 
 impl ArchivedModuleEdgeRecord {
     pub fn from(&self) -> NodeId {

@@ -1,11 +1,19 @@
-//! The read-only, zero-copy view of a validated graph file that every query uses.
+//! The read-only, zero-copy view of a validated graph that every query uses.
+//!
+//! A graph is one or more mapped *parts*: the whole file for formats 1–3, or the
+//! segments of a format-4 generation (graph-schema/README.md, "The edit path"). Each part
+//! numbers its nodes, files, strings and frontier entries from 0; the reader hands out
+//! global ids (a part's base plus the local id), so callers never see a part. Records are
+//! read in place through small views (`NodeRef`, `FileRef`, `EdgeRef`, `FrontierRef`)
+//! that translate the ids they hold and deref to the archived record for everything else.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use super::data;
 use super::data::{
-    ArchivedEdgeRecord, ArchivedFileRecord, ArchivedGraphData, ArchivedNameEntry,
-    ArchivedNodeRecord,
+    ArchivedEdgeRecord, ArchivedFileRecord, ArchivedFrontierRecord, ArchivedGraphData,
+    ArchivedGraphStats, ArchivedModuleEdgeRecord, ArchivedNameEntry, ArchivedNodeRecord, NONE,
 };
 use super::format::{GraphFile, hex};
 use super::ids::{FileId, NodeId, StrId};
@@ -22,13 +30,6 @@ pub enum Direction {
     Incoming,
 }
 
-/// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy; a clone
-/// shares the mapping.
-#[derive(Clone)]
-pub struct Graph {
-    file: GraphFile,
-}
-
 /// Which name table a lookup searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameTable {
@@ -38,41 +39,139 @@ pub enum NameTable {
     Segments,
 }
 
-impl Graph {
-    pub fn open(path: &Path) -> Result<Graph> {
-        Ok(Graph {
-            file: GraphFile::open(path)?,
-        })
+/// The global ids a part's local ids start at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Bases {
+    node: u32,
+    file: u32,
+    string: u32,
+    frontier: u32,
+}
+
+impl Bases {
+    fn node(&self, local: u32) -> NodeId {
+        NodeId(shift(self.node, local))
     }
 
-    pub fn data(&self) -> &ArchivedGraphData {
+    fn file(&self, local: u32) -> FileId {
+        FileId(shift(self.file, local))
+    }
+
+    fn string(&self, local: u32) -> StrId {
+        StrId(shift(self.string, local))
+    }
+}
+
+/// `base + local`, keeping the stored "no value".
+fn shift(base: u32, local: u32) -> u32 {
+    if local == NONE { NONE } else { base + local }
+}
+
+/// One mapped, validated part and where its ids start.
+struct Part {
+    file: GraphFile,
+    base: Bases,
+}
+
+impl Part {
+    fn data(&self) -> &ArchivedGraphData {
         self.file.data()
     }
+}
 
+struct Inner {
+    /// In id order: part `i` owns the global ids from its bases up to part `i + 1`'s.
+    parts: Vec<Part>,
+    /// Totals over the parts.
+    counts: Bases,
+}
+
+/// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy; a clone
+/// shares the mappings.
+#[derive(Clone)]
+pub struct Graph {
+    inner: Arc<Inner>,
+}
+
+impl Graph {
+    pub fn open(path: &Path) -> Result<Graph> {
+        Ok(Graph::from_parts(vec![GraphFile::open(path)?]))
+    }
+
+    fn from_parts(files: Vec<GraphFile>) -> Graph {
+        let mut counts = Bases::default();
+        let mut parts = Vec::with_capacity(files.len());
+        for file in files {
+            let base = counts;
+            let d = file.data();
+            counts.node += d.nodes.len() as u32;
+            counts.file += d.files.len() as u32;
+            counts.string += d.string_offsets.len().saturating_sub(1) as u32;
+            counts.frontier += d.frontier.len() as u32;
+            parts.push(Part { file, base });
+        }
+        Graph {
+            inner: Arc::new(Inner { parts, counts }),
+        }
+    }
+
+    fn parts(&self) -> &[Part] {
+        &self.inner.parts
+    }
+
+    /// The part holding global id `id` of the kind `base` selects, and the local id.
+    fn part_by(&self, id: u32, base: impl Fn(&Bases) -> u32) -> (&Part, u32) {
+        let parts = self.parts();
+        let at = match parts {
+            [_] => 0,
+            _ => parts
+                .partition_point(|p| base(&p.base) <= id)
+                .saturating_sub(1),
+        };
+        let part = &parts[at];
+        (part, id - base(&part.base).min(id))
+    }
+
+    /// The part that describes the whole graph: the root's (fingerprint, statistics,
+    /// module edges).
+    fn head(&self) -> &ArchivedGraphData {
+        self.parts()[0].data()
+    }
+
+    /// Bytes mapped: every part's file.
     pub fn byte_len(&self) -> usize {
-        self.file.len()
+        self.parts().iter().map(|p| p.file.len()).sum()
     }
 
     /// The format version of the file this graph was read from.
     pub fn format_version(&self) -> u32 {
-        self.file.version()
+        self.parts()[0].file.version()
+    }
+
+    pub fn fingerprint_bytes(&self) -> [u8; 32] {
+        self.head().fingerprint
     }
 
     pub fn fingerprint(&self) -> String {
-        hex(&self.data().fingerprint)
+        hex(&self.head().fingerprint)
+    }
+
+    pub fn stats(&self) -> &ArchivedGraphStats {
+        &self.head().stats
+    }
+
+    /// Module-level edges (global ids).
+    pub fn module_edges(&self) -> impl Iterator<Item = &ArchivedModuleEdgeRecord> {
+        self.head().module_edges.iter()
     }
 
     /// Bytes of string `id` (empty when out of range).
     fn str_bytes(&self, id: StrId) -> &[u8] {
-        let d = self.data();
-        let offsets = &d.string_offsets;
-        let (Some(start), Some(end)) = (offsets.get(id.index()), offsets.get(id.index() + 1))
-        else {
+        if id.0 >= self.inner.counts.string {
             return &[];
-        };
-        d.string_bytes
-            .get(start.to_native() as usize..end.to_native() as usize)
-            .unwrap_or(&[])
+        }
+        let (part, local) = self.part_by(id.0, |b| b.string);
+        local_str_bytes(part.data(), local)
     }
 
     /// String `id`; an id out of range or invalid UTF-8 (a corrupt file) reads as "".
@@ -80,34 +179,56 @@ impl Graph {
         std::str::from_utf8(self.str_bytes(id)).unwrap_or("")
     }
 
-    fn string_count(&self) -> usize {
-        self.data().string_offsets.len().saturating_sub(1)
-    }
-
     pub fn node_count(&self) -> usize {
-        self.data().nodes.len()
+        self.inner.counts.node as usize
     }
 
     /// Every node id, in order.
     pub fn nodes(&self) -> impl Iterator<Item = NodeId> + use<> {
-        (0..self.node_count() as u32).map(NodeId)
+        (0..self.inner.counts.node).map(NodeId)
     }
 
-    pub fn node(&self, id: NodeId) -> &ArchivedNodeRecord {
-        &self.data().nodes[id.index()]
+    /// Node `id` (which must be below `node_count`).
+    pub fn node(&self, id: NodeId) -> NodeRef<'_> {
+        let (part, local) = self.part_by(id.0, |b| b.node);
+        NodeRef {
+            record: &part.data().nodes[local as usize],
+            base: &part.base,
+        }
+    }
+
+    /// PageRank of node `id`, scaled so that the mean over all nodes is 1000.
+    pub fn centrality(&self, id: NodeId) -> u32 {
+        self.node(id).record.centrality.to_native()
     }
 
     pub fn kind(&self, id: NodeId) -> SymbolKind {
         SymbolKind::from_code(self.node(id).kind).unwrap_or(SymbolKind::Variable)
     }
 
-    pub fn file_of(&self, id: NodeId) -> Option<&ArchivedFileRecord> {
+    pub fn file_of(&self, id: NodeId) -> Option<FileRef<'_>> {
         self.file(self.node(id).file())
     }
 
+    pub fn file_count(&self) -> usize {
+        self.inner.counts.file as usize
+    }
+
+    /// Every file id, in path order.
+    pub fn files(&self) -> impl Iterator<Item = FileId> + use<> {
+        (0..self.inner.counts.file).map(FileId)
+    }
+
     /// The record of file `id` (`None` for `FileId::NONE` or out of range).
-    pub fn file(&self, id: FileId) -> Option<&ArchivedFileRecord> {
-        self.data().files.get(id.index())
+    pub fn file(&self, id: FileId) -> Option<FileRef<'_>> {
+        if id.0 >= self.inner.counts.file {
+            return None;
+        }
+        let (part, local) = self.part_by(id.0, |b| b.file);
+        Some(FileRef {
+            record: part.data().files.get(local as usize)?,
+            base: &part.base,
+        })
     }
 
     /// A symbol of a test file, or inside a test scope (`#[cfg(test)]`, …).
@@ -127,7 +248,7 @@ impl Graph {
         if parent.is_none() || !self.kind(id).is_callable() {
             return id;
         }
-        let qualified = record.qualified();
+        let qualified = self.str(record.qualified());
         let body = |n: NodeId| {
             let r = self.node(n);
             let end = r.span.end_byte.to_native();
@@ -139,19 +260,28 @@ impl Graph {
             )
         };
         self.out_edges(parent)
-            .iter()
             .filter(|e| e.kind == crate::graph::codes::EdgeKind::Contains as u8)
             .map(|e| e.node())
-            .filter(|&n| self.node(n).qualified() == qualified && self.kind(n).is_callable())
+            .filter(|&n| {
+                self.str(self.node(n).qualified()) == qualified && self.kind(n).is_callable()
+            })
             .max_by_key(|&n| body(n))
             .unwrap_or(id)
     }
 
     /// The file whose repository path is `path` (files are sorted by path).
     pub fn file_index(&self, path: &str) -> Option<FileId> {
-        let files = &self.data().files;
-        let at = files.partition_point(|f| self.str(f.path()) < path);
-        (files.get(at).is_some_and(|f| self.str(f.path()) == path)).then_some(FileId(at as u32))
+        let path_of = |i: u32| self.file(FileId(i)).map_or("", |f| self.str(f.path()));
+        let (mut lo, mut hi) = (0u32, self.inner.counts.file);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if path_of(mid) < path {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo < self.inner.counts.file && path_of(lo) == path).then_some(FileId(lo))
     }
 
     /// Label of a node: `path::Qualified` for symbols, the path for files, `path/` for
@@ -170,108 +300,400 @@ impl Graph {
         self.file(file).map_or("", |f| self.str(f.path()))
     }
 
-    /// The edges of `id` in `direction` (`edge.node` is the other end).
-    pub fn edges(&self, id: NodeId, direction: Direction) -> &[ArchivedEdgeRecord] {
-        match direction {
-            Direction::Outgoing => self.out_edges(id),
-            Direction::Incoming => self.in_edges(id),
-        }
-    }
-
-    pub fn out_edges(&self, id: NodeId) -> &[ArchivedEdgeRecord] {
-        let d = self.data();
+    /// The edges of `id` in `direction` (`edge.node()` is the other end).
+    pub fn edges(&self, id: NodeId, direction: Direction) -> Edges<'_> {
+        let (part, local) = self.part_by(id.0, |b| b.node);
+        let d = part.data();
+        let (offsets, edges) = match direction {
+            Direction::Outgoing => (&d.out_offsets, &d.out_edges),
+            Direction::Incoming => (&d.in_offsets, &d.in_edges),
+        };
         let (a, b) = (
-            d.out_offsets[id.index()].to_native(),
-            d.out_offsets[id.index() + 1].to_native(),
+            offsets[local as usize].to_native() as usize,
+            offsets[local as usize + 1].to_native() as usize,
         );
-        &d.out_edges[a as usize..b as usize]
-    }
-
-    pub fn in_edges(&self, id: NodeId) -> &[ArchivedEdgeRecord] {
-        let d = self.data();
-        let (a, b) = (
-            d.in_offsets[id.index()].to_native(),
-            d.in_offsets[id.index() + 1].to_native(),
-        );
-        &d.in_edges[a as usize..b as usize]
-    }
-
-    /// Id of an interned string, if present.
-    fn string_id(&self, text: &str) -> Option<StrId> {
-        let mut lo = 0usize;
-        let mut hi = self.string_count();
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.str_bytes(StrId(mid as u32)).cmp(text.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(StrId(mid as u32)),
-            }
-        }
-        None
-    }
-
-    fn table(&self, table: NameTable) -> &[ArchivedNameEntry] {
-        let d = self.data();
-        match table {
-            NameTable::Exact => &d.names_exact,
-            NameTable::Folded => &d.names_folded,
-            NameTable::Suffix => &d.names_suffix,
-            NameTable::Segments => &d.names_segments,
+        Edges {
+            records: edges[a..b].iter(),
+            base: &part.base,
         }
     }
 
-    /// Nodes whose key in `table` equals `key`, by binary search.
+    pub fn out_edges(&self, id: NodeId) -> Edges<'_> {
+        self.edges(id, Direction::Outgoing)
+    }
+
+    pub fn in_edges(&self, id: NodeId) -> Edges<'_> {
+        self.edges(id, Direction::Incoming)
+    }
+
+    pub fn frontier_count(&self) -> usize {
+        self.inner.counts.frontier as usize
+    }
+
+    /// Frontier entry `index` (global), if in range.
+    pub fn frontier(&self, index: u32) -> Option<FrontierRef<'_>> {
+        if index >= self.inner.counts.frontier {
+            return None;
+        }
+        let (part, local) = self.part_by(index, |b| b.frontier);
+        Some(FrontierRef {
+            record: part.data().frontier.get(local as usize)?,
+            base: &part.base,
+        })
+    }
+
+    /// Every frontier entry with its global index, in stored order.
+    pub fn frontier_entries(&self) -> impl Iterator<Item = (u32, FrontierRef<'_>)> {
+        self.parts().iter().flat_map(|part| {
+            part.data()
+                .frontier
+                .iter()
+                .enumerate()
+                .map(move |(i, record)| {
+                    (
+                        part.base.frontier + i as u32,
+                        FrontierRef {
+                            record,
+                            base: &part.base,
+                        },
+                    )
+                })
+        })
+    }
+
+    /// Nodes whose key in `table` equals `key`, by binary search, in id order.
     pub fn lookup(&self, table: NameTable, key: &str) -> Vec<NodeId> {
-        let Some(StrId(id)) = self.string_id(key) else {
-            return Vec::new();
-        };
-        let entries = self.table(table);
-        let start = entries.partition_point(|e| e.key.to_native() < id);
-        entries[start..]
-            .iter()
-            .take_while(|e| e.key.to_native() == id)
-            .map(|e| e.node())
-            .collect()
-    }
-
-    /// Frontier entries (indexes) whose name is the string `name_id`, by binary search.
-    pub fn frontier_named(&self, name: StrId) -> Vec<u32> {
-        let name_id = name.0;
-        let d = self.data();
-        let index = &d.frontier_by_name;
-        let name_of = |i: &rkyv::rend::u32_le| {
-            d.frontier
-                .get(i.to_native() as usize)
-                .map_or(u32::MAX, |f| f.name.to_native())
-        };
-        let start = index.partition_point(|i| name_of(i) < name_id);
-        index[start..]
-            .iter()
-            .take_while(|i| name_of(i) == name_id)
-            .map(|i| i.to_native())
-            .collect()
-    }
-
-    /// Nodes whose key in `table` starts with `prefix` (keys are sorted by text).
-    pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<NodeId> {
-        let (mut lo, mut hi) = (0usize, self.string_count());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.str_bytes(StrId(mid as u32)) < prefix.as_bytes() {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+        let mut out = Vec::new();
+        for part in self.parts() {
+            let d = part.data();
+            let Some(id) = local_string_id(d, key) else {
+                continue;
+            };
+            let entries = name_table(d, table);
+            let start = entries.partition_point(|e| e.key.to_native() < id);
+            out.extend(
+                entries[start..]
+                    .iter()
+                    .take_while(|e| e.key.to_native() == id)
+                    .map(|e| part.base.node(e.node.to_native())),
+            );
         }
-        let first = lo as u32;
-        let entries = self.table(table);
-        let start = entries.partition_point(|e| e.key.to_native() < first);
-        entries[start..]
-            .iter()
-            .take_while(|e| self.str(e.key()).starts_with(prefix))
-            .take(limit)
-            .map(|e| e.node())
-            .collect()
+        out
+    }
+
+    /// Frontier entries (global indexes) whose name is `name`, by binary search.
+    pub fn frontier_named(&self, name: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        for part in self.parts() {
+            let d = part.data();
+            let Some(name_id) = local_string_id(d, name) else {
+                continue;
+            };
+            let index = &d.frontier_by_name;
+            let name_of = |i: &rkyv::rend::u32_le| {
+                d.frontier
+                    .get(i.to_native() as usize)
+                    .map_or(u32::MAX, |f| f.name.to_native())
+            };
+            let start = index.partition_point(|i| name_of(i) < name_id);
+            out.extend(
+                index[start..]
+                    .iter()
+                    .take_while(|i| name_of(i) == name_id)
+                    .map(|i| part.base.frontier + i.to_native()),
+            );
+        }
+        out
+    }
+
+    /// Every entry of `table` as (key, node): sorted by (key, node) within each part, parts
+    /// in id order.
+    pub fn name_entries(&self, table: NameTable) -> impl Iterator<Item = (&str, NodeId)> {
+        self.parts().iter().flat_map(move |part| {
+            let d = part.data();
+            name_table(d, table).iter().map(move |e| {
+                (
+                    std::str::from_utf8(local_str_bytes(d, e.key.to_native())).unwrap_or(""),
+                    part.base.node(e.node.to_native()),
+                )
+            })
+        })
+    }
+
+    /// Nodes whose key in `table` starts with `prefix`, in key order (keys are sorted by
+    /// text), at most `limit`.
+    pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<NodeId> {
+        let mut found: Vec<(&[u8], NodeId)> = Vec::new();
+        for part in self.parts() {
+            let d = part.data();
+            let strings = d.string_offsets.len().saturating_sub(1);
+            let (mut lo, mut hi) = (0usize, strings);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if local_str_bytes(d, mid as u32) < prefix.as_bytes() {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            let first = lo as u32;
+            let entries = name_table(d, table);
+            let start = entries.partition_point(|e| e.key.to_native() < first);
+            found.extend(
+                entries[start..]
+                    .iter()
+                    .map(|e| (local_str_bytes(d, e.key.to_native()), e))
+                    .take_while(|(text, _)| text.starts_with(prefix.as_bytes()))
+                    .take(limit)
+                    .map(|(text, e)| (text, part.base.node(e.node.to_native()))),
+            );
+        }
+        if self.parts().len() > 1 {
+            found.sort_unstable();
+            found.truncate(limit);
+        }
+        found.into_iter().map(|(_, node)| node).collect()
+    }
+}
+
+/// Bytes of a part's local string `id` (empty when out of range).
+fn local_str_bytes(d: &ArchivedGraphData, id: u32) -> &[u8] {
+    let offsets = &d.string_offsets;
+    let (Some(start), Some(end)) = (offsets.get(id as usize), offsets.get(id as usize + 1)) else {
+        return &[];
+    };
+    d.string_bytes
+        .get(start.to_native() as usize..end.to_native() as usize)
+        .unwrap_or(&[])
+}
+
+/// The local id of `text` in a part's sorted string table, if interned there.
+fn local_string_id(d: &ArchivedGraphData, text: &str) -> Option<u32> {
+    let mut lo = 0usize;
+    let mut hi = d.string_offsets.len().saturating_sub(1);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match local_str_bytes(d, mid as u32).cmp(text.as_bytes()) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Some(mid as u32),
+        }
+    }
+    None
+}
+
+fn name_table(d: &ArchivedGraphData, table: NameTable) -> &[ArchivedNameEntry] {
+    match table {
+        NameTable::Exact => &d.names_exact,
+        NameTable::Folded => &d.names_folded,
+        NameTable::Suffix => &d.names_suffix,
+        NameTable::Segments => &d.names_segments,
+    }
+}
+
+/// A node read in place: its ids are global; every other field derefs to the record.
+#[derive(Clone, Copy)]
+pub struct NodeRef<'g> {
+    record: &'g ArchivedNodeRecord,
+    base: &'g Bases,
+}
+
+impl<'g> NodeRef<'g> {
+    pub fn name(&self) -> StrId {
+        self.base.string(self.record.name.to_native())
+    }
+
+    pub fn qualified(&self) -> StrId {
+        self.base.string(self.record.qualified.to_native())
+    }
+
+    /// The file that declares the node (`NONE` for modules).
+    pub fn file(&self) -> FileId {
+        self.base.file(self.record.file.to_native())
+    }
+
+    /// The containing node (`NONE` for roots).
+    pub fn parent(&self) -> NodeId {
+        self.base.node(self.record.parent.to_native())
+    }
+
+    /// The SCIP symbol string, or `NONE`.
+    pub fn scip_symbol(&self) -> StrId {
+        self.base.string(self.record.scip_symbol.to_native())
+    }
+}
+
+impl<'g> NodeRef<'g> {
+    /// The archived record, for the fields that hold no id, borrowed for the graph's
+    /// lifetime.
+    pub fn record(&self) -> &'g ArchivedNodeRecord {
+        self.record
+    }
+}
+
+impl std::ops::Deref for NodeRef<'_> {
+    type Target = ArchivedNodeRecord;
+
+    fn deref(&self) -> &ArchivedNodeRecord {
+        self.record
+    }
+}
+
+/// A file read in place: its ids are global; every other field derefs to the record.
+#[derive(Clone, Copy)]
+pub struct FileRef<'g> {
+    record: &'g ArchivedFileRecord,
+    base: &'g Bases,
+}
+
+impl FileRef<'_> {
+    pub fn path(&self) -> StrId {
+        self.base.string(self.record.path.to_native())
+    }
+
+    /// The file's own node.
+    pub fn node(&self) -> NodeId {
+        self.base.node(self.record.node.to_native())
+    }
+
+    /// The module (directory) node that contains the file.
+    pub fn module(&self) -> NodeId {
+        self.base.node(self.record.module.to_native())
+    }
+}
+
+impl<'g> FileRef<'g> {
+    /// The archived record, for the fields that hold no id, borrowed for the graph's
+    /// lifetime.
+    pub fn record(&self) -> &'g ArchivedFileRecord {
+        self.record
+    }
+}
+
+impl std::ops::Deref for FileRef<'_> {
+    type Target = ArchivedFileRecord;
+
+    fn deref(&self) -> &ArchivedFileRecord {
+        self.record
+    }
+}
+
+/// An edge read in place: `node()` is the other end (the target of an outgoing edge, the
+/// source of an incoming one); every other field derefs to the record.
+#[derive(Clone, Copy)]
+pub struct EdgeRef<'g> {
+    record: &'g ArchivedEdgeRecord,
+    base: &'g Bases,
+}
+
+impl EdgeRef<'_> {
+    pub fn node(&self) -> NodeId {
+        self.base.node(self.record.node.to_native())
+    }
+
+    /// The file of the edge's site (`NONE` when it has none).
+    pub fn site_file(&self) -> FileId {
+        self.base.file(self.record.site_file.to_native())
+    }
+}
+
+impl<'g> EdgeRef<'g> {
+    /// The archived record, for the fields that hold no id, borrowed for the graph's
+    /// lifetime.
+    pub fn record(&self) -> &'g ArchivedEdgeRecord {
+        self.record
+    }
+}
+
+impl std::ops::Deref for EdgeRef<'_> {
+    type Target = ArchivedEdgeRecord;
+
+    fn deref(&self) -> &ArchivedEdgeRecord {
+        self.record
+    }
+}
+
+/// The edges of one node in one direction, in stored order (by the other end's id).
+#[derive(Clone)]
+pub struct Edges<'g> {
+    records: std::slice::Iter<'g, ArchivedEdgeRecord>,
+    base: &'g Bases,
+}
+
+impl Edges<'_> {
+    /// The same edges from the start (so that `edges.iter()` reads like a slice's).
+    pub fn iter(&self) -> Self {
+        self.clone()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.len() == 0
+    }
+}
+
+impl<'g> Iterator for Edges<'g> {
+    type Item = EdgeRef<'g>;
+
+    fn next(&mut self) -> Option<EdgeRef<'g>> {
+        let record = self.records.next()?;
+        Some(EdgeRef {
+            record,
+            base: self.base,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.records.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Edges<'_> {}
+
+impl DoubleEndedIterator for Edges<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let record = self.records.next_back()?;
+        Some(EdgeRef {
+            record,
+            base: self.base,
+        })
+    }
+}
+
+/// A frontier entry read in place: its ids are global; every other field derefs to the
+/// record.
+#[derive(Clone, Copy)]
+pub struct FrontierRef<'g> {
+    record: &'g ArchivedFrontierRecord,
+    base: &'g Bases,
+}
+
+impl FrontierRef<'_> {
+    pub fn name(&self) -> StrId {
+        self.base.string(self.record.name.to_native())
+    }
+
+    /// The symbol whose reference could not be resolved.
+    pub fn from(&self) -> NodeId {
+        self.base.node(self.record.from.to_native())
+    }
+
+    pub fn file(&self) -> FileId {
+        self.base.file(self.record.file.to_native())
+    }
+}
+
+impl<'g> FrontierRef<'g> {
+    /// The archived record, for the fields that hold no id, borrowed for the graph's
+    /// lifetime.
+    pub fn record(&self) -> &'g ArchivedFrontierRecord {
+        self.record
+    }
+}
+
+impl std::ops::Deref for FrontierRef<'_> {
+    type Target = ArchivedFrontierRecord;
+
+    fn deref(&self) -> &ArchivedFrontierRecord {
+        self.record
     }
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::error::{AtlasError, Result};
 use crate::graph::format::hex;
-use crate::graph::ids::{FileId, NodeId};
+use crate::graph::ids::NodeId;
 use crate::graph::reader::Graph;
 use crate::source::Refusal;
 use crate::syntax::facts::SymbolKind;
@@ -137,7 +137,7 @@ pub fn expand(
             reference: text.clone(),
         };
         let file = graph.file_index(&r.path).ok_or_else(unknown)?;
-        let size = graph.data().files[file.index()].size.to_native();
+        let size = graph.file(file).map_or(0, |f| f.size.to_native());
         let bytes = match crate::source::read(root, graph.file_path(file), size) {
             Ok(bytes) => bytes,
             // Grown or gone since the build: the ref is stale, not unknown.
@@ -226,12 +226,7 @@ pub fn expand(
 
 /// (header end line, outline entries, omitted count) for a class whose span is the ref's.
 fn class_outline(graph: &Graph, r: &Ref, hash8: &str) -> Option<(usize, Vec<OutlineEntry>, usize)> {
-    let data = graph.data();
-    let file = data
-        .files
-        .iter()
-        .position(|f| graph.str(f.path()) == r.path)?;
-    let file = FileId(file as u32);
+    let file = graph.file_index(&r.path)?;
     let class = graph.nodes().find(|&n| {
         let record = graph.node(n);
         record.file() == file

@@ -431,7 +431,7 @@ impl Matcher<'_> {
             return;
         }
         let graph = self.graph;
-        nodes.sort_by_key(|&n| (std::cmp::Reverse(graph.node(n).centrality.to_native()), n));
+        nodes.sort_by_key(|&n| (std::cmp::Reverse(graph.centrality(n)), n));
         self.intent.ambiguities.push(Ambiguity {
             term: term.to_string(),
             tier,
@@ -532,9 +532,8 @@ pub fn unique_name(graph: &Graph, node: NodeId) -> String {
 /// `sympy/codegen/ast.py`).
 fn module_files(graph: &Graph, dotted: &str) -> Vec<NodeId> {
     graph
-        .data()
-        .files
-        .iter()
+        .files()
+        .filter_map(|f| graph.file(f))
         .filter(|f| f.language != u8::MAX)
         .filter(|f| {
             let module = crate::graph::names::module_path_of(graph.str(f.path()));
@@ -551,7 +550,7 @@ fn module_files(graph: &Graph, dotted: &str) -> Vec<NodeId> {
 fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<NodeId>> {
     let (path, qualified) = label.split_once("::")?;
     let file = graph.file_index(path)?;
-    let first = graph.data().files[file.index()].node();
+    let first = graph.file(file)?.node();
     let nodes: Vec<NodeId> = (first.0 + 1..graph.node_count() as u32)
         .map(NodeId)
         .take_while(|&n| graph.node(n).file() == file)
@@ -561,8 +560,7 @@ fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<NodeId>> {
 }
 
 fn path_nodes(graph: &Graph, path: &str) -> Vec<NodeId> {
-    let data = graph.data();
-    if let Some(file) = data.files.iter().find(|f| graph.str(f.path()) == path) {
+    if let Some(file) = graph.file_index(path).and_then(|f| graph.file(f)) {
         return vec![file.node()];
     }
     // A directory: its module node.
@@ -622,21 +620,16 @@ fn substring(graph: &Graph, token: &str) -> Vec<NodeId> {
     if needle.len() < 3 {
         return Vec::new();
     }
-    graph
-        .data()
-        .names_folded
-        .iter()
-        .filter(|e| {
-            let key: String = graph
-                .str(e.key())
-                .chars()
-                .filter(|c| c.is_alphanumeric())
-                .collect();
+    let mut found: Vec<(&str, NodeId)> = graph
+        .name_entries(NameTable::Folded)
+        .filter(|(key, _)| {
+            let key: String = key.chars().filter(|c| c.is_alphanumeric()).collect();
             key.contains(&needle)
         })
-        .map(|e| e.node())
-        .take(4096)
-        .collect()
+        .collect();
+    // In key order over the whole graph, whatever its parts.
+    found.sort_unstable();
+    found.into_iter().map(|(_, node)| node).take(4096).collect()
 }
 
 /// The tie rules that make a shared name mean one thing: callables when the query

@@ -123,13 +123,7 @@ pub fn rank_ambiguities(
             score(b)
                 .total_cmp(&score(a))
                 .then(graph.is_test(a).cmp(&graph.is_test(b)))
-                .then(
-                    graph
-                        .node(b)
-                        .centrality
-                        .to_native()
-                        .cmp(&graph.node(a).centrality.to_native()),
-                )
+                .then(graph.centrality(b).cmp(&graph.centrality(a)))
                 .then(a.cmp(&b))
         });
         let best = ambiguity.nodes[0];

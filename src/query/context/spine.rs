@@ -246,13 +246,7 @@ impl<'g> Spines<'g> {
             .iter()
             .copied()
             .filter(|&n| !graph.is_test(n))
-            .max_by_key(|&n| {
-                (
-                    self.callers(n),
-                    graph.node(n).centrality.to_native(),
-                    std::cmp::Reverse(n),
-                )
-            })?;
+            .max_by_key(|&n| (self.callers(n), graph.centrality(n), std::cmp::Reverse(n)))?;
         Some((
             best,
             format!(

@@ -154,7 +154,9 @@ fn content(
     max_bytes: usize,
 ) -> (Option<String>, Option<ContentOmitted>) {
     let offset = request.offset;
-    let record = &graph.data().files[file.index()];
+    let Some(record) = graph.file(file) else {
+        return (None, None);
+    };
     let bytes = record.size.to_native();
     let Some(text) = text else {
         let omitted = ContentOmitted {

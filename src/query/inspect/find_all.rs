@@ -106,15 +106,8 @@ pub fn find_all(graph: &Graph, root: &Path, request: &FindAllRequest) -> Result<
     let matcher = matcher(request)?;
     let window = request.offset..request.offset.saturating_add(max_hits);
     let mut scan = Scan::default();
-    for index in 0..graph.data().files.len() {
-        search_file(
-            graph,
-            root,
-            FileId(index as u32),
-            &matcher,
-            &window,
-            &mut scan,
-        )?;
+    for file in graph.files() {
+        search_file(graph, root, file, &matcher, &window, &mut scan)?;
     }
     let next = |offset: usize| next_page(request, offset);
     let build = |n: usize| FindAllOutput {

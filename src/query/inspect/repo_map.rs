@@ -140,7 +140,7 @@ pub fn repo_map(graph: &Graph, root: &Path, request: &RepoMapRequest) -> Result<
         RepoMapOutput {
             profile: ProfileName::Architecture.as_str(),
             graph_fingerprint: graph.fingerprint(),
-            files: graph.data().files.len(),
+            files: graph.file_count(),
             modules_in_graph: module_count,
             modules_total: total,
             offset: request.offset,
@@ -227,10 +227,9 @@ fn module_label(statement: &str) -> Option<&str> {
 }
 
 fn module_out(graph: &Graph, module: NodeId, representatives: Vec<Representative>) -> ModuleOut {
-    let data = graph.data();
-    let files: Vec<NodeId> = data
-        .files
-        .iter()
+    let files: Vec<NodeId> = graph
+        .files()
+        .filter_map(|f| graph.file(f))
         .filter(|f| f.module() == module)
         .map(|f| f.node())
         .collect();
@@ -263,9 +262,7 @@ fn module_out(graph: &Graph, module: NodeId, representatives: Vec<Representative
 /// count of those past [`RELATIONS`].
 fn relations(graph: &Graph, module: NodeId, outgoing: bool) -> (Vec<ModuleRelation>, usize) {
     let mut found: Vec<ModuleRelation> = graph
-        .data()
-        .module_edges
-        .iter()
+        .module_edges()
         .filter(|e| if outgoing { e.from() } else { e.to() } == module)
         .filter(|e| e.from() != e.to())
         .map(|e| ModuleRelation {

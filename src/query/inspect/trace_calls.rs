@@ -17,9 +17,8 @@ use serde::Serialize;
 use super::{Invocation, Truncated, bounded, ceiling, fit, flag_if, lines_of};
 use crate::error::{AtlasError, Result};
 use crate::graph::codes::{EdgeKind, Provenance, Resolution};
-use crate::graph::data::ArchivedEdgeRecord;
 use crate::graph::ids::{FileId, NodeId};
-use crate::graph::reader::{Direction, Graph};
+use crate::graph::reader::{Direction, EdgeRef, Graph};
 use crate::query::intent::{self, unique_name};
 use crate::syntax::facts::RefRole;
 
@@ -298,9 +297,12 @@ impl<'g> Walk<'g> {
     fn new(graph: &'g Graph, direction: TraceDirection, max_fanout: usize) -> Walk<'g> {
         let mut frontier_from: HashMap<NodeId, Vec<usize>> = HashMap::new();
         if direction == TraceDirection::Callees {
-            for (index, entry) in graph.data().frontier.iter().enumerate() {
+            for (index, entry) in graph.frontier_entries() {
                 if entry.role == RefRole::Call as u8 {
-                    frontier_from.entry(entry.from()).or_default().push(index);
+                    frontier_from
+                        .entry(entry.from())
+                        .or_default()
+                        .push(index as usize);
                 }
             }
         }
@@ -385,7 +387,10 @@ impl<'g> Walk<'g> {
     /// The calls of `node` in the walk's direction, one group per other end, strongest
     /// resolution first, then by label.
     fn groups(&self, node: NodeId) -> Vec<Group> {
-        let edges = self.graph.edges(node, self.direction.graph_direction());
+        let edges: Vec<EdgeRef> = self
+            .graph
+            .edges(node, self.direction.graph_direction())
+            .collect();
         let mut by_other: BTreeMap<NodeId, Group> = BTreeMap::new();
         for (index, edge) in edges.iter().enumerate() {
             if edge.kind != EdgeKind::Calls as u8 {
@@ -426,8 +431,13 @@ impl<'g> Walk<'g> {
         beyond_depth: usize,
     ) -> TraceEdge {
         let graph = self.graph;
-        let record: &ArchivedEdgeRecord =
-            &graph.edges(node, self.direction.graph_direction())[group.best];
+        // The group's best edge, read again (a group holds only its position).
+        let record = graph
+            .edges(node, self.direction.graph_direction())
+            .nth(group.best);
+        let (provenance, resolution, confidence) = record.map_or((u8::MAX, u8::MAX, 0), |r| {
+            (r.provenance, r.resolution, r.confidence)
+        });
         let (caller, callee) = match self.direction {
             TraceDirection::Callers => (group.other, node),
             TraceDirection::Callees => (node, group.other),
@@ -436,9 +446,9 @@ impl<'g> Walk<'g> {
             depth: hops as u32,
             caller: graph.label(caller),
             callee: graph.label(callee),
-            provenance: Provenance::from_code(record.provenance).map_or("?", |p| p.as_str()),
-            resolution: Resolution::from_code(record.resolution).map_or("?", |r| r.as_str()),
-            confidence: record.confidence,
+            provenance: Provenance::from_code(provenance).map_or("?", |p| p.as_str()),
+            resolution: Resolution::from_code(resolution).map_or("?", |r| r.as_str()),
+            confidence,
             sites: group
                 .sites
                 .iter()
@@ -461,12 +471,13 @@ impl<'g> Walk<'g> {
         let graph = self.graph;
         let entries: Vec<usize> = match self.direction {
             TraceDirection::Callers => graph
-                .frontier_named(graph.node(node).name())
+                .frontier_named(graph.str(graph.node(node).name()))
                 .into_iter()
                 .map(|i| i as usize)
                 .filter(|&i| {
-                    let entry = &graph.data().frontier[i];
-                    entry.role == RefRole::Call as u8 && entry.candidates.to_native() > 0
+                    graph.frontier(i as u32).is_some_and(|entry| {
+                        entry.role == RefRole::Call as u8 && entry.candidates.to_native() > 0
+                    })
                 })
                 .collect(),
             TraceDirection::Callees => self.frontier_from.get(&node).cloned().unwrap_or_default(),
@@ -474,18 +485,16 @@ impl<'g> Walk<'g> {
         let sites = entries
             .iter()
             .take(FRONTIER_SITES)
-            .map(|&i| {
-                let entry = &graph.data().frontier[i];
-                UnresolvedSite {
-                    name: graph.str(entry.name()).to_string(),
-                    from: graph.label(entry.from()),
-                    site: format!(
-                        "{}:{}",
-                        graph.file_path(entry.file()),
-                        entry.site.start_line.to_native() + 1
-                    ),
-                    candidates: entry.candidates.to_native(),
-                }
+            .filter_map(|&i| graph.frontier(i as u32))
+            .map(|entry| UnresolvedSite {
+                name: graph.str(entry.name()).to_string(),
+                from: graph.label(entry.from()),
+                site: format!(
+                    "{}:{}",
+                    graph.file_path(entry.file()),
+                    entry.site.start_line.to_native() + 1
+                ),
+                candidates: entry.candidates.to_native(),
             })
             .collect();
         FrontierOut {

@@ -368,7 +368,9 @@ impl SearchIndex {
             let Some(&file) = files.get(path.as_str()) else {
                 continue;
             };
-            let record = &graph.data().files[file.index()];
+            let Some(record) = graph.file(file) else {
+                continue;
+            };
             let lines = record.lines.to_native().max(1);
             hits.push(Hit {
                 path: path.clone(),

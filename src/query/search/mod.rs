@@ -647,7 +647,7 @@ impl SearchIndex {
                 .map(|i| graph.node_count() as u32 + i),
             _ => {
                 let file = *files.get(path)?;
-                let node = NodeId(graph.data().files[file.index()].node().0 + local);
+                let node = NodeId(graph.file(file)?.node().0 + local);
                 // An offset that no longer lands in its file is a stale document.
                 (node.index() < graph.node_count()
                     && graph.node(node).file() == file
@@ -830,7 +830,8 @@ fn symbol_hit(graph: &Graph, node: NodeId) -> Hit {
 fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
     let hash = files
         .get(section.path.as_str())
-        .map(|&f| crate::graph::format::hex(&graph.data().files[f.index()].hash[..4]))
+        .and_then(|&f| graph.file(f))
+        .map(|f| crate::graph::format::hex(&f.hash[..4]))
         .unwrap_or_default();
     Hit {
         reference: format!(

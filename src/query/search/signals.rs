@@ -74,7 +74,7 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<NodeId> {
             .nodes()
             .filter(|&n| graph.node(n).file() == file && searchable(n))
             .collect();
-        nodes.sort_by_key(|&n| std::cmp::Reverse(graph.node(n).centrality.to_native()));
+        nodes.sort_by_key(|&n| std::cmp::Reverse(graph.centrality(n)));
         for (i, node) in nodes.into_iter().take(PATH_SYMBOLS).enumerate() {
             // Decreasing, so that centrality orders the file's symbols.
             *scores.entry(node).or_default() += PATH_WEIGHT / (1.0 + i as f64 * 0.1);
@@ -117,7 +117,7 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<NodeId> {
     ranked.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| {
-                let centrality = |n: NodeId| graph.node(n).centrality.to_native();
+                let centrality = |n: NodeId| graph.centrality(n);
                 centrality(b.0).cmp(&centrality(a.0))
             })
             .then(a.0.cmp(&b.0))
@@ -170,7 +170,6 @@ fn frames(query: &str) -> Vec<Frame<'_>> {
 /// path, or a partial path the file's path ends with). Traceback frames count too.
 fn mentioned_files(graph: &Graph, query: &str) -> Vec<FileId> {
     let mut out: Vec<FileId> = Vec::new();
-    let files = &graph.data().files;
     for word in query.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-')))
     {
         let word = word
@@ -186,8 +185,8 @@ fn mentioned_files(graph: &Graph, query: &str) -> Vec<FileId> {
             long == short
                 || (long.ends_with(short) && long.as_bytes()[long.len() - short.len() - 1] == b'/')
         };
-        let matches: Vec<FileId> = (0..files.len() as u32)
-            .map(FileId)
+        let matches: Vec<FileId> = graph
+            .files()
             .filter(|&f| {
                 let path = graph.file_path(f);
                 aligned(&word, path) || aligned(path, &word)
@@ -206,19 +205,18 @@ fn mentioned_files(graph: &Graph, query: &str) -> Vec<FileId> {
 /// For each frame, the repository file whose path is the longest whole-component suffix
 /// of the frame's path (`/usr/lib/python3/site-packages/pkg/a.py` → `pkg/a.py`).
 fn frame_files(graph: &Graph, frames: &[Frame]) -> Vec<Option<FileId>> {
-    let files = &graph.data().files;
     frames
         .iter()
         .map(|frame| {
             let printed = frame.path.replace('\\', "/");
             let mut best: Option<(usize, FileId)> = None;
-            for (i, file) in files.iter().enumerate() {
-                let path = graph.str(file.path());
+            for file in graph.files() {
+                let path = graph.file_path(file);
                 let aligned = printed == path
                     || (printed.ends_with(path)
                         && printed.as_bytes()[printed.len() - path.len() - 1] == b'/');
                 if aligned && best.is_none_or(|(len, _)| path.len() > len) {
-                    best = Some((path.len(), FileId(i as u32)));
+                    best = Some((path.len(), file));
                 }
             }
             best.map(|(_, i)| i)

@@ -127,7 +127,14 @@ impl Sources<'_> {
         let graph = self.graph;
         let root = self.root;
         self.files.entry(file).or_insert_with(|| {
-            let record = &graph.data().files[file.index()];
+            let Some(record) = graph.file(file) else {
+                return SourceFile {
+                    text: None,
+                    last_line: 0,
+                    stale: true,
+                    class: None,
+                };
+            };
             let class = FileClass::from_code(record.class);
             let path = graph.str(record.path());
             match crate::source::read(root, path, record.size.to_native()) {

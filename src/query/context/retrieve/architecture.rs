@@ -12,7 +12,6 @@ pub(super) fn module_of(graph: &Graph, node: NodeId) -> NodeId {
 
 pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
     let graph = b.graph;
-    let data = graph.data();
     // Modules in scope: the named ones (and their descendants), else every module.
     let mut scope: BTreeSet<NodeId> = BTreeSet::new();
     let mut named_modules: BTreeSet<NodeId> = BTreeSet::new();
@@ -42,11 +41,13 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
     }
     // Module summaries.
     let mut files_per_module: BTreeMap<NodeId, Vec<FileId>> = BTreeMap::new();
-    for (index, file) in data.files.iter().enumerate() {
-        files_per_module
-            .entry(file.module())
-            .or_default()
-            .push(FileId(index as u32));
+    for file in graph.files() {
+        if let Some(record) = graph.file(file) {
+            files_per_module
+                .entry(record.module())
+                .or_default()
+                .push(file);
+        }
     }
     for &module in &scope {
         let files = files_per_module.get(&module).cloned().unwrap_or_default();
@@ -56,8 +57,10 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
         let symbols: usize = files
             .iter()
             .map(|&f| {
-                let node = data.files[f.index()].node();
-                b.edges(node, Direction::Outgoing, EdgeKind::Contains).len()
+                graph.file(f).map_or(0, |file| {
+                    b.edges(file.node(), Direction::Outgoing, EdgeKind::Contains)
+                        .len()
+                })
             })
             .sum();
         let path = graph.str(graph.node(module).qualified()).to_string();
@@ -97,9 +100,9 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
         // ones first (what other modules use it through).
         let mut symbols_in_module: Vec<NodeId> = files
             .iter()
-            .flat_map(|&f| {
-                let node = data.files[f.index()].node();
-                b.edges(node, Direction::Outgoing, EdgeKind::Contains)
+            .filter_map(|&f| graph.file(f))
+            .flat_map(|file| {
+                b.edges(file.node(), Direction::Outgoing, EdgeKind::Contains)
                     .into_iter()
                     .map(|r| r.to)
             })
@@ -108,12 +111,12 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
             (
                 b.is_policy_class(n),
                 graph.node(n).visibility != crate::syntax::facts::Visibility::Public as u8,
-                std::cmp::Reverse(graph.node(n).centrality.to_native()),
+                std::cmp::Reverse(graph.centrality(n)),
                 n,
             )
         });
         for (rank, &node) in symbols_in_module.iter().take(3).enumerate() {
-            let centrality = graph.node(node).centrality.to_native();
+            let centrality = graph.centrality(node);
             let mut score = (centrality / 4).min(20_000);
             if b.is_policy_class(node) {
                 score /= 2;
@@ -132,7 +135,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
         }
     }
     // Relationships between modules in scope.
-    for edge in data.module_edges.iter() {
+    for edge in graph.module_edges() {
         let (from, to) = (edge.from(), edge.to());
         if !(scope.contains(&from) || scope.contains(&to)) {
             continue;

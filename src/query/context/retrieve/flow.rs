@@ -372,7 +372,7 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
             }
         }
     }
-    let name = graph.node(second).name();
+    let name = graph.str(graph.node(second).name());
     let broken: Vec<(NodeId, FileId, u32, u32)> = b
         .frontier_reaching_named(name)
         .into_iter()
@@ -391,7 +391,7 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
             format!(
                 "no call path from {} to {target} within {SPINE_MAX} calls: the hop that breaks it is the call to `{}` at {}:{} in {} — {why}",
                 b.label(first),
-                graph.str(name),
+                name,
                 graph.file_path(file),
                 line + 1,
                 b.label(from)
@@ -401,7 +401,7 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
             "no call path from {} to {target} within {SPINE_MAX} calls: none of the {} symbols it reaches calls `{}`, resolved or not",
             b.label(first),
             reached.len() - 1,
-            graph.str(name)
+            name
         ),
     };
     b.statement(
@@ -413,7 +413,7 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
         50_000,
     );
     for (from, file, line, candidates) in broken.into_iter().take(4) {
-        let identity = format!("frontier|{}|{}", graph.str(name), b.label(from));
+        let identity = format!("frontier|{}|{}", name, b.label(from));
         b.push(
             Candidate {
                 id: String::new(),
@@ -421,7 +421,7 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
                 score: 45_000,
                 reasons: vec![format!(
                     "unresolved `{}` in {} could reach {target} ({candidates} candidates): the broken hop",
-                    graph.str(name),
+                    name,
                     b.label(from)
                 )],
                 relation_reasons: None,
@@ -449,7 +449,7 @@ pub(super) fn frontier_of_spine(b: &mut Builder, spine: &[NodeId]) {
     let graph = b.graph;
     let spine_set: BTreeSet<NodeId> = spine.iter().copied().collect();
     let mut boundaries: BTreeMap<(FileId, u32, String), (NodeId, &'static str)> = BTreeMap::new();
-    for entry in graph.data().frontier.iter() {
+    for (_, entry) in graph.frontier_entries() {
         let from = entry.from();
         if !spine_set.contains(&from) {
             continue;

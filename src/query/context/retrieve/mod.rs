@@ -7,9 +7,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use super::spine::{Hop, SPINE_MAX, SpineBudget, Spines};
 use crate::graph::codes::FileClass;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
-use crate::graph::data::ArchivedEdgeRecord;
-use crate::graph::ids::{FileId, NodeId, StrId};
-use crate::graph::reader::{Direction, Graph};
+use crate::graph::ids::{FileId, NodeId};
+use crate::graph::reader::{Direction, EdgeRef, Graph};
 use crate::query::intent::{Intent, Relation};
 use crate::query::profile::EvidenceClass;
 use crate::query::profile::ProfileName;
@@ -188,11 +187,7 @@ struct Builder<'g> {
     touched_files: BTreeSet<FileId>,
 }
 
-pub(super) fn relation_of(
-    from: NodeId,
-    edge: &ArchivedEdgeRecord,
-    direction: Direction,
-) -> RelationInfo {
+pub(super) fn relation_of(from: NodeId, edge: EdgeRef<'_>, direction: Direction) -> RelationInfo {
     let other = edge.node();
     let (from, to) = if direction == Direction::Outgoing {
         (from, other)
@@ -230,7 +225,7 @@ impl<'g> Builder<'g> {
 
     /// Centrality bonus: up to +150 for hubs (mean centrality is 1000).
     fn bonus(&self, node: NodeId) -> u32 {
-        (self.graph.node(node).centrality.to_native() / 20).min(150)
+        (self.graph.centrality(node) / 20).min(150)
     }
 
     fn relation_score(
@@ -431,17 +426,16 @@ impl<'g> Builder<'g> {
 
     /// Frontier entries named like `node` that could reach it.
     fn frontier_reaching(&self, node: NodeId) -> Vec<(NodeId, FileId, u32, u32)> {
-        self.frontier_reaching_named(self.graph.node(node).name())
+        self.frontier_reaching_named(self.graph.str(self.graph.node(node).name()))
     }
 
-    /// Unresolved call or reference sites named `name` (a string id), with at least one
-    /// definition of that name: `(from, file, 0-based line, candidates)`.
-    fn frontier_reaching_named(&self, name: StrId) -> Vec<(NodeId, FileId, u32, u32)> {
-        let frontier = &self.graph.data().frontier;
+    /// Unresolved call or reference sites named `name`, with at least one definition of
+    /// that name: `(from, file, 0-based line, candidates)`.
+    fn frontier_reaching_named(&self, name: &str) -> Vec<(NodeId, FileId, u32, u32)> {
         self.graph
             .frontier_named(name)
             .into_iter()
-            .filter_map(|i| frontier.get(i as usize))
+            .filter_map(|i| self.graph.frontier(i))
             .filter(|f| f.candidates.to_native() > 0)
             .map(|f| {
                 (

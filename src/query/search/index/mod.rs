@@ -304,7 +304,7 @@ type Key = (&'static str, String, u32);
 /// The file text when it still matches the generation; stale or unreadable files give
 /// `None` (their symbols are indexed by name only).
 fn current_text(graph: &Graph, root: &Path, file: FileId) -> Option<String> {
-    let meta = graph.data().files.get(file.index())?;
+    let meta = graph.file(file)?;
     let bytes = crate::source::read(root, graph.str(meta.path()), meta.size.to_native()).ok()?;
     (blake3::hash(&bytes).as_bytes() == &meta.hash)
         .then(|| String::from_utf8(bytes).ok())
@@ -358,7 +358,7 @@ fn symbol_text(graph: &Graph, text: Option<&str>, node: NodeId) -> SymbolText {
 
 /// Searchable nodes per file, in node order.
 fn nodes_by_file(graph: &Graph) -> Vec<Vec<NodeId>> {
-    let mut out = vec![Vec::new(); graph.data().files.len()];
+    let mut out = vec![Vec::new(); graph.file_count()];
     for node in graph.nodes() {
         let file = graph.node(node).file();
         if !file.is_none()
@@ -374,7 +374,7 @@ fn nodes_by_file(graph: &Graph) -> Vec<Vec<NodeId>> {
 /// A node's offset from its file node: stable while the file's content is.
 pub fn local_of(graph: &Graph, node: NodeId) -> Option<(FileId, u32)> {
     let file = graph.node(node).file();
-    let record = graph.data().files.get(file.index())?;
+    let record = graph.file(file)?;
     Some((file, node.0.checked_sub(record.node().0)?))
 }
 
@@ -388,10 +388,7 @@ fn offsets_are_stable(graph: &Graph) -> bool {
 pub type FileLookup<'g> = HashMap<&'g str, FileId>;
 
 pub fn file_lookup(graph: &Graph) -> FileLookup<'_> {
-    (0..graph.data().files.len() as u32)
-        .map(FileId)
-        .map(|f| (graph.file_path(f), f))
-        .collect()
+    graph.files().map(|f| (graph.file_path(f), f)).collect()
 }
 
 /// What an update from `base` re-indexes: `(changed or added files, removed paths)`;
@@ -405,9 +402,9 @@ fn update_plan(graph: &Graph, base: &Base) -> Option<(Vec<FileId>, Vec<String>)>
         return None;
     }
     let (old, new) = (file_lookup(base.graph), file_lookup(graph));
-    let hash = |g: &Graph, f: FileId| g.data().files[f.index()].hash;
-    let changed: Vec<FileId> = (0..graph.data().files.len() as u32)
-        .map(FileId)
+    let hash = |g: &Graph, f: FileId| g.file(f).map(|r| r.hash);
+    let changed: Vec<FileId> = graph
+        .files()
         .filter(|&f| {
             old.get(graph.file_path(f))
                 .is_none_or(|&o| hash(base.graph, o) != hash(graph, f))
@@ -432,16 +429,11 @@ pub fn build(
     embedder: &Embedder,
     base: Option<Base>,
 ) -> Result<IndexMeta> {
-    let files = &graph.data().files;
     // Which files need their documents (re)built: all of them unless an update applies.
     let plan = base.as_ref().and_then(|b| update_plan(graph, b));
     let (base, changed, removed) = match plan {
         Some((changed, removed)) => (base, changed, removed),
-        None => (
-            None,
-            (0..files.len() as u32).map(FileId).collect(),
-            Vec::new(),
-        ),
+        None => (None, graph.files().collect(), Vec::new()),
     };
     let changed_set: HashSet<FileId> = changed.iter().copied().collect();
 
@@ -450,12 +442,11 @@ pub fn build(
     // changed files' sections are re-indexed).
     let mut sections: Vec<Section> = Vec::new();
     let mut texts: HashMap<FileId, Option<String>> = HashMap::new();
-    for (f, record) in files.iter().enumerate() {
-        let path = graph.str(record.path());
+    for f in graph.files() {
+        let path = graph.file_path(f);
         if !sources::is_markdown(path) {
             continue;
         }
-        let f = FileId(f as u32);
         let text = current_text(graph, root, f);
         if let Some(text) = &text {
             sections.extend(sources::markdown_sections(path, text));
@@ -559,9 +550,7 @@ pub fn build(
     }
 
     // History: re-read only when HEAD moved (or the base had none).
-    let indexed: HashSet<&str> = (0..files.len() as u32)
-        .map(|f| graph.file_path(FileId(f)))
-        .collect();
+    let indexed: HashSet<&str> = graph.files().map(|f| graph.file_path(f)).collect();
     let mut head = None;
     let mut history_error = None;
     let mut commits = base.as_ref().map_or(0, |b| b.meta.commits);

@@ -227,9 +227,48 @@ fn atlas(sandbox: &Sandbox, graph: &Path, args: &[&str]) -> Run {
     sandbox.run_bin(env!("CARGO_BIN_EXE_atlas"), &full)
 }
 
+/// Bulk files no edit touches, in directories of their own, so that the graph has
+/// several segments (groups end at a directory change once they hold 64 files) and an
+/// edit can reuse some.
+fn add_bulk(sandbox: &Sandbox) {
+    for dir in ["a", "b", "c"] {
+        for i in 0..40 {
+            let next = (i + 1) % 40;
+            sandbox.write(
+                &format!("bulk/{dir}/m{i}.py"),
+                &format!("def f_{dir}_{i}(x):\n    return f_{dir}_{next}(x)\n"),
+            );
+        }
+    }
+}
+
+/// The committed generation's directory.
+fn generation(graph: &Path) -> PathBuf {
+    let current = std::fs::read_to_string(graph.join("CURRENT")).unwrap();
+    graph.join("generations").join(current.trim())
+}
+
+/// The segment files of a generation, by name, with their link counts.
+fn segments(graph: &Path) -> Vec<(String, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out: Vec<(String, u64)> = std::fs::read_dir(generation(graph).join("segments"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().to_string(),
+                e.metadata().unwrap().nlink(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Runs `steps` random edits, checking after each; returns the edits made.
 fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> {
     let sandbox = Sandbox::with_fixture(lang.fixture);
+    add_bulk(&sandbox);
     let incremental = sandbox.path().join("incremental-graph");
     atlas(&sandbox, &incremental, &["build", "--no-search"]).success();
     let mut rng = Rng(seed);
@@ -279,6 +318,32 @@ fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> 
         assert!(
             dump.stdout == cold_dump.stdout,
             "dumps differ after {}",
+            context()
+        );
+        // File for file: the same root and the same segments (format 4).
+        let edited_segments = segments(&incremental);
+        let names = |s: &[(String, u64)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&edited_segments),
+            names(&segments(&cold)),
+            "{}",
+            context()
+        );
+        assert!(
+            edited_segments.len() >= 3,
+            "modules and two groups at least"
+        );
+        assert_eq!(
+            std::fs::read(generation(&incremental).join("graph.atlas")).unwrap(),
+            std::fs::read(generation(&cold).join("graph.atlas")).unwrap(),
+            "roots differ after {}",
+            context()
+        );
+        // The bulk groups were not compiled again: their files are the previous
+        // generation's, linked.
+        assert!(
+            edited_segments.iter().any(|(_, links)| *links > 1),
+            "no segment reused after {}",
             context()
         );
         // The dumps compared are of the edited tree, not of something older.

@@ -38,8 +38,56 @@ struct Built {
 }
 
 impl Built {
-    fn graph_bytes(&self) -> Vec<u8> {
-        std::fs::read(self.sandbox.graph_file()).unwrap()
+    /// A copy of the committed generation (root and segments) in `dir`, with `edits`
+    /// applied to the root (`target` 0) or to one segment, and every checksum recomputed:
+    /// a mutated segment is renamed to its new hash and re-named in the root, so that the
+    /// mutation reaches the archive checks instead of stopping at a hash. The root's path.
+    fn mutated_generation(&self, dir: &Path, target: usize, edits: &[(usize, u8)]) -> PathBuf {
+        let root_path = self.sandbox.graph_file();
+        let from = root_path.parent().unwrap().join("segments");
+        let to = dir.join("segments");
+        std::fs::create_dir_all(&to).unwrap();
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&from)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        for name in &names {
+            std::fs::copy(name, to.join(name.file_name().unwrap())).unwrap();
+        }
+        let mut root = std::fs::read(&root_path).unwrap();
+        if target.is_multiple_of(names.len() + 1) {
+            mutate(&mut root, 64, edits);
+        } else {
+            let name = &names[target % (names.len() + 1) - 1];
+            let mut bytes = std::fs::read(name).unwrap();
+            let old: [u8; 32] = bytes[24..56].try_into().unwrap();
+            mutate(&mut bytes, 64, edits);
+            let new = *blake3::hash(&bytes[64..]).as_bytes();
+            bytes[24..56].copy_from_slice(&new);
+            std::fs::remove_file(to.join(name.file_name().unwrap())).unwrap();
+            let renamed = to.join(format!("{}.atlas", blake3::Hash::from(new).to_hex()));
+            std::fs::write(renamed, &bytes).unwrap();
+            let at = root
+                .windows(32)
+                .skip(64)
+                .position(|w| w == old)
+                .expect("the root names its segment")
+                + 64;
+            root[at..at + 32].copy_from_slice(&new);
+        }
+        let checksum = blake3::hash(&root[64..]);
+        root[24..56].copy_from_slice(checksum.as_bytes());
+        let path = dir.join("graph.atlas");
+        std::fs::write(&path, &root).unwrap();
+        path
+    }
+
+    fn segment_count(&self) -> usize {
+        let root = self.sandbox.graph_file();
+        std::fs::read_dir(root.parent().unwrap().join("segments"))
+            .unwrap()
+            .count()
     }
 }
 
@@ -100,17 +148,42 @@ fn exercise(graph: &Graph, root: &Path) {
 #[test]
 fn the_mutation_harness_reaches_past_the_checksums() {
     let b = built();
+    let segments = b.segment_count();
+    assert!(
+        segments >= 2,
+        "the fixture has modules and files: {segments} segments"
+    );
+    for target in 0..=segments {
+        let temp = tempfile::tempdir().unwrap();
+        // No edit: every copy with its checksums recomputed opens.
+        let path = b.mutated_generation(temp.path(), target, &[]);
+        assert!(Graph::open(&path).is_ok(), "a recomputed checksum opens");
+        // An edit the root's checksum does not cover is caught.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(Graph::open(&path).is_err(), "a stale checksum is caught");
+    }
+    // A segment edited under its name is caught, even with its checksum recomputed.
     let temp = tempfile::tempdir().unwrap();
-    let path = temp.path().join("graph.atlas");
-    let mut bytes = b.graph_bytes();
-    let checksum = blake3::hash(&bytes[64..]);
-    bytes[24..56].copy_from_slice(checksum.as_bytes());
-    std::fs::write(&path, &bytes).unwrap();
-    assert!(Graph::open(&path).is_ok(), "a recomputed checksum opens");
+    let path = b.mutated_generation(temp.path(), 0, &[]);
+    let segment = std::fs::read_dir(temp.path().join("segments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&segment).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
-    std::fs::write(&path, &bytes).unwrap();
-    assert!(Graph::open(&path).is_err(), "a stale checksum is caught");
+    let checksum = blake3::hash(&bytes[64..]);
+    bytes[24..56].copy_from_slice(checksum.as_bytes());
+    std::fs::write(&segment, &bytes).unwrap();
+    assert!(
+        Graph::open(&path).is_err(),
+        "a segment that is not the one its root names is refused"
+    );
 
     let entry = cache_entries(&b.sandbox.graph()).remove(0);
     let mut bytes = std::fs::read(&entry).unwrap();
@@ -140,15 +213,13 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn graph_files_with_a_recomputed_checksum_never_panic(edits in mutations()) {
+    fn graph_files_with_a_recomputed_checksum_never_panic(
+        target in any::<usize>(),
+        edits in mutations(),
+    ) {
         let b = built();
-        let mut bytes = b.graph_bytes();
-        mutate(&mut bytes, 64, &edits);
-        let checksum = blake3::hash(&bytes[64..]);
-        bytes[24..56].copy_from_slice(checksum.as_bytes());
         let temp = tempfile::tempdir().unwrap();
-        let path = temp.path().join("graph.atlas");
-        std::fs::write(&path, &bytes).unwrap();
+        let path = b.mutated_generation(temp.path(), target, &edits);
         if let Ok(graph) = Graph::open(&path) {
             exercise(&graph, &b.sandbox.repo());
         }

@@ -88,10 +88,17 @@ fn bad_magic_is_corrupt_and_a_future_version_is_incompatible() {
     assert_eq!(run.json()["error"]["code"], "atlas-graph-incompatible");
     // A newer file that declares this version can still read it is accepted.
     corrupt_graph(&s, |b| {
-        b[8..12].copy_from_slice(&2u32.to_le_bytes());
-        b[12..16].copy_from_slice(&1u32.to_le_bytes());
+        b[8..12].copy_from_slice(&5u32.to_le_bytes());
+        b[12..16].copy_from_slice(&4u32.to_le_bytes());
     });
     s.atlas(&["graph", "dump"]).success();
+    // A format-4 root read as a single-file graph (version 3) is caught by validation.
+    corrupt_graph(&s, |b| {
+        b[8..12].copy_from_slice(&3u32.to_le_bytes());
+        b[12..16].copy_from_slice(&1u32.to_le_bytes());
+    });
+    s.atlas(&["graph", "dump"])
+        .failure(4, "atlas-graph-corrupt");
 }
 
 #[test]

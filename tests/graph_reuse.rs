@@ -4,9 +4,9 @@
 
 mod common;
 
-use atlas::graph::format::reuse_validated_mappings;
 use atlas::graph::ids::NodeId;
 use atlas::graph::reader::Graph;
+use atlas::graph::reader::reuse_validated_mappings;
 use common::Sandbox;
 
 #[test]

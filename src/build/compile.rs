@@ -1,21 +1,25 @@
-//! Compiles a resolved graph into the archived form: interned strings, CSR edges in both
-//! directions, module-level edges, centrality and sorted name tables (R-GEN-5).
+//! Compiles a resolved graph into the archived form (R-GEN-5), format 4: segments —
+//! each with its interned strings, CSR edges in both directions, frontier and sorted name
+//! tables, in local ids — and a root with the edges between segments, module-level edges
+//! and centrality (`graph::segments` decides the cut).
 //!
 //! Architecture invariant: the output is a pure function of its inputs — every collection
-//! is sorted before it is written — so equal inputs give byte-identical files (R-GEN-3).
+//! is sorted before it is written — so equal inputs give byte-identical files (R-GEN-3);
+//! and a segment is a pure function of its own inputs digest, so an edit compiles only
+//! the segments whose digest changed.
 
-use std::collections::BTreeMap;
-
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::build::resolve::{Resolved, Site};
+use crate::build::resolve::{FrontierEntry, Resolved, ResolvedEdge, ResolvedNode, Site};
 use crate::graph::codes::EdgeKind;
 use crate::graph::codes::FileClass;
 use crate::graph::data::*;
+use crate::graph::format;
 use crate::graph::names::{module_path_of, normalize_qualified, split_identifier};
+use crate::graph::segments::{self, Cut, Shape};
 use crate::syntax::facts::{ParseStatus, Span, SymbolKind};
 use crate::syntax::lang::Language;
 
@@ -65,126 +69,486 @@ fn site_record(site: Option<Site>) -> (u32, SpanRecord) {
     }
 }
 
-/// Builds the archive data.
-pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -> GraphData {
-    let nodes = &resolved.nodes;
+/// A compiled generation: its root and its segments, in the root's order.
+pub struct Compiled {
+    pub root: RootData,
+    pub segments: Vec<CompiledSegment>,
+}
 
-    // Name-table keys per node.
-    let mut folded = Vec::new();
-    let mut suffixes = Vec::new();
-    let mut segments = Vec::new();
-    let module_paths: Vec<String> = files.iter().map(|f| module_path_of(f.path)).collect();
-    for (id, node) in nodes.iter().enumerate() {
-        let id = id as u32;
-        if matches!(
-            node.kind,
-            SymbolKind::Module | SymbolKind::File | SymbolKind::Impl
-        ) {
-            continue;
-        }
-        folded.push((node.name.to_lowercase(), id));
-        for word in split_identifier(&node.name) {
-            segments.push((word, id));
-        }
-        let module = node.file.map_or("", |f| module_paths[f as usize].as_str());
-        let full = format!("{module}.{}", normalize_qualified(&node.qualified));
-        let parts: Vec<&str> = full.split('.').filter(|p| !p.is_empty()).collect();
-        for start in 0..parts.len().saturating_sub(1) {
-            suffixes.push((parts[start..].join("."), id));
-        }
-    }
+pub enum CompiledSegment {
+    /// Compiled now (boxed: an archive is large beside a root entry).
+    Built(Box<GraphData>),
+    /// The previous generation's segment with the same inputs (its root entry).
+    Reused(SegmentEntry),
+}
 
-    // Intern every string, sorted, so string ids order like their text.
-    let mut all: Vec<&str> = Vec::with_capacity(nodes.len() * 2 + suffixes.len() + segments.len());
-    all.extend(files.iter().map(|f| f.path));
-    for node in nodes {
-        all.push(&node.name);
-        all.push(&node.qualified);
-        if let Some(symbol) = &node.scip_symbol {
-            all.push(symbol);
-        }
-    }
-    all.extend(resolved.frontier.iter().map(|f| f.name.as_str()));
-    all.extend(
-        folded
+/// Compiles a resolved graph into a root and segments (format 4). A segment whose inputs
+/// digest `reuse` knows is not compiled again. The segment hashes and string counts of
+/// built segments are filled in when they are encoded.
+pub fn compile(
+    fingerprint: [u8; 32],
+    files: &[FileMeta],
+    resolved: &Resolved,
+    reuse: &(dyn Fn(&[u8; 32]) -> Option<SegmentEntry> + Sync),
+) -> Compiled {
+    let shape = Shape {
+        paths: files.iter().map(|f| f.path).collect(),
+        file_nodes: resolved.file_nodes.clone(),
+        node_files: resolved
+            .nodes
             .iter()
-            .chain(&suffixes)
-            .chain(&segments)
-            .map(|(t, _)| t.as_str()),
-    );
-    // Distinct first (names repeat: every frontier entry, every overload), then sorted.
-    let mut seen =
-        rustc_hash::FxHashSet::with_capacity_and_hasher(all.len() / 2, Default::default());
-    all.retain(|s| seen.insert(*s));
-    drop(seen);
-    all.par_sort_unstable();
-    let interner = Interner {
-        ids: all
+            .map(|n| n.file.unwrap_or(NONE))
+            .collect(),
+        node_parents: resolved
+            .nodes
+            .iter()
+            .map(|n| n.parent.unwrap_or(NONE))
+            .collect(),
+        node_is_file: resolved
+            .nodes
+            .iter()
+            .map(|n| n.kind == SymbolKind::File)
+            .collect(),
+        frontier: resolved.frontier.iter().map(|f| (f.file, f.from)).collect(),
+    };
+    let cuts = segments::cuts(&shape);
+    drop(shape);
+    let owner = segments::owners(&cuts, resolved.nodes.len());
+    let segments: Vec<(CompiledSegment, [u8; 32])> = cuts
+        .par_iter()
+        .map(|cut| {
+            let part = Part::new(files, resolved, cut);
+            let inputs = part.digest();
+            match reuse(&inputs) {
+                Some(entry) => (CompiledSegment::Reused(entry), inputs),
+                None => (CompiledSegment::Built(Box::new(part.compile())), inputs),
+            }
+        })
+        .collect();
+    let root = compile_root(fingerprint, resolved, &cuts, &owner, &segments);
+    Compiled {
+        root,
+        segments: segments.into_iter().map(|(s, _)| s).collect(),
+    }
+}
+
+/// One segment's share of the resolved graph, in global ids.
+struct Part<'a> {
+    files: &'a [FileMeta<'a>],
+    resolved: &'a Resolved,
+    cut: &'a Cut,
+    /// The out-edges of the cut's nodes that stay inside it (both ends and the site).
+    edges: Vec<&'a ResolvedEdge>,
+}
+
+impl<'a> Part<'a> {
+    fn new(files: &'a [FileMeta<'a>], resolved: &'a Resolved, cut: &'a Cut) -> Part<'a> {
+        // `resolved.edges` is sorted by source: the cut's out-edges are one run.
+        let all = &resolved.edges;
+        let start = all.partition_point(|e| e.from < cut.nodes.start);
+        let end = all.partition_point(|e| e.from < cut.nodes.end);
+        let edges = all[start..end]
+            .iter()
+            .filter(|e| {
+                cut.nodes.contains(&e.to) && e.site.is_none_or(|s| cut.files.contains(&s.file))
+            })
+            .collect();
+        Part {
+            files,
+            resolved,
+            cut,
+            edges,
+        }
+    }
+
+    fn nodes(&self) -> &'a [ResolvedNode] {
+        &self.resolved.nodes[self.cut.nodes.start as usize..self.cut.nodes.end as usize]
+    }
+
+    fn files(&self) -> &'a [FileMeta<'a>] {
+        &self.files[self.cut.files.start as usize..self.cut.files.end as usize]
+    }
+
+    fn frontier(&self) -> &'a [FrontierEntry] {
+        &self.resolved.frontier[self.cut.frontier.start as usize..self.cut.frontier.end as usize]
+    }
+
+    /// A node id in local terms (`NONE` outside the cut).
+    fn node(&self, id: u32) -> u32 {
+        if self.cut.nodes.contains(&id) {
+            id - self.cut.nodes.start
+        } else {
+            NONE
+        }
+    }
+
+    fn file(&self, id: u32) -> u32 {
+        if self.cut.files.contains(&id) {
+            id - self.cut.files.start
+        } else {
+            NONE
+        }
+    }
+
+    /// blake3 of everything `compile` reads, in local ids: equal digests compile to
+    /// byte-identical segments.
+    fn digest(&self) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        let text = |h: &mut blake3::Hasher, t: &str| {
+            h.update(&(t.len() as u64).to_le_bytes());
+            h.update(t.as_bytes());
+        };
+        let num = |h: &mut blake3::Hasher, n: u32| {
+            h.update(&n.to_le_bytes());
+        };
+        let span = |h: &mut blake3::Hasher, s: Span| {
+            for n in [s.start_byte, s.end_byte, s.start_line, s.end_line] {
+                h.update(&n.to_le_bytes());
+            }
+        };
+        h.update(b"atlas-segment-inputs\0");
+        num(&mut h, format::FORMAT_VERSION);
+        num(&mut h, self.files().len() as u32);
+        for f in self.files() {
+            text(&mut h, f.path);
+            h.update(&[
+                f.language.map_or(255, Language::code),
+                f.class as u8,
+                f.parse_status as u8,
+            ]);
+            h.update(&f.hash);
+            h.update(&f.size.to_le_bytes());
+            num(&mut h, f.lines);
+            num(&mut h, f.error_count);
+        }
+        for (i, &node) in self.resolved.file_nodes
+            [self.cut.files.start as usize..self.cut.files.end as usize]
             .iter()
             .enumerate()
-            .map(|(i, s)| (*s, i as u32))
-            .collect(),
-    };
-    let mut string_bytes = Vec::with_capacity(all.iter().map(|s| s.len()).sum());
-    let mut string_offsets = Vec::with_capacity(all.len() + 1);
-    string_offsets.push(0u32);
-    for s in &all {
-        string_bytes.extend_from_slice(s.as_bytes());
-        string_offsets.push(string_bytes.len() as u32);
+        {
+            num(&mut h, i as u32);
+            num(&mut h, self.node(node));
+        }
+        num(&mut h, self.nodes().len() as u32);
+        for n in self.nodes() {
+            h.update(&[
+                n.kind as u8,
+                n.visibility as u8,
+                u8::from(n.in_test_scope),
+                u8::from(n.declares_only),
+            ]);
+            text(&mut h, &n.name);
+            text(&mut h, &n.qualified);
+            num(&mut h, n.file.map_or(NONE, |f| self.file(f)));
+            num(&mut h, n.parent.map_or(NONE, |p| self.node(p)));
+            span(&mut h, n.span);
+            span(&mut h, n.signature);
+            match n.doc {
+                Some(doc) => {
+                    h.update(&[1]);
+                    span(&mut h, doc);
+                }
+                None => {
+                    h.update(&[0]);
+                }
+            }
+            match &n.scip_symbol {
+                Some(symbol) => {
+                    h.update(&[1]);
+                    text(&mut h, symbol);
+                }
+                None => {
+                    h.update(&[0]);
+                }
+            }
+        }
+        num(&mut h, self.edges.len() as u32);
+        for e in &self.edges {
+            num(&mut h, self.node(e.from));
+            num(&mut h, self.node(e.to));
+            h.update(&[
+                e.kind as u8,
+                e.subkind as u8,
+                e.provenance as u8,
+                e.resolution as u8,
+                e.confidence,
+                e.flags,
+            ]);
+            let (site_file, site) = site_record(e.site);
+            num(
+                &mut h,
+                if site_file == NONE {
+                    NONE
+                } else {
+                    self.file(site_file)
+                },
+            );
+            for n in [
+                site.start_byte,
+                site.end_byte,
+                site.start_line,
+                site.end_line,
+            ] {
+                num(&mut h, n);
+            }
+        }
+        num(&mut h, self.frontier().len() as u32);
+        for f in self.frontier() {
+            text(&mut h, &f.name);
+            h.update(&[f.role as u8]);
+            num(&mut h, self.node(f.from));
+            num(&mut h, self.file(f.file));
+            span(&mut h, f.site);
+            num(&mut h, f.candidates);
+        }
+        *h.finalize().as_bytes()
     }
 
-    let centrality = centrality(nodes.len(), resolved);
+    /// The segment's archive, in local ids. Only its own records count: fingerprint,
+    /// centrality, module edges and statistics are the root's.
+    fn compile(&self) -> GraphData {
+        let nodes = self.nodes();
+        let files = self.files();
+        let frontier = self.frontier();
 
-    let file_records = files
+        // Name-table keys per node (local ids).
+        let mut folded = Vec::new();
+        let mut suffixes = Vec::new();
+        let mut segments = Vec::new();
+        let mut exact = Vec::new();
+        for (local, node) in nodes.iter().enumerate() {
+            let local = local as u32;
+            if matches!(node.kind, SymbolKind::Module | SymbolKind::File) {
+                continue;
+            }
+            exact.push((node.name.clone(), local));
+            if node.kind == SymbolKind::Impl {
+                continue;
+            }
+            folded.push((node.name.to_lowercase(), local));
+            for word in split_identifier(&node.name) {
+                segments.push((word, local));
+            }
+            let module = node.file.map_or(String::new(), |f| {
+                module_path_of(self.files[f as usize].path)
+            });
+            let full = format!("{module}.{}", normalize_qualified(&node.qualified));
+            let parts: Vec<&str> = full.split('.').filter(|p| !p.is_empty()).collect();
+            for start in 0..parts.len().saturating_sub(1) {
+                suffixes.push((parts[start..].join("."), local));
+            }
+        }
+
+        // Intern the segment's strings, sorted, so string ids order like their text.
+        let mut all: Vec<&str> = Vec::new();
+        all.extend(files.iter().map(|f| f.path));
+        for node in nodes {
+            all.push(&node.name);
+            all.push(&node.qualified);
+            if let Some(symbol) = &node.scip_symbol {
+                all.push(symbol);
+            }
+        }
+        all.extend(frontier.iter().map(|f| f.name.as_str()));
+        all.extend(
+            exact
+                .iter()
+                .chain(&folded)
+                .chain(&suffixes)
+                .chain(&segments)
+                .map(|(t, _)| t.as_str()),
+        );
+        all.sort_unstable();
+        all.dedup();
+        let interner = Interner {
+            ids: all
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (*s, i as u32))
+                .collect(),
+        };
+        let mut string_bytes = Vec::with_capacity(all.iter().map(|s| s.len()).sum());
+        let mut string_offsets = Vec::with_capacity(all.len() + 1);
+        string_offsets.push(0u32);
+        for s in &all {
+            string_bytes.extend_from_slice(s.as_bytes());
+            string_offsets.push(string_bytes.len() as u32);
+        }
+
+        let file_nodes =
+            &self.resolved.file_nodes[self.cut.files.start as usize..self.cut.files.end as usize];
+        let file_modules =
+            &self.resolved.file_modules[self.cut.files.start as usize..self.cut.files.end as usize];
+        let file_records = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| FileRecord {
+                path: interner.id(f.path),
+                language: f.language.map_or(255, Language::code),
+                class: f.class as u8,
+                parse_status: f.parse_status as u8,
+                error_count: f.error_count,
+                hash: f.hash,
+                size: f.size,
+                lines: f.lines,
+                node: self.node(file_nodes[i]),
+                module: self.node(file_modules[i]),
+            })
+            .collect();
+
+        let node_records = nodes
+            .iter()
+            .map(|n| {
+                let mut flags = 0;
+                if n.in_test_scope {
+                    flags |= FLAG_TEST_SCOPE;
+                }
+                if n.doc.is_some() {
+                    flags |= FLAG_HAS_DOC;
+                }
+                if n.declares_only {
+                    flags |= FLAG_DECLARES_ONLY;
+                }
+                NodeRecord {
+                    kind: n.kind as u8,
+                    visibility: n.visibility as u8,
+                    flags,
+                    name: interner.id(&n.name),
+                    qualified: interner.id(&n.qualified),
+                    file: n.file.map_or(NONE, |f| self.file(f)),
+                    parent: n.parent.map_or(NONE, |p| self.node(p)),
+                    span: span_record(n.span),
+                    signature: span_record(n.signature),
+                    doc: span_record(n.doc.unwrap_or_default()),
+                    // Global: the root's.
+                    centrality: 0,
+                    scip_symbol: n.scip_symbol.as_ref().map_or(NONE, |s| interner.id(s)),
+                }
+            })
+            .collect();
+
+        // CSR, both directions, in local ids. `self.edges` is sorted by (from, to, …).
+        let record = |other: u32, e: &ResolvedEdge| {
+            let (site_file, site) = site_record(e.site);
+            EdgeRecord {
+                node: self.node(other),
+                kind: e.kind as u8,
+                subkind: e.subkind as u8,
+                provenance: e.provenance as u8,
+                resolution: e.resolution as u8,
+                confidence: e.confidence,
+                flags: e.flags,
+                site_file: if site_file == NONE {
+                    NONE
+                } else {
+                    self.file(site_file)
+                },
+                site,
+            }
+        };
+        let (out_offsets, in_offsets) = offsets(
+            nodes.len(),
+            self.edges
+                .iter()
+                .map(|e| (self.node(e.from), self.node(e.to))),
+        );
+        let out_edges: Vec<EdgeRecord> = self.edges.iter().map(|e| record(e.to, e)).collect();
+        let mut by_target = self.edges.clone();
+        by_target.sort_by_key(|e| (e.to, e.from, e.kind, e.site));
+        let in_edges: Vec<EdgeRecord> = by_target.iter().map(|e| record(e.from, e)).collect();
+
+        let frontier_records: Vec<FrontierRecord> = frontier
+            .iter()
+            .map(|f| FrontierRecord {
+                name: interner.id(&f.name),
+                role: f.role as u8,
+                from: self.node(f.from),
+                file: self.file(f.file),
+                site: span_record(f.site),
+                candidates: f.candidates,
+            })
+            .collect();
+        let mut by_name: Vec<(u32, u32)> = frontier_records
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name, i as u32))
+            .collect();
+        by_name.sort_unstable();
+        let table = |pairs: &[(String, u32)]| {
+            let mut entries: Vec<NameEntry> = pairs
+                .iter()
+                .map(|(key, node)| NameEntry {
+                    key: interner.id(key),
+                    node: *node,
+                })
+                .collect();
+            entries.sort_unstable();
+            entries.dedup();
+            entries
+        };
+
+        GraphData {
+            fingerprint: [0; 32],
+            string_bytes,
+            string_offsets,
+            files: file_records,
+            nodes: node_records,
+            out_offsets,
+            out_edges,
+            in_offsets,
+            in_edges,
+            frontier: frontier_records,
+            frontier_by_name: by_name.into_iter().map(|(_, i)| i).collect(),
+            module_edges: Vec::new(),
+            names_exact: table(&exact),
+            names_folded: table(&folded),
+            names_suffix: table(&suffixes),
+            names_segments: table(&segments),
+            stats: GraphStats::default(),
+        }
+    }
+}
+
+/// CSR offsets for `count` nodes from (from, to) pairs: (by source, by target).
+fn offsets(count: usize, pairs: impl Iterator<Item = (u32, u32)>) -> (Vec<u32>, Vec<u32>) {
+    let mut out_offsets = vec![0u32; count + 1];
+    let mut in_offsets = vec![0u32; count + 1];
+    for (from, to) in pairs {
+        out_offsets[from as usize + 1] += 1;
+        in_offsets[to as usize + 1] += 1;
+    }
+    for i in 0..count {
+        out_offsets[i + 1] += out_offsets[i];
+        in_offsets[i + 1] += in_offsets[i];
+    }
+    (out_offsets, in_offsets)
+}
+
+/// The root: what spans segments, in global ids.
+fn compile_root(
+    fingerprint: [u8; 32],
+    resolved: &Resolved,
+    cuts: &[Cut],
+    owner: &[u32],
+    segments: &[(CompiledSegment, [u8; 32])],
+) -> RootData {
+    let nodes = &resolved.nodes;
+    let mut file_owner = vec![NONE; resolved.file_nodes.len()];
+    for (index, cut) in cuts.iter().enumerate() {
+        for f in cut.files.clone() {
+            file_owner[f as usize] = index as u32;
+        }
+    }
+    let cross: Vec<&ResolvedEdge> = resolved
+        .edges
         .iter()
-        .enumerate()
-        .map(|(i, f)| FileRecord {
-            path: interner.id(f.path),
-            language: f.language.map_or(255, Language::code),
-            class: f.class as u8,
-            parse_status: f.parse_status as u8,
-            error_count: f.error_count,
-            hash: f.hash,
-            size: f.size,
-            lines: f.lines,
-            node: resolved.file_nodes[i],
-            module: resolved.file_modules[i],
+        .filter(|e| {
+            let own = owner[e.from as usize];
+            own != owner[e.to as usize]
+                || e.site.is_some_and(|s| file_owner[s.file as usize] != own)
         })
         .collect();
-
-    let node_records = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let mut flags = 0;
-            if n.in_test_scope {
-                flags |= FLAG_TEST_SCOPE;
-            }
-            if n.doc.is_some() {
-                flags |= FLAG_HAS_DOC;
-            }
-            if n.declares_only {
-                flags |= FLAG_DECLARES_ONLY;
-            }
-            NodeRecord {
-                kind: n.kind as u8,
-                visibility: n.visibility as u8,
-                flags,
-                name: interner.id(&n.name),
-                qualified: interner.id(&n.qualified),
-                file: n.file.unwrap_or(NONE),
-                parent: n.parent.unwrap_or(NONE),
-                span: span_record(n.span),
-                signature: span_record(n.signature),
-                doc: span_record(n.doc.unwrap_or_default()),
-                centrality: centrality[i],
-                scip_symbol: n.scip_symbol.as_ref().map_or(NONE, |s| interner.id(s)),
-            }
-        })
-        .collect();
-
-    // CSR, both directions. `resolved.edges` is sorted by (from, to, kind, …).
-    let record = |other: u32, e: &crate::build::resolve::ResolvedEdge| {
+    let record = |other: u32, e: &ResolvedEdge| {
         let (site_file, site) = site_record(e.site);
         EdgeRecord {
             node: other,
@@ -198,20 +562,12 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
             site,
         }
     };
-    let mut out_offsets = vec![0u32; nodes.len() + 1];
-    let mut in_offsets = vec![0u32; nodes.len() + 1];
-    for e in &resolved.edges {
-        out_offsets[e.from as usize + 1] += 1;
-        in_offsets[e.to as usize + 1] += 1;
-    }
-    for i in 0..nodes.len() {
-        out_offsets[i + 1] += out_offsets[i];
-        in_offsets[i + 1] += in_offsets[i];
-    }
-    let out_edges: Vec<EdgeRecord> = resolved.edges.iter().map(|e| record(e.to, e)).collect();
-    let mut by_target: Vec<&crate::build::resolve::ResolvedEdge> = resolved.edges.iter().collect();
+    let (cross_out_offsets, cross_in_offsets) =
+        offsets(nodes.len(), cross.iter().map(|e| (e.from, e.to)));
+    let cross_out: Vec<EdgeRecord> = cross.iter().map(|e| record(e.to, e)).collect();
+    let mut by_target = cross;
     by_target.par_sort_by_key(|e| (e.to, e.from, e.kind, e.site));
-    let in_edges: Vec<EdgeRecord> = by_target.iter().map(|e| record(e.from, e)).collect();
+    let cross_in: Vec<EdgeRecord> = by_target.iter().map(|e| record(e.from, e)).collect();
 
     // Module-level edges: every non-containment edge between nodes of different modules.
     let module_of = |id: u32| -> u32 {
@@ -222,7 +578,7 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
             _ => id,
         }
     };
-    let mut module_counts: BTreeMap<(u32, u32, u8), u32> = BTreeMap::new();
+    let mut module_counts: HashMap<(u32, u32, u8), u32> = HashMap::default();
     for e in &resolved.edges {
         if e.kind == EdgeKind::Contains {
             continue;
@@ -232,6 +588,8 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
             *module_counts.entry((a, b, e.kind as u8)).or_default() += 1;
         }
     }
+    let mut module_counts: Vec<((u32, u32, u8), u32)> = module_counts.into_iter().collect();
+    module_counts.sort_unstable();
     let module_edges = module_counts
         .into_iter()
         .map(|((from, to, kind), count)| ModuleEdgeRecord {
@@ -242,63 +600,30 @@ pub fn compile(fingerprint: [u8; 32], files: &[FileMeta], resolved: &Resolved) -
         })
         .collect();
 
-    let frontier = resolved
-        .frontier
-        .iter()
-        .map(|f| FrontierRecord {
-            name: interner.id(&f.name),
-            role: f.role as u8,
-            from: f.from,
-            file: f.file,
-            site: span_record(f.site),
-            candidates: f.candidates,
-        })
-        .collect();
-
-    let mut by_name: Vec<(u32, u32)> = resolved
-        .frontier
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (interner.id(&f.name), i as u32))
-        .collect();
-    by_name.par_sort_unstable();
-    let frontier_by_name: Vec<u32> = by_name.into_iter().map(|(_, i)| i).collect();
-    let table = |pairs: Vec<(u32, u32)>| {
-        let mut entries: Vec<NameEntry> = pairs
-            .into_iter()
-            .map(|(key, node)| NameEntry { key, node })
-            .collect();
-        entries.par_sort_unstable();
-        entries.dedup();
-        entries
-    };
-    let names_exact = table(
-        nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| !matches!(n.kind, SymbolKind::Module | SymbolKind::File))
-            .map(|(i, n)| (interner.id(&n.name), i as u32))
-            .collect(),
-    );
-    let keyed = |pairs: &[(String, u32)]| pairs.iter().map(|(t, n)| (interner.id(t), *n)).collect();
-
-    GraphData {
+    RootData {
         fingerprint,
-        string_bytes,
-        string_offsets,
-        files: file_records,
-        nodes: node_records,
-        out_offsets,
-        out_edges,
-        in_offsets,
-        in_edges,
-        frontier,
-        frontier_by_name,
+        segments: cuts
+            .iter()
+            .zip(segments)
+            .map(|(cut, (segment, inputs))| match segment {
+                CompiledSegment::Reused(entry) => entry.clone(),
+                CompiledSegment::Built(_) => SegmentEntry {
+                    hash: [0; 32],
+                    inputs: *inputs,
+                    nodes: cut.nodes.end - cut.nodes.start,
+                    files: cut.files.end - cut.files.start,
+                    strings: 0,
+                    frontier: cut.frontier.end - cut.frontier.start,
+                },
+            })
+            .collect(),
+        file_modules: resolved.file_modules.clone(),
+        centrality: centrality(nodes.len(), resolved),
+        cross_out_offsets,
+        cross_out,
+        cross_in_offsets,
+        cross_in,
         module_edges,
-        names_exact,
-        names_folded: table(keyed(&folded)),
-        names_suffix: table(keyed(&suffixes)),
-        names_segments: table(keyed(&segments)),
         stats: GraphStats {
             external_references: resolved.external_references,
             scip_documents: resolved

@@ -20,7 +20,7 @@ use super::manifest::{
     Artifact, MANIFEST_VERSION, Manifest, SkippedFile, TruncationReport, builder_id, built_by_this,
 };
 use super::resolve::SourceUnit;
-use crate::build::store::{GRAPH_FILE, MANIFEST_FILE, Store};
+use crate::build::store::{GRAPH_FILE, MANIFEST_FILE, SEGMENTS_DIR, Store};
 use crate::config::Config;
 use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::format::{self, hex};
@@ -265,8 +265,11 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         std::fs::remove_dir_all(&dir).at(&dir)?;
     }
     if committed_valid {
-        let graph_bytes = std::fs::metadata(store.graph_path(&fingerprint)).map_or(0, |m| m.len());
         let manifest = store.read_manifest(&fingerprint).ok();
+        // The root and its segments, as the manifest lists them.
+        let graph_bytes = manifest
+            .as_ref()
+            .map_or(0, |m| m.artifacts.values().map(|a| a.bytes).sum());
         let count = |field: fn(&Manifest) -> usize| manifest.as_ref().map_or(0, field);
         store.write_root(&options.code_root)?;
         let stage = Instant::now();
@@ -310,14 +313,20 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     timings.resolve = ms(stage);
 
     let stage = Instant::now();
-    let data = super::compile::compile(fingerprint_bytes, &file_metas(&files), &resolved);
-    let bytes = format::encode(&data)?;
+    // An edit reuses the committed generation's segments whose inputs did not change.
+    let previous = Previous::load(&store);
+    let compiled = super::compile::compile(
+        fingerprint_bytes,
+        &file_metas(&files),
+        &resolved,
+        &|inputs| previous.as_ref()?.by_inputs.get(inputs).cloned(),
+    );
+    let mut encoded = encode_generation(compiled)?;
     timings.compile = ms(stage);
 
     let stage = Instant::now();
     let staging = store.staging(&lock)?;
-    let graph_path = staging.join(GRAPH_FILE);
-    write_synced(&graph_path, &bytes)?;
+    let artifacts = write_generation(&staging, &mut encoded, previous.as_ref())?;
     let symbols = resolved
         .nodes
         .iter()
@@ -343,13 +352,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         unsupported: inventory.unsupported.clone(),
         scip: resolved.scip.as_ref().map(to_json).transpose()?,
         scip_runs: scip_runs.iter().map(to_json).collect::<Result<_>>()?,
-        artifacts: BTreeMap::from([(
-            GRAPH_FILE.to_string(),
-            Artifact {
-                bytes: bytes.len() as u64,
-                blake3: blake3::hash(&bytes).to_hex().to_string(),
-            },
-        )]),
+        artifacts,
     };
     let manifest_text =
         serde_json::to_string_pretty(&manifest).map_err(|e| AtlasError::Internal {
@@ -385,7 +388,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         symbols,
         edges: resolved.edges.len(),
         frontier: resolved.frontier.len(),
-        graph_bytes: bytes.len() as u64,
+        graph_bytes: encoded.bytes,
         partial,
         skipped: skipped_report,
         truncated,
@@ -393,6 +396,154 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         scip_runs,
         timings_ms: timings,
     })
+}
+
+/// A generation's files, encoded: the root and its segments (format 4).
+struct Encoded {
+    root: Vec<u8>,
+    /// (name under the generation directory, bytes — `None` for a segment reused from
+    /// the previous generation), in the root's order.
+    segments: Vec<(String, Option<Vec<u8>>)>,
+    bytes: u64,
+}
+
+/// The committed generation's segments by inputs digest, for an edit to reuse: its
+/// directory, its manifest's artifacts, and the entries whose file is there.
+struct Previous {
+    dir: PathBuf,
+    artifacts: BTreeMap<String, Artifact>,
+    by_inputs: std::collections::HashMap<[u8; 32], crate::graph::data::SegmentEntry>,
+}
+
+impl Previous {
+    /// Reads the committed generation's root (validated) and manifest; `None` when
+    /// there is none, or it is not format 4, or either does not read.
+    fn load(store: &Store) -> Option<Previous> {
+        let fingerprint = store.current().ok().flatten()?;
+        let dir = store.generation_dir(&fingerprint);
+        let manifest = store.read_manifest(&fingerprint).ok()?;
+        let format::Opened::Root(root) = format::open(&dir.join(GRAPH_FILE)).ok()? else {
+            return None;
+        };
+        let by_inputs = root
+            .data()
+            .segments
+            .iter()
+            .map(|e| {
+                let entry = crate::graph::data::SegmentEntry {
+                    hash: e.hash,
+                    inputs: e.inputs,
+                    nodes: e.nodes.to_native(),
+                    files: e.files.to_native(),
+                    strings: e.strings.to_native(),
+                    frontier: e.frontier.to_native(),
+                };
+                (e.inputs, entry)
+            })
+            .filter(|(_, e)| manifest.artifacts.contains_key(&segment_name(&e.hash)))
+            .collect();
+        Some(Previous {
+            dir,
+            artifacts: manifest.artifacts,
+            by_inputs,
+        })
+    }
+}
+
+/// A segment's name under its generation directory.
+fn segment_name(hash: &[u8; 32]) -> String {
+    format!("{SEGMENTS_DIR}/{}.atlas", hex(hash))
+}
+
+/// Encodes the compiled segments (the reused ones are files already) and their root.
+fn encode_generation(compiled: super::compile::Compiled) -> Result<Encoded> {
+    use super::compile::CompiledSegment;
+    let super::compile::Compiled { mut root, segments } = compiled;
+    let bytes: Vec<Option<Vec<u8>>> = segments
+        .par_iter()
+        .map(|segment| match segment {
+            CompiledSegment::Built(data) => format::encode_segment(data).map(Some),
+            CompiledSegment::Reused(_) => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    let mut named = Vec::with_capacity(segments.len());
+    let mut total = 0u64;
+    for ((entry, segment), bytes) in root.segments.iter_mut().zip(&segments).zip(bytes) {
+        if let (CompiledSegment::Built(data), Some(bytes)) = (segment, &bytes) {
+            entry.hash = format::payload_hash(bytes);
+            entry.strings = data.string_offsets.len().saturating_sub(1) as u32;
+        }
+        total += bytes.as_ref().map_or(0, |b| b.len() as u64);
+        named.push((segment_name(&entry.hash), bytes));
+    }
+    let root = format::encode_root(&root)?;
+    total += root.len() as u64;
+    Ok(Encoded {
+        root,
+        segments: named,
+        bytes: total,
+    })
+}
+
+/// Writes a generation's files into staging, with their artifacts for the manifest. A
+/// reused segment is hard-linked from the previous generation (copied where links are
+/// refused): its name is its payload's hash, so equal names are equal files.
+fn write_generation(
+    staging: &super::store::Scratch,
+    encoded: &mut Encoded,
+    previous: Option<&Previous>,
+) -> Result<BTreeMap<String, Artifact>> {
+    let segments_dir = staging.join(SEGMENTS_DIR);
+    std::fs::create_dir_all(&segments_dir).at(&segments_dir)?;
+    let mut artifacts = BTreeMap::new();
+    for (name, bytes) in &encoded.segments {
+        if artifacts.contains_key(name) {
+            continue;
+        }
+        let target = staging.join(name);
+        let artifact = match (bytes, previous) {
+            (Some(bytes), _) => {
+                write_synced(&target, bytes)?;
+                Artifact {
+                    bytes: bytes.len() as u64,
+                    blake3: blake3::hash(bytes).to_hex().to_string(),
+                }
+            }
+            (None, Some(previous)) => {
+                let source = previous.dir.join(name);
+                if std::fs::hard_link(&source, &target).is_err() {
+                    std::fs::copy(&source, &target).at(&source)?;
+                }
+                match previous.artifacts.get(name) {
+                    Some(artifact) => artifact.clone(),
+                    None => {
+                        let bytes = std::fs::read(&target).at(&target)?;
+                        Artifact {
+                            bytes: bytes.len() as u64,
+                            blake3: blake3::hash(&bytes).to_hex().to_string(),
+                        }
+                    }
+                }
+            }
+            (None, None) => {
+                return Err(AtlasError::Internal {
+                    what: "graph",
+                    reason: format!("segment {name} was reused without a previous generation"),
+                });
+            }
+        };
+        encoded.bytes += if bytes.is_none() { artifact.bytes } else { 0 };
+        artifacts.insert(name.clone(), artifact);
+    }
+    write_synced(&staging.join(GRAPH_FILE), &encoded.root)?;
+    artifacts.insert(
+        GRAPH_FILE.to_string(),
+        Artifact {
+            bytes: encoded.root.len() as u64,
+            blake3: blake3::hash(&encoded.root).to_hex().to_string(),
+        },
+    );
+    Ok(artifacts)
 }
 
 /// Records the stamps of the files this build read, so that the fresh reads that follow

@@ -61,6 +61,8 @@ pub fn is_held(path: &Path) -> bool {
 
 pub const DEFAULT_GRAPH_DIR: &str = ".agent-spec/graph";
 pub const GRAPH_FILE: &str = "graph.atlas";
+/// A format-4 generation's segments, beside its root (`GRAPH_FILE`).
+pub use crate::graph::format::SEGMENTS_DIR;
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// Generations kept by garbage collection, the committed one included (R-GEN-2: ≥ 2).
 const KEEP_GENERATIONS: usize = 2;

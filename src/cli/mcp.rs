@@ -42,7 +42,7 @@ pub struct McpArgs {}
 /// Serves MCP on stdin/stdout until the client closes the connection.
 pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
     // A warm server checks each generation's payload once, not on every call.
-    crate::graph::format::reuse_validated_mappings();
+    crate::graph::reader::reuse_validated_mappings();
     crate::query::search::reuse_loaded_indexes();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -136,3 +136,39 @@ pub struct GraphData {
     pub names_segments: Vec<NameEntry>,
     pub stats: GraphStats,
 }
+
+/// One segment of a format-4 generation, as its root lists it.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct SegmentEntry {
+    /// blake3 of the segment file's payload; the file is `segments/<hex>.atlas`.
+    pub hash: [u8; 32],
+    /// blake3 of everything the segment was compiled from (its records in local ids):
+    /// an edit whose resolved segment has the same digest reuses the file unbuilt.
+    pub inputs: [u8; 32],
+    /// Records the segment holds (its local ids run from 0 to these).
+    pub nodes: u32,
+    pub files: u32,
+    pub strings: u32,
+    pub frontier: u32,
+}
+
+/// The root of a format-4 generation: which segments make the graph, in id order, and
+/// what belongs to no one segment (graph-schema/README.md, "Format 4: segments").
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct RootData {
+    pub fingerprint: [u8; 32],
+    pub segments: Vec<SegmentEntry>,
+    /// The module node (global id) of each file (global id): segments store `NONE` in a
+    /// file's `module` and in its file node's `parent`, since modules live in segment 0.
+    pub file_modules: Vec<u32>,
+    /// Centrality of every node (global id): PageRank is global, so segments store 0.
+    pub centrality: Vec<u32>,
+    /// Edges between segments, in global ids, as a CSR over every node by source
+    /// (`out`) and by target (`in`).
+    pub cross_out_offsets: Vec<u32>,
+    pub cross_out: Vec<EdgeRecord>,
+    pub cross_in_offsets: Vec<u32>,
+    pub cross_in: Vec<EdgeRecord>,
+    pub module_edges: Vec<ModuleEdgeRecord>,
+    pub stats: GraphStats,
+}

@@ -1,54 +1,70 @@
-//! The graph file: a fixed header followed by an rkyv archive (R-GEN-4).
+//! Graph files: a fixed header followed by an rkyv archive (R-GEN-4).
 //!
 //! ```text
 //! offset size
-//! 0      8    magic  b"ATLASGR\0"
+//! 0      8    magic  b"ATLASGR\0" (a graph or a format-4 root) or b"ATLASSG\0" (a segment)
 //! 8      4    format version (u32 LE)
 //! 12     4    oldest format version able to read this file (u32 LE)
 //! 16     8    payload length in bytes (u64 LE)
 //! 24     32   blake3 of the payload
 //! 56     8    reserved, zero
-//! 64     …    payload: rkyv archive of `GraphData` (16-byte aligned)
+//! 64     …    payload: rkyv archive (16-byte aligned)
 //! ```
 //!
-//! A reader rejects a file whose magic, length or checksum is wrong (`atlas-graph-corrupt`)
-//! and one whose version it cannot read (`atlas-graph-incompatible`), before touching the
-//! archive; the archive itself is then validated by bytecheck. No input can cause a panic
-//! or undefined behaviour.
+//! Formats 1–3 are one file whose payload is `GraphData`. Format 4 is a root file
+//! (`RootData`) naming segment files (`GraphData` in local ids) in its directory's
+//! `segments/` (graph-schema/README.md). A reader rejects a file whose magic, length or
+//! checksum is wrong (`atlas-graph-corrupt`) and one whose version it cannot read
+//! (`atlas-graph-incompatible`), before touching the archive; the archive itself is then
+//! validated by bytecheck and its ids checked. No input can cause a panic or undefined
+//! behaviour.
 
-use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use memmap2::Mmap;
 
-use super::data::{ArchivedGraphData, GraphData};
+use super::data::{ArchivedGraphData, ArchivedRootData, GraphData, RootData};
 use crate::error::{AtlasError, IoContext, Result};
 
 const MAGIC: &[u8; 8] = b"ATLASGR\0";
+const SEGMENT_MAGIC: &[u8; 8] = b"ATLASSG\0";
 /// Format version written by this build. v2: parse status 2 (`truncated`); readers
 /// validate referential integrity at open. v3: edges carry their call site's flags
 /// (`facts::site`: handler, guard, result, returned, raised) and nodes the
-/// `FLAG_DECLARES_ONLY` bit. v1 and v2 files have the same layout and are read (their
-/// flags are clear or partial: flow then dispatches only through interfaces).
-pub const FORMAT_VERSION: u32 = 3;
+/// `FLAG_DECLARES_ONLY` bit. v4: a generation is a root and segments, so that an edit
+/// rewrites only the segments it touched. v1–v3 files are one `GraphData` and are read.
+pub const FORMAT_VERSION: u32 = 4;
+/// The last format that is one file.
+const LAST_SINGLE_FILE: u32 = 3;
 /// Oldest format version this build reads.
 const OLDEST_READABLE: u32 = 1;
 const HEADER_LEN: usize = 64;
+/// The directory beside a format-4 root that holds its segments.
+pub const SEGMENTS_DIR: &str = "segments";
 
-/// Serializes `data` into the complete file bytes (header + payload).
-pub fn encode(data: &GraphData) -> Result<Vec<u8>> {
+/// The complete file bytes (header + payload) of an archived value.
+fn encode_with<T>(magic: &[u8; 8], value: &T) -> Result<Vec<u8>>
+where
+    T: for<'a> rkyv::Serialize<
+            rkyv::api::high::HighSerializer<
+                rkyv::util::AlignedVec,
+                rkyv::ser::allocator::ArenaHandle<'a>,
+                rkyv::rancor::Error,
+            >,
+        >,
+{
     let payload =
-        rkyv::to_bytes::<rkyv::rancor::Error>(data).map_err(|e| AtlasError::Internal {
+        rkyv::to_bytes::<rkyv::rancor::Error>(value).map_err(|e| AtlasError::Internal {
             what: "graph",
             reason: format!("serialization failed: {e}"),
         })?;
     let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
-    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(magic);
     bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    bytes.extend_from_slice(&OLDEST_READABLE.to_le_bytes());
+    // Format 4 is not readable as one file: older readers refuse it with a typed error.
+    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
     bytes.resize(HEADER_LEN, 0);
@@ -56,95 +72,99 @@ pub fn encode(data: &GraphData) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Writes the file and fsyncs it.
-pub fn write(path: &Path, data: &GraphData) -> Result<()> {
-    let bytes = encode(data)?;
-    let mut file = File::create(path).at(path)?;
-    file.write_all(&bytes).at(path)?;
-    file.sync_all().at(path)?;
-    Ok(())
+/// A segment file's bytes.
+pub fn encode_segment(data: &GraphData) -> Result<Vec<u8>> {
+    encode_with(SEGMENT_MAGIC, data)
 }
 
-/// A validated, memory-mapped graph file.
+/// A root file's bytes.
+pub fn encode_root(root: &RootData) -> Result<Vec<u8>> {
+    encode_with(MAGIC, root)
+}
+
+/// The blake3 of a file's payload, as its header records it (a segment's name).
+pub fn payload_hash(bytes: &[u8]) -> [u8; 32] {
+    let mut hash = [0u8; 32];
+    if let Some(recorded) = bytes.get(24..56) {
+        hash.copy_from_slice(recorded);
+    }
+    hash
+}
+
+/// Where a root's segment `hash` lives: `segments/<hex>.atlas` beside the root.
+pub fn segment_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
+    root.parent()
+        .unwrap_or(Path::new("."))
+        .join(SEGMENTS_DIR)
+        .join(format!("{}.atlas", hex(hash)))
+}
+
+/// A validated, memory-mapped file: a whole graph (formats 1–3) or a segment (format 4).
 #[derive(Clone)]
 pub struct GraphFile {
     mmap: Arc<Mmap>,
     path: PathBuf,
 }
 
-/// Which file a path named when its mapping was validated.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct FileKey {
-    device: u64,
-    inode: u64,
-    len: u64,
-    modified: Option<std::time::SystemTime>,
+/// A validated, memory-mapped format-4 root.
+#[derive(Clone)]
+pub struct RootFile {
+    mmap: Arc<Mmap>,
 }
 
-impl FileKey {
-    fn of(file: &File) -> Option<FileKey> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = file.metadata().ok()?;
-        Some(FileKey {
-            device: meta.dev(),
-            inode: meta.ino(),
-            len: meta.len(),
-            modified: meta.modified().ok(),
-        })
+/// What a graph path holds.
+pub enum Opened {
+    /// Formats 1–3: the whole graph in one file.
+    Whole(GraphFile),
+    /// Format 4: the root; its segments are opened by `GraphFile::open_segment`.
+    Root(RootFile),
+}
+
+/// Maps `path` read-only.
+fn map(path: &Path) -> Result<Arc<Mmap>> {
+    let file = File::open(path).at(path)?;
+    // SAFETY: generation files are written once into staging and never modified after
+    // being published (R-GEN-2); readers map them read-only. A file truncated under us by
+    // another process is outside that contract (documented in graph-schema/).
+    Ok(Arc::new(unsafe { Mmap::map(&file) }.at(path)?))
+}
+
+/// Opens the file a graph path names: a whole graph or a root.
+pub fn open(path: &Path) -> Result<Opened> {
+    let mmap = map(path)?;
+    let (version, payload) = check_header(&mmap, path, MAGIC)?;
+    if version <= LAST_SINGLE_FILE {
+        validate_graph(payload, path, false)?;
+        return Ok(Opened::Whole(GraphFile {
+            mmap,
+            path: path.to_path_buf(),
+        }));
     }
-}
-
-/// Validated mappings by path, with the file each was validated from.
-type Validated = HashMap<PathBuf, (FileKey, Arc<Mmap>)>;
-
-/// Validated mappings a long-lived process keeps (`reuse_validated_mappings`).
-static VALIDATED: OnceLock<Mutex<Validated>> = OnceLock::new();
-/// Mappings kept at most; beyond it the cache starts again. A server follows one
-/// repository, whose generations replace each other: the committed one and the one before
-/// it are all it needs, and a mapping it keeps holds its pages (under a watcher that
-/// publishes every few seconds, 8 kept mappings were most of a daemon's resident memory).
-const VALIDATED_CAP: usize = 2;
-
-/// From now on this process reuses a graph file's validated mapping while the path still
-/// names the same file (device, inode, length, modification time) — for a long-lived
-/// server, where checking a 45 MB payload's checksum on every query would dominate its
-/// latency. Sound because a published generation is written once and never modified
-/// (R-GEN-2): a new generation is a new file. One-shot commands never turn it on.
-pub fn reuse_validated_mappings() {
-    VALIDATED.get_or_init(|| Mutex::new(HashMap::new()));
+    let root = rkyv::access::<ArchivedRootData, rkyv::rancor::Error>(payload)
+        .map_err(|e| corrupt(path, format!("archive validation failed (root): {e}")))?;
+    check_root(root).map_err(|reason| corrupt(path, reason))?;
+    Ok(Opened::Root(RootFile { mmap }))
 }
 
 impl GraphFile {
-    pub fn open(path: &Path) -> Result<GraphFile> {
-        let file = File::open(path).at(path)?;
-        let key = VALIDATED.get().and_then(|_| FileKey::of(&file));
-        if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
-            && let Ok(cache) = cache.lock()
-            && let Some((known, mmap)) = cache.get(path)
-            && *known == key
-        {
-            return Ok(GraphFile {
-                mmap: Arc::clone(mmap),
-                path: path.to_path_buf(),
-            });
-        }
-        // SAFETY: generation files are written once into staging and never modified after
-        // being published (R-GEN-2); readers map them read-only. A file truncated under us by
-        // another process is outside that contract (documented in graph-schema/).
-        let mmap = Arc::new(unsafe { Mmap::map(&file) }.at(path)?);
-        validate(&mmap, path)?;
-        if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
-            && let Ok(mut cache) = cache.lock()
-        {
-            if cache.len() >= VALIDATED_CAP {
-                cache.clear();
+    /// Opens segment `hash` of the root at `root_path`: its header must name that hash.
+    pub fn open_segment(root_path: &Path, hash: &[u8; 32]) -> Result<GraphFile> {
+        let path = segment_path(root_path, hash);
+        let mmap = map(&path).map_err(|e| match e {
+            AtlasError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                corrupt(&path, "a segment the root names is missing".into())
             }
-            cache.insert(path.to_path_buf(), (key, Arc::clone(&mmap)));
+            other => other,
+        })?;
+        let (_, payload) = check_header(&mmap, &path, SEGMENT_MAGIC)?;
+        if &payload_hash(&mmap) != hash {
+            return Err(corrupt(
+                &path,
+                "the segment is not the one the root names".into(),
+            ));
         }
-        Ok(GraphFile {
-            mmap,
-            path: path.to_path_buf(),
-        })
+        validate_graph(payload, &path, true)?;
+        Ok(GraphFile { mmap, path })
     }
 
     pub fn path(&self) -> &Path {
@@ -153,7 +173,7 @@ impl GraphFile {
 
     /// The format version this file was written in (validated at open).
     pub fn version(&self) -> u32 {
-        u32::from_le_bytes([self.mmap[8], self.mmap[9], self.mmap[10], self.mmap[11]])
+        version_of(&self.mmap)
     }
 
     pub fn len(&self) -> usize {
@@ -165,26 +185,55 @@ impl GraphFile {
     }
 
     pub fn data(&self) -> &ArchivedGraphData {
-        // SAFETY: `open` ran `validate`, which checked the checksum and the whole archive
-        // with bytecheck; the mapping is immutable for the lifetime of `self`.
+        // SAFETY: `open` ran `validate_graph`, which checked the checksum and the whole
+        // archive with bytecheck; the mapping is immutable for the lifetime of `self`.
         unsafe { rkyv::access_unchecked::<ArchivedGraphData>(&self.mmap[HEADER_LEN..]) }
     }
 }
 
-/// Header, checksum and archive checks; returns the validated archive.
-pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphData> {
-    let corrupt = |reason: String| AtlasError::GraphCorrupt {
+impl RootFile {
+    pub fn version(&self) -> u32 {
+        version_of(&self.mmap)
+    }
+
+    pub fn len(&self) -> usize {
+        self.mmap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.mmap.is_empty()
+    }
+
+    pub fn data(&self) -> &ArchivedRootData {
+        // SAFETY: `open` validated the checksum and the archive; the mapping is immutable.
+        unsafe { rkyv::access_unchecked::<ArchivedRootData>(&self.mmap[HEADER_LEN..]) }
+    }
+}
+
+fn version_of(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]])
+}
+
+fn corrupt(path: &Path, reason: String) -> AtlasError {
+    AtlasError::GraphCorrupt {
         path: path.to_path_buf(),
         reason,
-    };
-    if bytes.len() < HEADER_LEN {
-        return Err(corrupt(format!(
-            "{} bytes, shorter than the {HEADER_LEN}-byte header",
-            bytes.len()
-        )));
     }
-    if &bytes[..8] != MAGIC {
-        return Err(corrupt("bad magic: not an atlas graph file".into()));
+}
+
+/// Header and checksum checks against `magic`: the version and the payload.
+fn check_header<'a>(bytes: &'a [u8], path: &Path, magic: &[u8; 8]) -> Result<(u32, &'a [u8])> {
+    if bytes.len() < HEADER_LEN {
+        return Err(corrupt(
+            path,
+            format!(
+                "{} bytes, shorter than the {HEADER_LEN}-byte header",
+                bytes.len()
+            ),
+        ));
+    }
+    if &bytes[..8] != magic {
+        return Err(corrupt(path, "bad magic: not an atlas graph file".into()));
     }
     let u32_at =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
@@ -193,7 +242,8 @@ pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphDat
     let readable = if version >= FORMAT_VERSION {
         oldest <= FORMAT_VERSION
     } else {
-        version >= OLDEST_READABLE
+        // Segments exist from format 4 on.
+        version >= OLDEST_READABLE && magic == MAGIC
     };
     if !readable {
         return Err(AtlasError::GraphIncompatible {
@@ -208,39 +258,96 @@ pub fn validate<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a ArchivedGraphDat
     let payload_len = u64::from_le_bytes(len_bytes);
     let actual = (bytes.len() - HEADER_LEN) as u64;
     if payload_len != actual {
-        return Err(corrupt(format!(
-            "payload is {actual} bytes, header says {payload_len} (truncated?)"
-        )));
+        return Err(corrupt(
+            path,
+            format!("payload is {actual} bytes, header says {payload_len} (truncated?)"),
+        ));
     }
     let payload = &bytes[HEADER_LEN..];
     // Both cores: the checksum is most of the cost of opening a large graph.
     let mut hasher = blake3::Hasher::new();
     hasher.update_rayon(payload);
     if hasher.finalize().as_bytes() != &bytes[24..56] {
-        return Err(corrupt("payload checksum mismatch".into()));
+        return Err(corrupt(path, "payload checksum mismatch".into()));
     }
     if !(payload.as_ptr() as usize).is_multiple_of(16) {
-        return Err(corrupt("payload is not 16-byte aligned".into()));
+        return Err(corrupt(path, "payload is not 16-byte aligned".into()));
     }
+    Ok((version, payload))
+}
+
+/// Archive and id checks of a graph payload (a whole graph, or a segment when
+/// `segment`: a segment's files name their module in the root, so theirs may be `NONE`).
+fn validate_graph<'a>(
+    payload: &'a [u8],
+    path: &Path,
+    segment: bool,
+) -> Result<&'a ArchivedGraphData> {
     let data = rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(payload)
-        .map_err(|e| corrupt(format!("archive validation failed: {e}")))?;
-    check_references(data, path)?;
+        .map_err(|e| corrupt(path, format!("archive validation failed: {e}")))?;
+    check_ids(data, segment).map_err(|reason| corrupt(path, reason))?;
     Ok(data)
+}
+
+/// A root's own consistency: its per-node and per-file tables match the segments'
+/// counts, and every id it holds is in range. The segments are checked when opened.
+fn check_root(root: &ArchivedRootData) -> std::result::Result<(), String> {
+    use super::data::NONE;
+    let mut nodes = 0u64;
+    let mut files = 0u64;
+    for s in root.segments.iter() {
+        nodes += u64::from(s.nodes.to_native());
+        files += u64::from(s.files.to_native());
+    }
+    if nodes > u64::from(u32::MAX - 1) || files > u64::from(u32::MAX - 1) {
+        return Err("the segments hold more ids than a graph can".into());
+    }
+    let (nodes, files) = (nodes as u32, files as u32);
+    if root.file_modules.len() != files as usize
+        || root.file_modules.iter().any(|m| m.to_native() >= nodes)
+    {
+        return Err("the root's file modules do not match its segments".into());
+    }
+    if root.centrality.len() != nodes as usize {
+        return Err("the root's centrality does not match its segments".into());
+    }
+    for (name, offsets, edges) in [
+        ("out", &root.cross_out_offsets, &root.cross_out),
+        ("in", &root.cross_in_offsets, &root.cross_in),
+    ] {
+        if offsets.len() != nodes as usize + 1
+            || offsets.first().map(|o| o.to_native()) != Some(0)
+            || offsets.last().map(|o| o.to_native() as usize) != Some(edges.len())
+            || offsets
+                .windows(2)
+                .any(|w| w[0].to_native() > w[1].to_native())
+        {
+            return Err(format!(
+                "cross {name}-edge offsets do not partition the edges"
+            ));
+        }
+        if edges.iter().any(|e| {
+            e.node.to_native() >= nodes
+                || (e.site_file.to_native() != NONE && e.site_file.to_native() >= files)
+        }) {
+            return Err(format!("a cross {name}-edge names an id out of range"));
+        }
+    }
+    if root
+        .module_edges
+        .iter()
+        .any(|e| e.from.to_native() >= nodes || e.to.to_native() >= nodes)
+    {
+        return Err("module edge names a node out of range".into());
+    }
+    Ok(())
 }
 
 /// Referential integrity (graph-schema/README.md, invariants): bytecheck proves the archive
 /// is well-formed; this proves every id in it indexes its table, so that no read of a
 /// validated graph can go out of bounds — even when a payload was altered and its checksum
-/// recomputed. Linear in the size of the graph.
-fn check_references(data: &ArchivedGraphData, path: &Path) -> Result<()> {
-    check_ids(data).map_err(|reason| AtlasError::GraphCorrupt {
-        path: path.to_path_buf(),
-        reason,
-    })
-}
-
-/// The checks of `check_references`; the reason names the first id out of range.
-fn check_ids(data: &ArchivedGraphData) -> std::result::Result<(), String> {
+/// recomputed. Linear in the size of the graph. The reason names the first id out of range.
+fn check_ids(data: &ArchivedGraphData, segment: bool) -> std::result::Result<(), String> {
     use super::data::NONE;
     let strings = data.string_offsets.len().saturating_sub(1) as u32;
     let nodes = data.nodes.len() as u32;
@@ -268,7 +375,7 @@ fn check_ids(data: &ArchivedGraphData) -> std::result::Result<(), String> {
     for (index, f) in data.files.iter().enumerate() {
         if !string(f.path.to_native())
             || !node(f.node.to_native())
-            || !node(f.module.to_native())
+            || !(node(f.module.to_native()) || (segment && f.module.to_native() == NONE))
             || f.lines.to_native() >= BOUND
         {
             return Err(format!("file {index} names an id out of range"));

@@ -1,6 +1,7 @@
 //! Stage 2: the compiled graph — its on-disk codes (`codes`), archived data model (`data`),
 //! file format (`format`), name normalisation (`names`), the read-only zero-copy view
-//! every query uses (`reader::Graph`) and its stable text rendering (`dump`).
+//! every query uses (`reader::Graph`), the cut of a graph into format-4 segments
+//! (`segments`) and its stable text rendering (`dump`).
 //!
 //! Architecture invariant: `graph` knows nothing of JSON, the CLI or the store layout.
 
@@ -11,3 +12,4 @@ pub mod format;
 pub mod ids;
 pub mod names;
 pub mod reader;
+pub mod segments;

@@ -7,15 +7,17 @@
 //! read in place through small views (`NodeRef`, `FileRef`, `EdgeRef`, `FrontierRef`)
 //! that translate the ids they hold and deref to the archived record for everything else.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::data;
 use super::data::{
     ArchivedEdgeRecord, ArchivedFileRecord, ArchivedFrontierRecord, ArchivedGraphData,
-    ArchivedGraphStats, ArchivedModuleEdgeRecord, ArchivedNameEntry, ArchivedNodeRecord, NONE,
+    ArchivedGraphStats, ArchivedModuleEdgeRecord, ArchivedNameEntry, ArchivedNodeRecord,
+    ArchivedRootData, NONE,
 };
-use super::format::{GraphFile, hex};
+use super::format::{GraphFile, Opened, RootFile, hex};
 use super::ids::{FileId, NodeId, StrId};
 
 use crate::error::Result;
@@ -82,6 +84,8 @@ impl Part {
 struct Inner {
     /// In id order: part `i` owns the global ids from its bases up to part `i + 1`'s.
     parts: Vec<Part>,
+    /// Format 4: what spans the segments.
+    root: Option<RootFile>,
     /// Totals over the parts.
     counts: Bases,
 }
@@ -93,12 +97,103 @@ pub struct Graph {
     inner: Arc<Inner>,
 }
 
+/// Which file a path named when its graph was validated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FileKey {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileKey {
+    fn of(path: &Path) -> Option<FileKey> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileKey {
+            device: meta.dev(),
+            inode: meta.ino(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+/// Validated graphs by path, with the file each root (or whole graph) was read from.
+type Validated = HashMap<PathBuf, (FileKey, Graph)>;
+
+/// Validated graphs a long-lived process keeps (`reuse_validated_mappings`).
+static VALIDATED: OnceLock<Mutex<Validated>> = OnceLock::new();
+/// Graphs kept at most; beyond it the cache starts again. A server follows one
+/// repository, whose generations replace each other: the committed one and the one before
+/// it are all it needs, and a mapping it keeps holds its pages (under a watcher that
+/// publishes every few seconds, 8 kept mappings were most of a daemon's resident memory).
+const VALIDATED_CAP: usize = 2;
+
+/// From now on this process reuses a validated graph while its path still names the same
+/// file (device, inode, length, modification time) — for a long-lived server, where
+/// checking a 45 MB payload's checksum on every query would dominate its latency. Sound
+/// because a published generation is written once and never modified (R-GEN-2): a new
+/// generation is a new root (whose segments are named by their hashes). One-shot commands
+/// never turn it on.
+pub fn reuse_validated_mappings() {
+    VALIDATED.get_or_init(|| Mutex::new(HashMap::new()));
+}
+
 impl Graph {
+    /// Opens the graph at `path`: a whole graph (formats 1–3), or a format-4 root and
+    /// the segments it names, each validated.
     pub fn open(path: &Path) -> Result<Graph> {
-        Ok(Graph::from_parts(vec![GraphFile::open(path)?]))
+        let key = VALIDATED.get().and_then(|_| FileKey::of(path));
+        if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
+            && let Ok(cache) = cache.lock()
+            && let Some((known, graph)) = cache.get(path)
+            && *known == key
+        {
+            return Ok(graph.clone());
+        }
+        let graph = match super::format::open(path)? {
+            Opened::Whole(file) => Graph::from_parts(vec![file], None),
+            Opened::Root(root) => {
+                let mut files = Vec::with_capacity(root.data().segments.len());
+                for entry in root.data().segments.iter() {
+                    let file = GraphFile::open_segment(path, &entry.hash)?;
+                    let d = file.data();
+                    let counts = (
+                        d.nodes.len(),
+                        d.files.len(),
+                        d.string_offsets.len().saturating_sub(1),
+                        d.frontier.len(),
+                    );
+                    let listed = (
+                        entry.nodes.to_native() as usize,
+                        entry.files.to_native() as usize,
+                        entry.strings.to_native() as usize,
+                        entry.frontier.to_native() as usize,
+                    );
+                    if counts != listed {
+                        return Err(crate::error::AtlasError::GraphCorrupt {
+                            path: file.path().to_path_buf(),
+                            reason: "the segment's counts differ from the root's".into(),
+                        });
+                    }
+                    files.push(file);
+                }
+                Graph::from_parts(files, Some(root))
+            }
+        };
+        if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
+            && let Ok(mut cache) = cache.lock()
+        {
+            if cache.len() >= VALIDATED_CAP {
+                cache.clear();
+            }
+            cache.insert(path.to_path_buf(), (key, graph.clone()));
+        }
+        Ok(graph)
     }
 
-    fn from_parts(files: Vec<GraphFile>) -> Graph {
+    fn from_parts(files: Vec<GraphFile>, root: Option<RootFile>) -> Graph {
         let mut counts = Bases::default();
         let mut parts = Vec::with_capacity(files.len());
         for file in files {
@@ -111,8 +206,16 @@ impl Graph {
             parts.push(Part { file, base });
         }
         Graph {
-            inner: Arc::new(Inner { parts, counts }),
+            inner: Arc::new(Inner {
+                parts,
+                root,
+                counts,
+            }),
         }
+    }
+
+    fn root(&self) -> Option<&ArchivedRootData> {
+        self.inner.root.as_ref().map(RootFile::data)
     }
 
     fn parts(&self) -> &[Part] {
@@ -132,37 +235,54 @@ impl Graph {
         (part, id - base(&part.base).min(id))
     }
 
-    /// The part that describes the whole graph: the root's (fingerprint, statistics,
-    /// module edges).
-    fn head(&self) -> &ArchivedGraphData {
+    /// The whole graph of formats 1–3 (which holds what a format-4 root holds).
+    fn whole(&self) -> &ArchivedGraphData {
         self.parts()[0].data()
     }
 
-    /// Bytes mapped: every part's file.
+    /// Bytes mapped: the root and every part's file.
     pub fn byte_len(&self) -> usize {
-        self.parts().iter().map(|p| p.file.len()).sum()
+        self.inner.root.as_ref().map_or(0, RootFile::len)
+            + self.parts().iter().map(|p| p.file.len()).sum::<usize>()
     }
 
     /// The format version of the file this graph was read from.
     pub fn format_version(&self) -> u32 {
-        self.parts()[0].file.version()
+        match &self.inner.root {
+            Some(root) => root.version(),
+            None => self.parts()[0].file.version(),
+        }
+    }
+
+    /// How many segments the graph is read from (1 for formats 1–3).
+    pub fn segment_count(&self) -> usize {
+        self.parts().len()
     }
 
     pub fn fingerprint_bytes(&self) -> [u8; 32] {
-        self.head().fingerprint
+        match self.root() {
+            Some(root) => root.fingerprint,
+            None => self.whole().fingerprint,
+        }
     }
 
     pub fn fingerprint(&self) -> String {
-        hex(&self.head().fingerprint)
+        hex(&self.fingerprint_bytes())
     }
 
     pub fn stats(&self) -> &ArchivedGraphStats {
-        &self.head().stats
+        match self.root() {
+            Some(root) => &root.stats,
+            None => &self.whole().stats,
+        }
     }
 
     /// Module-level edges (global ids).
     pub fn module_edges(&self) -> impl Iterator<Item = &ArchivedModuleEdgeRecord> {
-        self.head().module_edges.iter()
+        match self.root() {
+            Some(root) => root.module_edges.iter(),
+            None => self.whole().module_edges.iter(),
+        }
     }
 
     /// Bytes of string `id` (empty when out of range).
@@ -194,12 +314,16 @@ impl Graph {
         NodeRef {
             record: &part.data().nodes[local as usize],
             base: &part.base,
+            root: self.root(),
         }
     }
 
     /// PageRank of node `id`, scaled so that the mean over all nodes is 1000.
     pub fn centrality(&self, id: NodeId) -> u32 {
-        self.node(id).record.centrality.to_native()
+        match self.root() {
+            Some(root) => root.centrality.get(id.index()).map_or(0, |c| c.to_native()),
+            None => self.node(id).record.centrality.to_native(),
+        }
     }
 
     pub fn kind(&self, id: NodeId) -> SymbolKind {
@@ -228,6 +352,10 @@ impl Graph {
         Some(FileRef {
             record: part.data().files.get(local as usize)?,
             base: &part.base,
+            module: self
+                .root()
+                .and_then(|r| r.file_modules.get(id.index()))
+                .map(|m| NodeId(m.to_native())),
         })
     }
 
@@ -308,13 +436,28 @@ impl Graph {
             Direction::Outgoing => (&d.out_offsets, &d.out_edges),
             Direction::Incoming => (&d.in_offsets, &d.in_edges),
         };
-        let (a, b) = (
-            offsets[local as usize].to_native() as usize,
-            offsets[local as usize + 1].to_native() as usize,
-        );
+        let slice = |offsets: &'_ rkyv::vec::ArchivedVec<rkyv::rend::u32_le>, at: usize| {
+            (
+                offsets[at].to_native() as usize,
+                offsets[at + 1].to_native() as usize,
+            )
+        };
+        let (a, b) = slice(offsets, local as usize);
+        let cross = match self.root() {
+            Some(root) => {
+                let (offsets, edges) = match direction {
+                    Direction::Outgoing => (&root.cross_out_offsets, &root.cross_out),
+                    Direction::Incoming => (&root.cross_in_offsets, &root.cross_in),
+                };
+                let (a, b) = slice(offsets, id.index());
+                edges[a..b].iter()
+            }
+            None => [].iter(),
+        };
         Edges {
             records: edges[a..b].iter(),
             base: &part.base,
+            cross: cross.peekable(),
         }
     }
 
@@ -496,6 +639,8 @@ fn name_table(d: &ArchivedGraphData, table: NameTable) -> &[ArchivedNameEntry] {
 pub struct NodeRef<'g> {
     record: &'g ArchivedNodeRecord,
     base: &'g Bases,
+    /// Format 4: the root, which knows a file node's module.
+    root: Option<&'g ArchivedRootData>,
 }
 
 impl<'g> NodeRef<'g> {
@@ -514,7 +659,16 @@ impl<'g> NodeRef<'g> {
 
     /// The containing node (`NONE` for roots).
     pub fn parent(&self) -> NodeId {
-        self.base.node(self.record.parent.to_native())
+        let parent = self.record.parent.to_native();
+        // A segment's file node names its module through the root.
+        if parent == NONE
+            && let Some(root) = self.root
+            && let Some(module) = root.file_modules.get(self.file().index())
+            && self.record.kind == SymbolKind::File as u8
+        {
+            return NodeId(module.to_native());
+        }
+        self.base.node(parent)
     }
 
     /// The SCIP symbol string, or `NONE`.
@@ -544,6 +698,8 @@ impl std::ops::Deref for NodeRef<'_> {
 pub struct FileRef<'g> {
     record: &'g ArchivedFileRecord,
     base: &'g Bases,
+    /// Format 4: the module, as the root records it.
+    module: Option<NodeId>,
 }
 
 impl FileRef<'_> {
@@ -558,7 +714,8 @@ impl FileRef<'_> {
 
     /// The module (directory) node that contains the file.
     pub fn module(&self) -> NodeId {
-        self.base.node(self.record.module.to_native())
+        self.module
+            .unwrap_or_else(|| self.base.node(self.record.module.to_native()))
     }
 }
 
@@ -613,12 +770,22 @@ impl std::ops::Deref for EdgeRef<'_> {
     }
 }
 
-/// The edges of one node in one direction, in stored order (by the other end's id).
+/// The edges of one node in one direction, by the other end's id: those inside the
+/// node's part (local ids) merged with those between segments (the root's, global ids).
 #[derive(Clone)]
 pub struct Edges<'g> {
     records: std::slice::Iter<'g, ArchivedEdgeRecord>,
     base: &'g Bases,
+    cross: std::iter::Peekable<std::slice::Iter<'g, ArchivedEdgeRecord>>,
 }
+
+/// Cross-segment edges hold global ids already.
+static GLOBAL: Bases = Bases {
+    node: 0,
+    file: 0,
+    string: 0,
+    frontier: 0,
+};
 
 impl Edges<'_> {
     /// The same edges from the start (so that `edges.iter()` reads like a slice's).
@@ -627,7 +794,7 @@ impl Edges<'_> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.len() == 0
+        self.len() == 0
     }
 }
 
@@ -635,6 +802,24 @@ impl<'g> Iterator for Edges<'g> {
     type Item = EdgeRef<'g>;
 
     fn next(&mut self) -> Option<EdgeRef<'g>> {
+        let own = self
+            .records
+            .as_slice()
+            .first()
+            .map(|r| shift(self.base.node, r.node.to_native()));
+        let cross = self.cross.peek().map(|r| r.node.to_native());
+        let take_cross = match (own, cross) {
+            (Some(own), Some(cross)) => cross < own,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if take_cross {
+            let record = self.cross.next()?;
+            return Some(EdgeRef {
+                record,
+                base: &GLOBAL,
+            });
+        }
         let record = self.records.next()?;
         Some(EdgeRef {
             record,
@@ -643,21 +828,12 @@ impl<'g> Iterator for Edges<'g> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.records.size_hint()
+        let n = self.records.len() + self.cross.len();
+        (n, Some(n))
     }
 }
 
 impl ExactSizeIterator for Edges<'_> {}
-
-impl DoubleEndedIterator for Edges<'_> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        let record = self.records.next_back()?;
-        Some(EdgeRef {
-            record,
-            base: self.base,
-        })
-    }
-}
 
 /// A frontier entry read in place: its ids are global; every other field derefs to the
 /// record.

@@ -284,7 +284,7 @@ pub fn serve(
     config.watch.fresh_by_watcher = watch.is_some();
 
     // Warm state: graph mappings validated once per generation; the model loaded now.
-    crate::graph::format::reuse_validated_mappings();
+    crate::graph::reader::reuse_validated_mappings();
     crate::query::search::reuse_loaded_indexes();
     if config.search.wants_vectors() {
         crate::query::search::embed::warm_up(&config.embed);

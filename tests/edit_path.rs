@@ -236,7 +236,7 @@ fn add_bulk(sandbox: &Sandbox) {
             let next = (i + 1) % 40;
             sandbox.write(
                 &format!("bulk/{dir}/m{i}.py"),
-                &format!("def f_{dir}_{i}(x):\n    return f_{dir}_{next}(x)\n"),
+                format!("def f_{dir}_{i}(x):\n    return f_{dir}_{next}(x)\n"),
             );
         }
     }

@@ -11,8 +11,6 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
-use petgraph::graph::{DiGraph, NodeIndex};
-
 use crate::build::resolve::{FrontierEntry, Resolved, ResolvedEdge, ResolvedNode, Site};
 use crate::graph::codes::EdgeKind;
 use crate::graph::codes::FileClass;
@@ -642,52 +640,47 @@ fn compile_root(
     }
 }
 
-/// PageRank over the dependency edges (everything but containment), computed on a petgraph
-/// graph by sparse power iteration: petgraph's `page_rank` visits every node pair per
-/// iteration, which is quadratic and too slow past a few thousand nodes.
+/// PageRank over the dependency edges (everything but containment), by sparse power
+/// iteration over an adjacency list in CSR form (`resolved.edges` is sorted by source).
+/// Each node's sum adds its sources' shares in source order, so the result is the same
+/// bit for bit however a source's targets are ordered.
 fn centrality(node_count: usize, resolved: &Resolved) -> Vec<u32> {
     if node_count == 0 {
         return Vec::new();
     }
-    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(node_count, resolved.edges.len());
-    for _ in 0..node_count {
-        graph.add_node(());
-    }
+    let mut offsets = vec![0u32; node_count + 1];
+    let mut targets = Vec::with_capacity(resolved.edges.len());
     for e in &resolved.edges {
         if e.kind != EdgeKind::Contains && e.from != e.to {
-            graph.add_edge(
-                NodeIndex::new(e.from as usize),
-                NodeIndex::new(e.to as usize),
-                (),
-            );
+            offsets[e.from as usize + 1] += 1;
+            targets.push(e.to);
         }
+    }
+    for i in 0..node_count {
+        offsets[i + 1] += offsets[i];
     }
     const DAMPING: f64 = 0.85;
     const ITERATIONS: usize = 20;
     let n = node_count as f64;
-    let out_degree: Vec<usize> = graph
-        .node_indices()
-        .map(|i| graph.neighbors(i).count())
-        .collect();
     let mut rank = vec![1.0 / n; node_count];
     let mut next = vec![0.0; node_count];
     for _ in 0..ITERATIONS {
         let dangling: f64 = rank
             .iter()
-            .zip(&out_degree)
-            .filter(|(_, d)| **d == 0)
+            .zip(offsets.windows(2))
+            .filter(|(_, w)| w[0] == w[1])
             .map(|(r, _)| r)
             .sum();
         let base = (1.0 - DAMPING) / n + DAMPING * dangling / n;
         next.iter_mut().for_each(|x| *x = base);
-        for index in graph.node_indices() {
-            let degree = out_degree[index.index()];
-            if degree == 0 {
+        for (index, w) in offsets.windows(2).enumerate() {
+            let (start, end) = (w[0] as usize, w[1] as usize);
+            if start == end {
                 continue;
             }
-            let share = DAMPING * rank[index.index()] / degree as f64;
-            for target in graph.neighbors(index) {
-                next[target.index()] += share;
+            let share = DAMPING * rank[index] / (end - start) as f64;
+            for &target in &targets[start..end] {
+                next[target as usize] += share;
             }
         }
         std::mem::swap(&mut rank, &mut next);

@@ -642,10 +642,12 @@ impl<'a> Resolver<'a> {
     }
 
     fn finish(mut self) -> Resolved {
+        use rayon::prelude::*;
         let mut edges: Vec<ResolvedEdge> = self.edges.into_iter().collect();
-        edges.sort();
+        // Edges are distinct (a set), so an unstable sort gives the one order.
+        edges.par_sort_unstable();
         self.out.edges = edges;
-        self.out.frontier.sort_by(|a, b| {
+        self.out.frontier.par_sort_by(|a, b| {
             (a.file, a.site.start_byte, &a.name).cmp(&(b.file, b.site.start_byte, &b.name))
         });
         self.out

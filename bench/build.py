@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Build benchmark: cold build, peak RSS, graph size and one-file-edit republish time.
 
-Usage: bench/build.py REPO [--runs N] [--edit PATH] [--atlas BIN]
+Usage: bench/build.py REPO [--runs N] [--edit PATH] [--atlas BIN] [--baseline BIN]
 
 Runs the release binary (cargo build --release first) as a whole process, the way an
 agent or CI would, and prints medians. The machine is shared and noisy: quote medians.
+With --baseline, every build runs with both binaries, interleaved (each on its own graph
+directory), and both sides are printed.
 """
 import argparse
 import json
@@ -54,7 +56,11 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--edit", help="file (relative to REPO) to edit for the republish test")
     parser.add_argument("--atlas", default=DEFAULT_BIN)
+    parser.add_argument("--baseline", help="another atlas binary, run interleaved")
     args = parser.parse_args()
+    if args.baseline:
+        compare(args)
+        return
     repo = os.path.abspath(args.repo)
     graph = tempfile.mkdtemp(prefix="atlas-bench-graph-")
 
@@ -108,6 +114,58 @@ def main():
         "internal_timings_ms_last_cold": report["timings_ms"],
     }
     print(json.dumps(result, indent=2))
+
+
+def compare(args):
+    """Cold builds, one-file edits and no-op rebuilds with two binaries, interleaved."""
+    repo = os.path.abspath(args.repo)
+    sides = {"baseline": args.baseline, "atlas": args.atlas}
+    graphs = {name: tempfile.mkdtemp(prefix=f"atlas-bench-{name}-") for name in sides}
+    results = {name: {"cold": [], "edit": [], "noop": [], "timings": []} for name in sides}
+    order = list(sides)
+    for i in range(args.runs):
+        for name in order if i % 2 == 0 else order[::-1]:
+            shutil.rmtree(graphs[name], ignore_errors=True)
+            w, _, _ = run_build(sides[name], repo, graphs[name])
+            results[name]["cold"].append(w)
+    edit_path = os.path.join(repo, args.edit) if args.edit else pick_edit_file(repo, None)
+    with open(edit_path, "rb") as f:
+        original = f.read()
+    comment = b"#" if edit_path.endswith(".py") else b"//"
+    try:
+        for i in range(args.runs):
+            with open(edit_path, "wb") as f:
+                f.write(original + b"\n" + comment + b" atlas bench edit %d\n" % i)
+            for name in order if i % 2 == 0 else order[::-1]:
+                w, _, r = run_build(sides[name], repo, graphs[name])
+                assert r["parsed"] == 1, r
+                results[name]["edit"].append(w)
+                results[name]["timings"].append(r["timings_ms"])
+                w, _, r = run_build(sides[name], repo, graphs[name])
+                assert r["unchanged"], r
+                results[name]["noop"].append(w)
+    finally:
+        with open(edit_path, "wb") as f:
+            f.write(original)
+        for graph in graphs.values():
+            shutil.rmtree(graph, ignore_errors=True)
+    out = {"repo": repo, "runs": args.runs, "edit_file": os.path.relpath(edit_path, repo)}
+    for name, r in results.items():
+        stages = r["timings"][0].keys() if r["timings"] else []
+        out[name] = {
+            "binary": sides[name],
+            "cold_wall_s_median": round(statistics.median(r["cold"]), 4),
+            "edit_wall_s_median": round(statistics.median(r["edit"]), 4),
+            "edit_wall_s_all": [round(w, 4) for w in r["edit"]],
+            "noop_wall_s_median": round(statistics.median(r["noop"]), 4),
+            "edit_stage_ms_median": {
+                s: round(statistics.median(t[s] for t in r["timings"]), 1) for s in stages
+            },
+        }
+    out["edit_ratio_baseline_over_atlas"] = round(
+        out["baseline"]["edit_wall_s_median"] / out["atlas"]["edit_wall_s_median"], 2
+    )
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

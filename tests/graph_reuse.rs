@@ -91,3 +91,55 @@ fn a_reused_search_index_is_never_a_rebuilt_one() {
         .unwrap();
     assert!(!std::sync::Arc::ptr_eq(&first, &rebuilt));
 }
+
+#[test]
+fn a_new_generation_reuses_the_validated_segments_it_shares_and_checks_the_others() {
+    let s = Sandbox::with_fixture("python");
+    // Two directories of their own beside the fixture, so that the graph has several
+    // file segments and an edit to the fixture leaves the bulk ones as they were.
+    for dir in ["a", "b"] {
+        for i in 0..70 {
+            s.write(
+                &format!("bulk/{dir}/m{i}.py"),
+                format!("def f_{dir}_{i}(x):\n    return x\n"),
+            );
+        }
+    }
+    s.atlas(&["build", "--no-progress"]).success();
+    reuse_validated_mappings();
+    let first = Graph::open(&s.graph_file()).unwrap();
+    assert!(first.segment_count() >= 3, "{}", first.segment_count());
+
+    s.write(
+        "shop/util.py",
+        "def round_money(x):\n    return round(x, 2)\n",
+    );
+    s.atlas(&["build", "--no-progress"]).success();
+    let second_path = s.graph_file();
+    let second = Graph::open(&second_path).unwrap();
+    assert_ne!(first.fingerprint(), second.fingerprint());
+    // A bulk symbol lives in a segment both generations hold: its record is read from
+    // the mapping the first open validated.
+    let bulk = |g: &Graph| {
+        g.nodes()
+            .find(|&n| g.str(g.node(n).name()) == "f_a_0")
+            .expect("bulk symbol")
+    };
+    assert!(
+        std::ptr::eq(
+            first.node(bulk(&first)).record(),
+            second.node(bulk(&second)).record()
+        ),
+        "the shared segment was mapped and validated again"
+    );
+    // The edited file's segment is new to the process: mapped (and validated) afresh.
+    let edited = |g: &Graph| {
+        g.nodes()
+            .find(|&n| g.str(g.node(n).name()) == "round_money")
+            .expect("edited symbol")
+    };
+    assert!(!std::ptr::eq(
+        first.node(edited(&first)).record(),
+        second.node(edited(&second)).record()
+    ));
+}

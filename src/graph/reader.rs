@@ -119,10 +119,17 @@ impl FileKey {
     }
 }
 
-/// Validated graphs by path, with the file each root (or whole graph) was read from.
-type Validated = HashMap<PathBuf, (FileKey, Graph)>;
+/// What a long-lived process keeps validated (`reuse_validated_mappings`).
+#[derive(Default)]
+struct Validated {
+    /// Graphs by root (or whole-graph) path, with the file the path named.
+    graphs: HashMap<PathBuf, (FileKey, Graph)>,
+    /// The segments of those graphs by hash, with the file each was read from: a new
+    /// generation shares most of its segments (hard links: the same file) with the one
+    /// before, and those are not validated again.
+    segments: HashMap<[u8; 32], (FileKey, GraphFile)>,
+}
 
-/// Validated graphs a long-lived process keeps (`reuse_validated_mappings`).
 static VALIDATED: OnceLock<Mutex<Validated>> = OnceLock::new();
 /// Graphs kept at most; beyond it the cache starts again. A server follows one
 /// repository, whose generations replace each other: the committed one and the one before
@@ -137,7 +144,30 @@ const VALIDATED_CAP: usize = 2;
 /// generation is a new root (whose segments are named by their hashes). One-shot commands
 /// never turn it on.
 pub fn reuse_validated_mappings() {
-    VALIDATED.get_or_init(|| Mutex::new(HashMap::new()));
+    VALIDATED.get_or_init(|| Mutex::new(Validated::default()));
+}
+
+/// Segment `hash` of the root at `root_path`, validated — or, in a process that reuses
+/// mappings, the mapping already validated from the same file.
+fn open_segment(root_path: &Path, hash: &[u8; 32]) -> Result<GraphFile> {
+    let Some(cache) = VALIDATED.get() else {
+        return GraphFile::open_segment(root_path, hash);
+    };
+    let key = FileKey::of(&super::format::segment_path(root_path, hash));
+    if let Some(key) = key
+        && let Ok(cache) = cache.lock()
+        && let Some((known, file)) = cache.segments.get(hash)
+        && *known == key
+    {
+        return Ok(file.clone());
+    }
+    let file = GraphFile::open_segment(root_path, hash)?;
+    if let Some(key) = key
+        && let Ok(mut cache) = cache.lock()
+    {
+        cache.segments.insert(*hash, (key, file.clone()));
+    }
+    Ok(file)
 }
 
 impl Graph {
@@ -147,7 +177,7 @@ impl Graph {
         let key = VALIDATED.get().and_then(|_| FileKey::of(path));
         if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
             && let Ok(cache) = cache.lock()
-            && let Some((known, graph)) = cache.get(path)
+            && let Some((known, graph)) = cache.graphs.get(path)
             && *known == key
         {
             return Ok(graph.clone());
@@ -157,7 +187,7 @@ impl Graph {
             Opened::Root(root) => {
                 let mut files = Vec::with_capacity(root.data().segments.len());
                 for entry in root.data().segments.iter() {
-                    let file = GraphFile::open_segment(path, &entry.hash)?;
+                    let file = open_segment(path, &entry.hash)?;
                     let d = file.data();
                     let counts = (
                         d.nodes.len(),
@@ -185,10 +215,19 @@ impl Graph {
         if let (Some(cache), Some(key)) = (VALIDATED.get(), key)
             && let Ok(mut cache) = cache.lock()
         {
-            if cache.len() >= VALIDATED_CAP {
-                cache.clear();
+            if cache.graphs.len() >= VALIDATED_CAP {
+                cache.graphs.clear();
             }
-            cache.insert(path.to_path_buf(), (key, graph.clone()));
+            cache
+                .graphs
+                .insert(path.to_path_buf(), (key, graph.clone()));
+            // Keep the segments of the kept graphs only.
+            let kept: std::collections::HashSet<[u8; 32]> = cache
+                .graphs
+                .values()
+                .flat_map(|(_, g)| g.segment_hashes())
+                .collect();
+            cache.segments.retain(|hash, _| kept.contains(hash));
         }
         Ok(graph)
     }
@@ -257,6 +296,14 @@ impl Graph {
     /// How many segments the graph is read from (1 for formats 1–3).
     pub fn segment_count(&self) -> usize {
         self.parts().len()
+    }
+
+    /// The hashes of a format-4 graph's segments (none for formats 1–3).
+    fn segment_hashes(&self) -> Vec<[u8; 32]> {
+        match self.root() {
+            Some(root) => root.segments.iter().map(|e| e.hash).collect(),
+            None => Vec::new(),
+        }
     }
 
     pub fn fingerprint_bytes(&self) -> [u8; 32] {

@@ -23,7 +23,8 @@ import run  # noqa: E402  (shared/eval/run.py)
 
 # `default` is no ATLAS_SEARCH_ARMS at all: every arm, the vector arm skipped on prose.
 CONFIGS = {'bm25': 'bm25', 'vector': 'vector', 'hybrid': 'bm25,vector', 'graph': 'bm25,vector,graph',
-           'lexical': 'bm25,graph', 'default': ''}
+           'lexical': 'bm25,graph', 'propagate': 'bm25,vector,graph,propagate',
+           'lexical+propagate': 'bm25,graph,propagate', 'default': ''}
 
 
 def fair_score(rows):

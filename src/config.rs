@@ -111,8 +111,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "ATLAS_SEARCH_ARMS",
-        values: "bm25,vector,graph",
-        doc: "the search arms to run, any comma list (ablations; default all three; on queries of more than 32 words the vector arm only reorders what the other arms found, unless it runs alone); an unknown arm is `atlas-invalid-input` when a search runs",
+        values: "bm25,vector,graph,propagate",
+        doc: "the search arms to run, any comma list (ablations; default all four; on queries of more than 32 words the vector arm only reorders what the other arms found, unless it runs alone; `propagate` passes evidence one hop along calls and class members from what the graph arm found (and then BM25's best symbols) to neighbours BM25 found too, so it needs `graph` and `bm25`); an unknown arm is `atlas-invalid-input` when a search runs",
     },
     Variable {
         name: "ATLAS_OBSERVABILITY",
@@ -202,6 +202,8 @@ pub struct Arms {
     pub bm25: bool,
     pub vector: bool,
     pub graph: bool,
+    /// Evidence propagated one hop along edges from what the graph arm found (issue 16).
+    pub propagate: bool,
 }
 
 impl Arms {
@@ -209,33 +211,38 @@ impl Arms {
         bm25: true,
         vector: true,
         graph: true,
+        propagate: true,
     };
 
-    /// A comma list of `bm25`, `vector`, `graph`; an unknown arm or an empty list is an
-    /// error.
+    /// A comma list of `bm25`, `vector`, `graph`, `propagate`; an unknown arm or an empty
+    /// list is an error.
     pub fn parse(list: &str) -> Result<Arms> {
         let mut arms = Arms {
             bm25: false,
             vector: false,
             graph: false,
+            propagate: false,
         };
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
                 "bm25" => arms.bm25 = true,
                 "vector" => arms.vector = true,
                 "graph" => arms.graph = true,
+                "propagate" => arms.propagate = true,
                 other => {
                     return Err(AtlasError::InvalidInput {
                         what: "ATLAS_SEARCH_ARMS",
-                        reason: format!("unknown arm `{other}` (expected bm25, vector, graph)"),
+                        reason: format!(
+                            "unknown arm `{other}` (expected bm25, vector, graph, propagate)"
+                        ),
                     });
                 }
             }
         }
-        if !(arms.bm25 || arms.vector || arms.graph) {
+        if !(arms.bm25 || arms.vector || arms.graph || arms.propagate) {
             return Err(AtlasError::InvalidInput {
                 what: "ATLAS_SEARCH_ARMS",
-                reason: "no arm named (expected bm25, vector, graph)".into(),
+                reason: "no arm named (expected bm25, vector, graph, propagate)".into(),
             });
         }
         Ok(arms)
@@ -673,7 +680,8 @@ mod tests {
             Arms {
                 bm25: true,
                 vector: false,
-                graph: true
+                graph: true,
+                propagate: false,
             }
         );
         assert_eq!(c.embed, EmbedSource::Dir("/m".into()));

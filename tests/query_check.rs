@@ -262,6 +262,7 @@ const BM25_ONLY: Arms = Arms {
     bm25: true,
     vector: false,
     graph: false,
+    propagate: false,
 };
 
 // ── Fixtures ─────────────────────────────────────────────────────────────────────────
@@ -377,8 +378,8 @@ fn a_flow_question_with_one_code_name_follows_the_call_path() {
         search-hit billing/store.py::save_invoice
         search-hit billing/cli.py::main
         search-hit billing/invoice.py::Invoice.__init__
-        search-hit billing/tax.py::RATE
         search-hit tests/test_tax.py::test_round_cents [policy-skeleton]
+        search-hit billing/tax.py::RATE
         omitted search-hit policy 1 (top tests/test_tax.py::test_round_cents)
         "#,
     );
@@ -428,8 +429,7 @@ fn an_ambiguous_name_in_a_question_is_a_diagnostic_not_an_error() {
         callee billing/store.py::write_row
         search-hit billing/receipt.py::Receipt.finalize
         omitted caller below-relevance 1 (top billing/cli.py::main)
-        omitted search-hit below-relevance 2 (top billing/store.py::write_row)
-        omitted search-hit item-cap 8 (top billing/store.py::save_invoice)
+        omitted search-hit item-cap 10 (top billing/store.py::save_invoice)
         diagnostic atlas-context-ambiguous: billing/receipt.py::Receipt.finalize
         "#,
     );
@@ -546,11 +546,11 @@ fn search_arms_toggle_in_process_by_config() {
         query,
         &Config::default(),
         r#"
-        billing/store.py::write_row bm25+vector+graph
-        billing/store.py::save_invoice bm25+vector
-        billing/invoice.py::issue_invoice bm25+vector
-        billing/invoice.py::Invoice bm25+vector
-        billing/invoice.py::Invoice.finalize bm25+vector
+        billing/store.py::write_row bm25+vector+graph+propagate
+        billing/store.py::save_invoice bm25+vector+propagate
+        billing/invoice.py::issue_invoice bm25+vector+propagate
+        billing/invoice.py::Invoice.finalize bm25+vector+propagate
+        billing/invoice.py::Invoice bm25+vector+propagate
         "#,
     );
     repo.check_search(
@@ -575,11 +575,11 @@ fn a_code_shaped_name_ranks_its_definition_first() {
         "save_invoice",
         &Config::default(),
         r#"
-        billing/store.py::save_invoice bm25+vector+graph
-        billing/invoice.py::Invoice bm25+vector
-        billing/invoice.py::issue_invoice bm25+vector
-        billing/invoice.py::Invoice.finalize bm25+vector
-        billing/invoice.py::Invoice.subtotal bm25+vector
+        billing/store.py::save_invoice bm25+vector+graph+propagate
+        billing/invoice.py::issue_invoice bm25+vector+propagate
+        billing/invoice.py::Invoice.finalize bm25+vector+propagate
+        billing/invoice.py::Invoice bm25+vector+propagate
+        billing/invoice.py::Invoice.__init__ bm25+vector+propagate
         "#,
     );
     // A qualified method name, with BM25 alone: the definition before `issue_invoice`,

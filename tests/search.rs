@@ -706,11 +706,13 @@ fn one_process_runs_searches_with_different_configurations() {
         bm25: true,
         vector: false,
         graph: false,
+        propagate: false,
     });
     let semantic = query(Arms {
         bm25: false,
         vector: true,
         graph: false,
+        propagate: false,
     });
     assert!(!lexical.hits.is_empty() && !semantic.hits.is_empty());
     for hit in lexical.hits.iter().filter(|h| h.kind != "commit") {
@@ -737,4 +739,92 @@ fn one_process_runs_searches_with_different_configurations() {
     )
     .unwrap_err();
     assert_eq!(err.code(), "atlas-invalid-input");
+}
+
+#[test]
+fn evidence_propagates_from_a_named_function_to_a_callee_that_matches_the_text() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    // `checkout` is named as code; "discount" matches `apply_discount`, its callee.
+    let query = "`checkout` gives the wrong discount";
+    let search = |arms: Option<&str>| {
+        let mut env = vec![];
+        if let Some(arms) = arms {
+            env.push(("ATLAS_SEARCH_ARMS", arms));
+        }
+        s.atlas_env(
+            &["search", query, "--top-k", "10", "--format", "json"],
+            &env,
+        )
+        .success()
+        .json()
+    };
+    let hit = |out: &serde_json::Value, symbol: &str| {
+        out["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["symbol"] == symbol)
+            .cloned()
+    };
+    let on = search(None);
+    let callee = hit(&on, "apply_discount").expect("the callee is a hit");
+    assert!(
+        callee["match_arms"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("propagate")),
+        "{callee}"
+    );
+    assert_eq!(
+        callee["via"], "callee of `checkout` named in the query",
+        "{callee}"
+    );
+    assert!(
+        on["arms"]["propagate"].as_u64().unwrap() >= 1,
+        "{}",
+        on["arms"]
+    );
+    // `round_money` is a callee too, but the text does not match it: nothing flows.
+    if let Some(other) = hit(&on, "round_money") {
+        assert!(other.get("via").is_none(), "{other}");
+    }
+    // Without the arm: no propagation, no reason.
+    let off = search(Some("bm25,vector,graph"));
+    assert_eq!(off["arms"]["propagate"], 0);
+    if let Some(callee) = hit(&off, "apply_discount") {
+        assert!(callee.get("via").is_none(), "{callee}");
+    }
+}
+
+#[test]
+fn evidence_never_flows_from_a_name_many_definitions_share() {
+    let s = Sandbox::with_fixture("python");
+    // Four definitions of `checkout`: which one the text means is unclear.
+    for i in 0..3 {
+        s.write(
+            &format!("other/shop{i}.py"),
+            "def checkout(cart):\n    return cart\n",
+        );
+    }
+    s.build_json();
+    let out = s
+        .atlas(&[
+            "search",
+            "`checkout` gives the wrong discount",
+            "--top-k",
+            "10",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    // The same query propagates from the one `checkout` (the test above); here nothing
+    // flows from any of the four.
+    let hits = out["hits"].as_array().unwrap();
+    assert!(hits.iter().any(|h| h["symbol"] == "checkout"), "{out}");
+    for hit in hits {
+        let via = hit["via"].as_str().unwrap_or("");
+        assert!(!via.contains("of `checkout`"), "{hit}");
+    }
 }

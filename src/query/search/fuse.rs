@@ -84,7 +84,27 @@ impl SearchIndex {
                 Vec::new()
             }
         };
-        let requested = [arms.bm25, arms.vector, arms.graph]
+        // One hop along the graph's edges from what the query names (and what matches
+        // it best) to neighbours that match the text too.
+        let propagated: Vec<signals::Propagated> = if arms.propagate {
+            let named: Vec<NodeId> = graph_arm.iter().map(|&n| NodeId(n)).collect();
+            let lexical: Vec<NodeId> = bm25.iter().map(|&n| NodeId(n)).collect();
+            match crate::isolate::isolate(|| signals::propagate(graph, &named, &lexical, POOL)) {
+                Ok(list) => list,
+                Err(panic) => {
+                    unavailable.insert("propagate", format!("panicked: {panic}"));
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let propagate_arm: Vec<u32> = propagated.iter().map(|p| p.node.0).collect();
+        let via: HashMap<u32, String> = propagated
+            .iter()
+            .map(|p| (p.node.0, p.describe(graph)))
+            .collect();
+        let requested = [arms.bm25, arms.vector, arms.graph, arms.propagate]
             .iter()
             .filter(|on| **on)
             .count();
@@ -121,6 +141,7 @@ impl SearchIndex {
             (&vector, Arm::Vector),
             (&vector_sections, Arm::Vector),
             (&graph_arm, Arm::Graph),
+            (&propagate_arm, Arm::Propagate),
         ]);
         let rerank = config.rerank;
         let exact = if rerank {
@@ -234,6 +255,7 @@ impl SearchIndex {
                 score: (fused.score * 1e6).round() / 1e6,
                 match_arms: fused.ranks.arms(),
                 ranks: fused.ranks,
+                via: fused.ranks.propagate.and_then(|_| via.get(&item).cloned()),
                 ..hit
             });
         }
@@ -265,6 +287,7 @@ impl SearchIndex {
                 bm25: bm25.len() + bm25_sections.len(),
                 vector: vector.len() + vector_sections.len(),
                 graph: graph_arm.len(),
+                propagate: propagate_arm.len(),
                 history: history_count,
                 unavailable,
             },
@@ -390,6 +413,7 @@ impl SearchIndex {
                 node: None,
                 ranks: Ranks::default(),
                 relevance: None,
+                via: None,
             });
         }
         Ok(hits)

@@ -119,6 +119,9 @@ pub struct Hit {
     /// Jev's evaluation, when the judge ran and evaluated this hit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relevance: Option<HitRelevance>,
+    /// How the propagation arm reached it: `callee of `Foo.bar` named in the query`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// A hit's Jev evaluation (R-J-6): its score on the rubric's scale, the confidence, and
@@ -146,6 +149,7 @@ pub struct ArmCounts {
     pub bm25: usize,
     pub vector: usize,
     pub graph: usize,
+    pub propagate: usize,
     /// Commits that filled empty slots.
     pub history: usize,
     /// Requested arms that could not run on this index, with the reason (damaged or
@@ -160,16 +164,18 @@ pub enum Arm {
     Bm25,
     Vector,
     Graph,
+    Propagate,
 }
 
 impl Arm {
-    pub const ALL: [Arm; 3] = [Arm::Bm25, Arm::Vector, Arm::Graph];
+    pub const ALL: [Arm; 4] = [Arm::Bm25, Arm::Vector, Arm::Graph, Arm::Propagate];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Arm::Bm25 => "bm25",
             Arm::Vector => "vector",
             Arm::Graph => "graph",
+            Arm::Propagate => "propagate",
         }
     }
 }
@@ -180,6 +186,7 @@ pub struct Ranks {
     pub bm25: Option<usize>,
     pub vector: Option<usize>,
     pub graph: Option<usize>,
+    pub propagate: Option<usize>,
 }
 
 impl Ranks {
@@ -188,6 +195,7 @@ impl Ranks {
             Arm::Bm25 => self.bm25,
             Arm::Vector => self.vector,
             Arm::Graph => self.graph,
+            Arm::Propagate => self.propagate,
         }
     }
 
@@ -196,6 +204,7 @@ impl Ranks {
             Arm::Bm25 => self.bm25 = Some(rank),
             Arm::Vector => self.vector = Some(rank),
             Arm::Graph => self.graph = Some(rank),
+            Arm::Propagate => self.propagate = Some(rank),
         }
     }
 
@@ -824,6 +833,7 @@ fn symbol_hit(graph: &Graph, node: NodeId) -> Hit {
         node: Some(node),
         ranks: Ranks::default(),
         relevance: None,
+        via: None,
     }
 }
 
@@ -848,6 +858,7 @@ fn section_hit(graph: &Graph, files: &FileLookup, section: &Section) -> Hit {
         node: None,
         ranks: Ranks::default(),
         relevance: None,
+        via: None,
     }
 }
 

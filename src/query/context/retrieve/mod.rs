@@ -734,13 +734,17 @@ pub fn add_search_hits(
                 if j.uncertain { ", uncertain" } else { "" }
             )
         });
+        // The propagation arm's reason, when it found the hit: the seed and the edge.
+        let via = hit.via.as_ref().map_or(String::new(), |via| {
+            format!(", propagate rank {} ({via})", rank(hit.ranks.propagate))
+        });
         retrieval.candidates.push(Candidate::declaration(
             id,
             EvidenceClass::SearchHit,
             (hit.score * 20_000.0).round().min(65_535.0) as u16,
             node,
             format!(
-                "search: bm25 rank {}, vector rank {}, graph rank {}, RRF {:.4}{judged}",
+                "search: bm25 rank {}, vector rank {}, graph rank {}, RRF {:.4}{via}{judged}",
                 rank(hit.ranks.bm25),
                 rank(hit.ranks.vector),
                 rank(hit.ranks.graph),

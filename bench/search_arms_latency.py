@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""`atlas search` latency with and without one arm, interleaved, on a built graph.
+
+Usage: bench/search_arms_latency.py REPO GRAPH --without bm25,vector,graph
+           [--query Q …] [--rounds N] [--atlas BIN]
+
+Runs each query as a whole process (`--frozen`), alternating the default arms and
+`ATLAS_SEARCH_ARMS=<--without>` every round, and prints both medians.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_BIN = os.path.join(HERE, "..", "target", "release", "atlas")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("repo")
+    p.add_argument("graph")
+    p.add_argument("--without", required=True, help="the ATLAS_SEARCH_ARMS of the other side")
+    p.add_argument("--query", action="append")
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--atlas", default=DEFAULT_BIN)
+    args = p.parse_args()
+    queries = args.query or [
+        "Add.flatten returns wrong order",
+        "matrix determinant of a symbolic matrix is slow",
+        "`simplify` hangs on trig expressions with `Piecewise`",
+    ]
+    times = {"default": [], args.without: []}
+    for r in range(args.rounds):
+        sides = list(times) if r % 2 == 0 else list(times)[::-1]
+        for side in sides:
+            env = dict(os.environ)
+            if side != "default":
+                env["ATLAS_SEARCH_ARMS"] = side
+            for q in queries:
+                start = time.perf_counter()
+                out = subprocess.run([args.atlas, "search", q, "--code", args.repo, "--graph",
+                                      args.graph, "--frozen", "--format", "json"],
+                                     capture_output=True, env=env)
+                times[side].append(time.perf_counter() - start)
+                if out.returncode != 0:
+                    raise SystemExit(out.stderr.decode()[-500:])
+    for side, t in times.items():
+        print(f"{side}: p50 {statistics.median(t) * 1000:.1f} ms over {len(t)} runs")
+
+
+if __name__ == "__main__":
+    main()

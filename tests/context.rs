@@ -862,3 +862,53 @@ fn a_representative_implementation_is_never_a_skeleton() {
         assert_eq!(r.projection, "full", "{r:?}");
     }
 }
+
+/// Format 4 cuts a graph into segments, each interning its own strings: relations that
+/// match members by name must compare text, not string ids, across segments.
+#[test]
+fn implementations_are_found_across_segments() {
+    let s = Sandbox::with_fixture("python");
+    s.write(
+        "aaa/base.py",
+        "class Base:\n    def run(self):\n        raise NotImplementedError\n",
+    );
+    s.write(
+        "zzz/impl.py",
+        "from aaa.base import Base\n\n\nclass Impl(Base):\n    def run(self):\n        return 1\n",
+    );
+    // Enough files between them that the base and the implementor land in different
+    // segments (a group ends at a directory change after 64 files).
+    for dir in ["a", "b"] {
+        for i in 0..70 {
+            s.write(
+                &format!("bulk/{dir}/m{i}.py"),
+                format!("def f_{dir}_{i}(x):\n    return x\n"),
+            );
+        }
+    }
+    s.build_json();
+    let segments = std::fs::read_dir(s.graph_file().parent().unwrap().join("segments"))
+        .unwrap()
+        .count();
+    assert!(segments >= 3, "{segments} segments");
+    let out = s
+        .atlas(&[
+            "context",
+            "Base.run",
+            "--profile",
+            "symbol",
+            "--frozen",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    let implementations: Vec<&str> = out["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["class"] == "implementation")
+        .filter_map(|e| e["symbol"].as_str())
+        .collect();
+    assert_eq!(implementations, ["zzz/impl.py::Impl.run"], "{out}");
+}

@@ -426,24 +426,8 @@ impl<'a> Part<'a> {
             .collect();
 
         // CSR, both directions, in local ids. `self.edges` is sorted by (from, to, …).
-        let record = |other: u32, e: &ResolvedEdge| {
-            let (site_file, site) = site_record(e.site);
-            EdgeRecord {
-                node: self.node(other),
-                kind: e.kind as u8,
-                subkind: e.subkind as u8,
-                provenance: e.provenance as u8,
-                resolution: e.resolution as u8,
-                confidence: e.confidence,
-                flags: e.flags,
-                site_file: if site_file == NONE {
-                    NONE
-                } else {
-                    self.file(site_file)
-                },
-                site,
-            }
-        };
+        let record =
+            |other: u32, e: &ResolvedEdge| edge_record(self.node(other), e, |file| self.file(file));
         let (out_offsets, in_offsets) = offsets(
             nodes.len(),
             self.edges
@@ -507,6 +491,27 @@ impl<'a> Part<'a> {
     }
 }
 
+/// An edge's record: `other` is its other end, and `file` maps the site's file id (to a
+/// segment's local id; the root keeps global ids).
+fn edge_record(other: u32, e: &ResolvedEdge, file: impl Fn(u32) -> u32) -> EdgeRecord {
+    let (site_file, site) = site_record(e.site);
+    EdgeRecord {
+        node: other,
+        kind: e.kind as u8,
+        subkind: e.subkind as u8,
+        provenance: e.provenance as u8,
+        resolution: e.resolution as u8,
+        confidence: e.confidence,
+        flags: e.flags,
+        site_file: if site_file == NONE {
+            NONE
+        } else {
+            file(site_file)
+        },
+        site,
+    }
+}
+
 /// CSR offsets for `count` nodes from (from, to) pairs: (by source, by target).
 fn offsets(count: usize, pairs: impl Iterator<Item = (u32, u32)>) -> (Vec<u32>, Vec<u32>) {
     let mut out_offsets = vec![0u32; count + 1];
@@ -546,20 +551,7 @@ fn compile_root(
                 || e.site.is_some_and(|s| file_owner[s.file as usize] != own)
         })
         .collect();
-    let record = |other: u32, e: &ResolvedEdge| {
-        let (site_file, site) = site_record(e.site);
-        EdgeRecord {
-            node: other,
-            kind: e.kind as u8,
-            subkind: e.subkind as u8,
-            provenance: e.provenance as u8,
-            resolution: e.resolution as u8,
-            confidence: e.confidence,
-            flags: e.flags,
-            site_file,
-            site,
-        }
-    };
+    let record = |other: u32, e: &ResolvedEdge| edge_record(other, e, |file| file);
     let (cross_out_offsets, cross_in_offsets) =
         offsets(nodes.len(), cross.iter().map(|e| (e.from, e.to)));
     let cross_out: Vec<EdgeRecord> = cross.iter().map(|e| record(e.to, e)).collect();

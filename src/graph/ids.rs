@@ -5,9 +5,9 @@
 use super::data::{ArchivedModuleEdgeRecord, ArchivedNameEntry, NONE};
 
 macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident $(, $derive:ident)*) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Debug, Clone, Copy $(, $derive)*)]
         #[repr(transparent)]
         pub struct $name(pub u32);
 
@@ -34,14 +34,16 @@ macro_rules! id_type {
 
 id_type!(
     /// A node of the graph (symbol, file, module): an index into `nodes`.
-    NodeId
+    NodeId, PartialEq, Eq, PartialOrd, Ord, Hash
 );
 id_type!(
     /// A file of the inventory: an index into `files` (sorted by path).
-    FileId
+    FileId, PartialEq, Eq, PartialOrd, Ord, Hash
 );
 id_type!(
-    /// An interned string: an index into the sorted string table.
+    /// An interned string: an index into a part's sorted string table, made global.
+    /// Deliberately not comparable: in a format-4 graph every segment interns its own
+    /// strings, so one text has one id per segment. Compare `Graph::str` instead.
     StrId
 );
 

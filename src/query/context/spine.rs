@@ -181,7 +181,8 @@ impl<'g> Spines<'g> {
         if parent.is_none() {
             return Vec::new();
         }
-        let name = graph.node(method).name();
+        // By text: an implementor in another segment interns the name apart.
+        let name = graph.str(graph.node(method).name());
         // The type that declares the method: its impl block names a trait or a type.
         let mut types = vec![parent];
         if graph.kind(parent) == SymbolKind::Impl {
@@ -208,7 +209,7 @@ impl<'g> Spines<'g> {
                     .map(|e| e.node())
                 {
                     if member != method
-                        && graph.node(member).name() == name
+                        && graph.str(graph.node(member).name()) == name
                         && graph.kind(member).is_callable()
                         && !out.contains(&member)
                     {

@@ -494,12 +494,13 @@ impl<'g> Builder<'g> {
         }
         if kind == SymbolKind::Method {
             let parent = graph.node(node).parent();
-            let name = graph.node(node).name();
+            // By text: an implementor in another segment interns the name apart.
+            let name = graph.str(graph.node(node).name());
             if !parent.is_none() {
                 for relation in self.edges(parent, Direction::Incoming, EdgeKind::Implements) {
                     let implementor = relation.from;
                     for member in self.edges(implementor, Direction::Outgoing, EdgeKind::Contains) {
-                        if graph.node(member.to).name() == name {
+                        if graph.str(graph.node(member.to).name()) == name {
                             found.push((member.to, relation.clone()));
                         }
                     }

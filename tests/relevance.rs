@@ -819,3 +819,50 @@ fn a_candidate_file_replaced_by_a_fifo_is_sent_without_text_and_never_blocks() {
         .unwrap();
     assert_eq!(candidate["content"], "");
 }
+
+#[test]
+fn a_damaged_ledger_is_reported_and_started_again() {
+    let s = shop();
+    let server = Server::start(|r| Reply::json(&answer(r, |_| (2.0, 0.9))));
+    let env = judged(&server);
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    // One judged search starts the ledger; then it is damaged.
+    search(&s, QUERY, &["--top-k", "3"], &env);
+    let path = s.graph().join("relevance/ledger.json");
+    std::fs::write(&path, b"{ not a ledger").unwrap();
+    let status = s
+        .atlas_env(&["status", "--format", "json"], &env_refs)
+        .success()
+        .json();
+    let problems = &status["relevance"]["problems"];
+    assert!(
+        problems
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("ledger_damaged")),
+        "{problems}"
+    );
+    assert!(status["relevance"]["ledger"].is_null());
+    // The next judged search says its sums were lost, and starts them again.
+    let run = search(&s, QUERY, &["--top-k", "3"], &env);
+    let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let warnings = &out["relevance"]["warnings"];
+    assert!(
+        warnings
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("ledger_restarted")),
+        "{warnings}"
+    );
+    let status = s
+        .atlas_env(&["status", "--format", "json"], &env_refs)
+        .success()
+        .json();
+    assert_eq!(status["relevance"]["ledger"]["searches"], 1);
+    assert!(
+        !status["relevance"]["problems"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("ledger_damaged"))
+    );
+}

@@ -52,16 +52,38 @@ pub fn path(graph_dir: &Path) -> PathBuf {
 
 /// The ledger, if one was started and reads.
 pub fn read(graph_dir: &Path) -> Option<Ledger> {
-    let bytes = std::fs::read(path(graph_dir)).ok()?;
-    serde_json::from_slice::<Ledger>(&bytes)
-        .ok()
-        .filter(|l| l.version == LEDGER_VERSION)
+    match load(graph_dir) {
+        Loaded::Read(ledger) => Some(ledger),
+        Loaded::Missing | Loaded::Damaged => None,
+    }
+}
+
+/// Whether a ledger file exists that does not read (damaged, or another version).
+pub fn damaged(graph_dir: &Path) -> bool {
+    matches!(load(graph_dir), Loaded::Damaged)
+}
+
+enum Loaded {
+    Missing,
+    Read(Ledger),
+    Damaged,
+}
+
+fn load(graph_dir: &Path) -> Loaded {
+    let Ok(bytes) = std::fs::read(path(graph_dir)) else {
+        return Loaded::Missing;
+    };
+    match serde_json::from_slice::<Ledger>(&bytes) {
+        Ok(ledger) if ledger.version == LEDGER_VERSION => Loaded::Read(ledger),
+        _ => Loaded::Damaged,
+    }
 }
 
 /// Adds `entry` under the ledger's lock (read, add, write a temporary file, rename).
 /// Best effort: a read-only or full disk loses the entry, never the search; the caller
-/// reports it.
-pub fn add(graph_dir: &Path, entry: &Entry) -> Result<(), &'static str> {
+/// reports it. A ledger that does not read is started again, and that is reported too
+/// (`Ok(Some("ledger_restarted"))`): its sums since `since` were lost.
+pub fn add(graph_dir: &Path, entry: &Entry) -> Result<Option<&'static str>, &'static str> {
     let dir = graph_dir.join("relevance");
     std::fs::create_dir_all(&dir).map_err(|_| "ledger_unwritable")?;
     let lock = std::fs::OpenOptions::new()
@@ -71,13 +93,19 @@ pub fn add(graph_dir: &Path, entry: &Entry) -> Result<(), &'static str> {
         .open(dir.join("ledger.lock"))
         .map_err(|_| "ledger_unwritable")?;
     lock.lock().map_err(|_| "ledger_unwritable")?;
-    let mut ledger = read(graph_dir).unwrap_or_else(|| Ledger {
-        version: LEDGER_VERSION,
-        since: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        ..Ledger::default()
-    });
+    let (mut ledger, restarted) = match load(graph_dir) {
+        Loaded::Read(ledger) => (ledger, None),
+        loaded => (
+            Ledger {
+                version: LEDGER_VERSION,
+                since: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                ..Ledger::default()
+            },
+            matches!(loaded, Loaded::Damaged).then_some("ledger_restarted"),
+        ),
+    };
     ledger.searches += 1;
     ledger.calls += entry.calls;
     ledger.timeouts += entry.timeouts;
@@ -94,5 +122,6 @@ pub fn add(graph_dir: &Path, entry: &Entry) -> Result<(), &'static str> {
     std::fs::rename(&tmp, path(graph_dir)).map_err(|_| {
         let _ = std::fs::remove_file(&tmp);
         "ledger_unwritable"
-    })
+    })?;
+    Ok(restarted)
 }

@@ -121,7 +121,8 @@ pub struct RelevanceStatus {
     pub source: &'static str,
     pub recording: bool,
     /// Problems, each a code: `invalid_url`, `invalid_model`, `invalid_rubric`,
-    /// `invalid_flag`, `missing_key`.
+    /// `invalid_flag`, `missing_key`, `ledger_damaged` (the ledger file does not read; the
+    /// next judged search starts it again).
     pub problems: Vec<&'static str>,
     pub ledger: Option<ledger::Ledger>,
 }
@@ -159,6 +160,7 @@ pub fn status(config: &RelevanceConfig, rerank: bool, graph_dir: &Path) -> Relev
         config.rubric_problem,
         config.cut_problem.or(config.gate_problem),
         (config.key.is_none() && config.replay.is_none()).then_some("missing_key"),
+        ledger::damaged(graph_dir).then_some("ledger_damaged"),
     ]
     .into_iter()
     .flatten()
@@ -372,10 +374,11 @@ pub fn judge(
     let done = |mut report: RelevanceReport,
                 evaluations: HashMap<u32, Evaluation>,
                 entry: ledger::Entry| {
-        if let Some(dir) = setting.ledger_dir
-            && let Err(code) = ledger::add(dir, &entry)
-        {
-            report.warnings.push(code);
+        if let Some(dir) = setting.ledger_dir {
+            match ledger::add(dir, &entry) {
+                Ok(None) => {}
+                Ok(Some(code)) | Err(code) => report.warnings.push(code),
+            }
         }
         Judgement {
             evaluations,

@@ -27,7 +27,10 @@ pub struct StatusReport {
     pub index_resolution: &'static str,
     pub code_root: PathBuf,
     pub fingerprint: String,
+    /// The format of the committed generation as read (an older one reads until rebuilt).
     pub format_version: u32,
+    /// Files the graph is read from: a format-4 root's segments (1 for formats 1–3).
+    pub segments: usize,
     pub graph_bytes: usize,
     pub files_by_language: BTreeMap<String, usize>,
     pub files_by_class: BTreeMap<String, usize>,
@@ -191,7 +194,8 @@ pub fn status(
         index_resolution,
         code_root,
         fingerprint,
-        format_version: crate::graph::format::FORMAT_VERSION,
+        format_version: graph.format_version(),
+        segments: graph.segment_count(),
         graph_bytes: graph.byte_len(),
         files_by_language,
         files_by_class,
@@ -251,8 +255,8 @@ fn render(s: &StatusReport) -> String {
     ));
     out.push_str(&format!("code root   {}\n", s.code_root.display()));
     out.push_str(&format!(
-        "fingerprint {} (format {}, {} bytes)\n",
-        s.fingerprint, s.format_version, s.graph_bytes
+        "fingerprint {} (format {}, {} segments, {} bytes)\n",
+        s.fingerprint, s.format_version, s.segments, s.graph_bytes
     ));
     let join = |m: &std::collections::BTreeMap<String, usize>| {
         m.iter()

@@ -176,12 +176,9 @@ impl GraphFile {
         version_of(&self.mmap)
     }
 
-    pub fn len(&self) -> usize {
+    /// Bytes mapped (header included).
+    pub fn byte_len(&self) -> usize {
         self.mmap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.mmap.is_empty()
     }
 
     pub fn data(&self) -> &ArchivedGraphData {
@@ -196,12 +193,9 @@ impl RootFile {
         version_of(&self.mmap)
     }
 
-    pub fn len(&self) -> usize {
+    /// Bytes mapped (header included).
+    pub fn byte_len(&self) -> usize {
         self.mmap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.mmap.is_empty()
     }
 
     pub fn data(&self) -> &ArchivedRootData {

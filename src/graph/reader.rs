@@ -281,8 +281,12 @@ impl Graph {
 
     /// Bytes mapped: the root and every part's file.
     pub fn byte_len(&self) -> usize {
-        self.inner.root.as_ref().map_or(0, RootFile::len)
-            + self.parts().iter().map(|p| p.file.len()).sum::<usize>()
+        self.inner.root.as_ref().map_or(0, RootFile::byte_len)
+            + self
+                .parts()
+                .iter()
+                .map(|p| p.file.byte_len())
+                .sum::<usize>()
     }
 
     /// The format version of the file this graph was read from.

@@ -222,7 +222,8 @@ struct Resolver<'a> {
     /// Per node: whether another definition shares its (file, qualified name, kind) — an
     /// overload group. Most nodes are alone, and their implementation is themselves.
     overloaded: Vec<bool>,
-    edges: HashSet<ResolvedEdge>,
+    /// A set once `settle_edges` has run after the passes that add edges.
+    edges: Vec<ResolvedEdge>,
 }
 
 /// A directory holding an `__init__.py` (or `.pyi`).
@@ -286,7 +287,7 @@ impl<'a> Resolver<'a> {
             wildcards: Vec::new(),
             opaque_imports: Vec::new(),
             overloaded: Vec::new(),
-            edges: HashSet::default(),
+            edges: Vec::new(),
         }
     }
 
@@ -309,6 +310,15 @@ impl<'a> Resolver<'a> {
             self.out.frontier.extend(result.frontier);
             self.out.external_references += result.external_references;
         }
+        self.settle_edges();
+    }
+
+    /// Sorts and deduplicates the edges: a set, in the one order. On a large tree this is
+    /// several times faster than hashing every edge into a set.
+    fn settle_edges(&mut self) {
+        use rayon::prelude::*;
+        self.edges.par_sort_unstable();
+        self.edges.dedup();
     }
 
     /// Go interfaces are satisfied structurally: a struct whose methods include every
@@ -350,7 +360,7 @@ impl<'a> Resolver<'a> {
                     let Some(file) = self.out.nodes[id as usize].file else {
                         continue;
                     };
-                    self.edges.insert(ResolvedEdge {
+                    self.edges.push(ResolvedEdge {
                         from: id,
                         to: interface,
                         kind: EdgeKind::Implements,
@@ -643,10 +653,8 @@ impl<'a> Resolver<'a> {
 
     fn finish(mut self) -> Resolved {
         use rayon::prelude::*;
-        let mut edges: Vec<ResolvedEdge> = self.edges.into_iter().collect();
-        // Edges are distinct (a set), so an unstable sort gives the one order.
-        edges.par_sort_unstable();
-        self.out.edges = edges;
+        self.settle_edges();
+        self.out.edges = std::mem::take(&mut self.edges);
         self.out.frontier.par_sort_by(|a, b| {
             (a.file, a.site.start_byte, &a.name).cmp(&(b.file, b.site.start_byte, &b.name))
         });

@@ -92,7 +92,7 @@ impl<'a> Resolver<'a> {
     }
 
     pub(super) fn contains(&mut self, from: u32, to: u32) {
-        self.edges.insert(ResolvedEdge {
+        self.edges.push(ResolvedEdge {
             from,
             to,
             kind: EdgeKind::Contains,
@@ -256,8 +256,14 @@ impl<'a> Resolver<'a> {
         const PASSES: usize = 3;
         let files = units.len() as u32;
         for pass in 0..PASSES {
-            let results: Vec<FileImports> =
-                (0..files).map(|file| self.bind_imports(file)).collect();
+            let results: Vec<FileImports> = {
+                use rayon::prelude::*;
+                let this = &*self;
+                (0..files)
+                    .into_par_iter()
+                    .map(|file| this.bind_imports(file))
+                    .collect()
+            };
             self.bindings.clear();
             self.wildcards.clear();
             self.opaque_imports.clear();
@@ -266,7 +272,7 @@ impl<'a> Resolver<'a> {
                 if pass + 1 == PASSES {
                     for (target, site) in &imports.edges {
                         let from = self.out.file_nodes[file as usize];
-                        self.edges.insert(ResolvedEdge {
+                        self.edges.push(ResolvedEdge {
                             from,
                             to: *target,
                             kind: EdgeKind::Imports,

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """`atlas search` latency with and without one arm, interleaved, on a built graph.
 
-Usage: bench/search_arms_latency.py REPO GRAPH --without bm25,vector,graph
+Usage: bench/search_arms_latency.py REPO GRAPH (--without bm25,vector,graph | --env NAME=VALUE)
            [--query Q …] [--rounds N] [--atlas BIN]
 
-Runs each query as a whole process (`--frozen`), alternating the default arms and
-`ATLAS_SEARCH_ARMS=<--without>` every round, and prints both medians.
+Runs each query as a whole process (`--frozen`), alternating the default and the other side
+(`ATLAS_SEARCH_ARMS=<--without>`, or the variable `--env` sets) every round, and prints
+both medians.
 """
 import argparse
 import os
@@ -21,7 +22,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("repo")
     p.add_argument("graph")
-    p.add_argument("--without", required=True, help="the ATLAS_SEARCH_ARMS of the other side")
+    p.add_argument("--without", help="the ATLAS_SEARCH_ARMS of the other side")
+    p.add_argument("--env", help="NAME=VALUE of the other side (`ATLAS_SEARCH_ALLOCATION=file`)")
     p.add_argument("--query", action="append")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--atlas", default=DEFAULT_BIN)
@@ -31,13 +33,17 @@ def main():
         "matrix determinant of a symbolic matrix is slow",
         "`simplify` hangs on trig expressions with `Piecewise`",
     ]
-    times = {"default": [], args.without: []}
+    if bool(args.without) == bool(args.env):
+        raise SystemExit("give one of --without and --env")
+    other = args.env or f"ATLAS_SEARCH_ARMS={args.without}"
+    times = {"default": [], other: []}
     for r in range(args.rounds):
         sides = list(times) if r % 2 == 0 else list(times)[::-1]
         for side in sides:
             env = dict(os.environ)
             if side != "default":
-                env["ATLAS_SEARCH_ARMS"] = side
+                name, value = side.split("=", 1)
+                env[name] = value
             for q in queries:
                 start = time.perf_counter()
                 out = subprocess.run([args.atlas, "search", q, "--code", args.repo, "--graph",

@@ -24,7 +24,9 @@ import run  # noqa: E402  (shared/eval/run.py)
 # `default` is no ATLAS_SEARCH_ARMS at all: every arm, the vector arm skipped on prose.
 CONFIGS = {'bm25': 'bm25', 'vector': 'vector', 'hybrid': 'bm25,vector', 'graph': 'bm25,vector,graph',
            'lexical': 'bm25,graph', 'propagate': 'bm25,vector,graph,propagate',
-           'lexical+propagate': 'bm25,graph,propagate', 'default': ''}
+           'lexical+propagate': 'bm25,graph,propagate', 'default': '', 'allocation': ''}
+# Configurations that differ by another variable than the arms.
+EXTRA_ENV = {'allocation': {'ATLAS_SEARCH_ALLOCATION': 'file'}}
 
 
 def fair_score(rows):
@@ -79,7 +81,7 @@ def main():
         subprocess.run([bin_, 'build', '--code', code, '--graph', graph], capture_output=True, check=True)
         record = {'id': t['id'], 'files': files, 'fns': fns}
         for c in configs:
-            env = dict(os.environ, ATLAS_SEARCH_ARMS=CONFIGS[c])
+            env = dict(os.environ, ATLAS_SEARCH_ARMS=CONFIGS[c], **EXTRA_ENV.get(c, {}))
             r = subprocess.run([bin_, 'search', t['query'][:100000], '--top-k', '50', '--format', 'json',
                                 '--code', code, '--graph', graph, '--frozen'],
                                capture_output=True, text=True, env=env)

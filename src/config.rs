@@ -115,6 +115,11 @@ pub const VARIABLES: &[Variable] = &[
         doc: "the search arms to run, any comma list (ablations; default all four; on queries of more than 32 words the vector arm only reorders what the other arms found, unless it runs alone; `propagate` passes evidence one hop along calls and class members from what the graph arm found (and then BM25's best symbols) to neighbours BM25 found too, so it needs `graph` and `bm25`); an unknown arm is `atlas-invalid-input` when a search runs",
     },
     Variable {
+        name: "ATLAS_SEARCH_ALLOCATION",
+        values: "none|file",
+        doc: "file-then-function allocation in search: `file` ranks files by their candidates' evidence, adds the best three files' own symbols by BM25 within each (the `file` arm) and keeps a class's methods behind it; `none` (default: it measured below the fused order on swe-verified-dev, docs/QUALITY.md) keeps the fused order; needs the `bm25` arm; anything else is `atlas-invalid-input` when a search runs",
+    },
+    Variable {
         name: "ATLAS_OBSERVABILITY",
         values: "1",
         doc: "record one event per `context`/`search`/`expand` call in `<graph>/observability/events.jsonl` (sizes, codes and tokenizer identity only; 3 × 1 MiB rotation); `status` reports counts and `dropped_events`",
@@ -249,12 +254,36 @@ impl Arms {
     }
 }
 
+/// How search orders its fused candidates (`ATLAS_SEARCH_ALLOCATION`, issue 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
+    /// Files first: the best files' own symbols join the pool (the `file` arm), and a
+    /// class keeps its methods behind it.
+    File,
+    /// The fused (and reranked) order as it is.
+    None,
+}
+
+impl Allocation {
+    pub fn parse(value: &str) -> std::result::Result<Allocation, String> {
+        match value.trim() {
+            "file" => Ok(Allocation::File),
+            "none" => Ok(Allocation::None),
+            other => Err(format!(
+                "unknown allocation `{other}` (expected file, none)"
+            )),
+        }
+    }
+}
+
 /// Hybrid search settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchConfig {
     /// The arms, or why the variable naming them is wrong (reported when a search runs,
     /// not when another command reads the configuration).
     arms: std::result::Result<Arms, String>,
+    /// File-then-function allocation (`ATLAS_SEARCH_ALLOCATION`), or why the value is wrong.
+    allocation: std::result::Result<Allocation, String>,
     /// Reorder after RRF (`ATLAS_RERANK=0` turns it off).
     pub rerank: bool,
     /// `search` answers in the compact profile unless asked otherwise.
@@ -267,6 +296,7 @@ impl Default for SearchConfig {
     fn default() -> Self {
         SearchConfig {
             arms: Ok(Arms::ALL),
+            allocation: Ok(Allocation::None),
             rerank: true,
             compact_by_default: false,
             relevance: RelevanceConfig::default(),
@@ -288,6 +318,16 @@ impl SearchConfig {
             .clone()
             .map_err(|reason| AtlasError::InvalidInput {
                 what: "ATLAS_SEARCH_ARMS",
+                reason,
+            })
+    }
+
+    /// The allocation, or the typed error of a wrong `ATLAS_SEARCH_ALLOCATION`.
+    pub fn allocation(&self) -> Result<Allocation> {
+        self.allocation
+            .clone()
+            .map_err(|reason| AtlasError::InvalidInput {
+                what: "ATLAS_SEARCH_ALLOCATION",
                 reason,
             })
     }
@@ -600,6 +640,10 @@ impl Config {
                     }
                     _ => Ok(Arms::ALL),
                 },
+                allocation: match text("ATLAS_SEARCH_ALLOCATION") {
+                    Some(value) if !value.trim().is_empty() => Allocation::parse(&value),
+                    _ => Ok(Allocation::None),
+                },
                 rerank: !on("ATLAS_RERANK", "0"),
                 compact_by_default: on("ATLAS_CONTEXT_OPTIMIZATION", "1"),
                 relevance: RelevanceConfig::read(&text),
@@ -652,6 +696,7 @@ mod tests {
             ("ATLAS_LOCK_WAIT_MS", "250"),
             ("ATLAS_SCIP", "true"),
             ("ATLAS_SEARCH_ARMS", "bm25, graph"),
+            ("ATLAS_SEARCH_ALLOCATION", "file"),
             ("ATLAS_RERANK", "0"),
             ("ATLAS_CONTEXT_OPTIMIZATION", "1"),
             ("ATLAS_EMBED_MODEL", "/m"),
@@ -684,6 +729,7 @@ mod tests {
                 propagate: false,
             }
         );
+        assert_eq!(c.search.allocation().unwrap(), Allocation::File);
         assert_eq!(c.embed, EmbedSource::Dir("/m".into()));
         assert_eq!(c.tokenizer, Some("/t.json".into()));
         assert!(!c.expand_outline && c.observability);
@@ -697,6 +743,10 @@ mod tests {
         assert_eq!(err.code(), "atlas-invalid-input");
         assert!(err.to_string().contains("colbert"));
         assert!(!c.search.wants_vectors());
+        let c = config(&[("ATLAS_SEARCH_ALLOCATION", "files")]);
+        let err = c.search.allocation().unwrap_err();
+        assert_eq!(err.code(), "atlas-invalid-input");
+        assert!(err.to_string().contains("files"));
         // Everything else reads as usual.
         assert_eq!(c.lock_wait, DEFAULT_LOCK_WAIT);
     }

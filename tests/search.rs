@@ -427,7 +427,15 @@ fn markdown_sections_are_searchable_and_expandable_but_never_context_evidence() 
     // question names `checkout`; its words go to search, whose hits handed to the context
     // compiler include the section (the same search: the whole text, a pool of 50, frozen).
     let question = "checkout quarantine windows refund";
-    let pool = searched(s.search(question).top_k(50).frozen());
+    // The fused order without file allocation, whose `file` arm would lift every code
+    // symbol of `shop/pricing.py` above the section: what is checked here is how context
+    // treats a section between symbols.
+    let pool = searched(
+        s.search(question)
+            .top_k(50)
+            .frozen()
+            .env("ATLAS_SEARCH_ALLOCATION", "none"),
+    );
     let rank_of = |wanted: &str| {
         pool.hits
             .iter()
@@ -442,6 +450,7 @@ fn markdown_sections_are_searchable_and_expandable_but_never_context_evidence() 
         .context(question)
         .profile("symbol")
         .frozen()
+        .env("ATLAS_SEARCH_ALLOCATION", "none")
         .json()
         .run()
         .success();
@@ -827,4 +836,179 @@ fn evidence_never_flows_from_a_name_many_definitions_share() {
         let via = hit["via"].as_str().unwrap_or("");
         assert!(!via.contains("of `checkout`"), "{hit}");
     }
+}
+
+/// A tree where one file holds the behaviour a message describes across several
+/// symbols, and eighty others (`ledger/invoice_N.py`) match its words better than that
+/// file's helper `_scale` (whose body alone says `RATE`), which the global BM25 pool of
+/// 50 therefore misses.
+fn allocation_tree() -> Sandbox {
+    let s = Sandbox::new();
+    s.write(
+        "billing/invoice.py",
+        "class Invoice:\n    \"\"\"An invoice of line items with a tax rate.\"\"\"\n\n    def total(self):\n        return sum(self.lines) * (1 + self.tax_rate)\n\n    def add_line(self, amount):\n        self.lines.append(amount)\n\n    def rounding(self, value):\n        return round(value, 2)\n\n\ndef render_invoice(invoice):\n    return f\"total: {invoice.total()}\"\n\n\ndef _scale(value):\n    return value * RATE\n",
+    );
+    for i in 1..=80 {
+        s.write(
+            &format!("ledger/invoice_{i}.py"),
+            format!("def total_tax_rate_{i}(value):\n    \"\"\"The total with the tax rate set.\"\"\"\n    return value\n"),
+        );
+    }
+    s.write(
+        "sync/mutex.py",
+        "def lock_total(lock):\n    return lock.count\n",
+    );
+    s.write(
+        "io/stream.py",
+        "def stream_total(stream):\n    return stream.count\n",
+    );
+    s
+}
+
+#[test]
+fn file_allocation_brings_the_best_files_symbols_and_groups_them_by_file() {
+    let s = allocation_tree();
+    s.build_json();
+    let query = "invoice total is wrong when a tax rate is set";
+    let allocated = s
+        .search(query)
+        .top_k(8)
+        .arg("--group-by")
+        .arg("file")
+        .env("ATLAS_SEARCH_ALLOCATION", "file")
+        .json()
+        .run()
+        .success()
+        .json();
+    let hits = allocated["hits"].as_array().unwrap();
+    let groups = allocated["groups"]
+        .as_array()
+        .expect("--group-by file answers groups");
+    // The groups partition the hits, in the order of each file's first hit.
+    let mut positions: Vec<u64> = groups
+        .iter()
+        .flat_map(|g| {
+            g["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_u64().unwrap())
+        })
+        .collect();
+    positions.sort_unstable();
+    assert_eq!(positions, (0..hits.len() as u64).collect::<Vec<_>>());
+    for group in groups {
+        for p in group["hits"].as_array().unwrap() {
+            assert_eq!(hits[p.as_u64().unwrap() as usize]["path"], group["path"]);
+        }
+    }
+    let firsts: Vec<u64> = groups
+        .iter()
+        .map(|g| g["hits"][0].as_u64().unwrap())
+        .collect();
+    assert!(firsts.windows(2).all(|w| w[0] < w[1]), "{firsts:?}");
+    // The best file comes first and carries its evidence.
+    assert_eq!(groups[0]["path"], "billing/invoice.py");
+    assert!(groups[0]["evidence"].as_f64().unwrap() > 0.0);
+    // BM25 within the best file adds the symbol the global pool missed (`file` arm).
+    let out: common::SearchOut = serde_json::from_value(allocated.clone()).unwrap();
+    assert_eq!(out.arms().file, 1, "{allocated}");
+    let long = searched(
+        s.search(query)
+            .top_k(100)
+            .env("ATLAS_SEARCH_ALLOCATION", "file"),
+    );
+    let scale = long.hits.iter().find(|h| h.symbol == "_scale");
+    assert_eq!(
+        scale.map(|h| h.match_arms.clone()),
+        Some(vec!["file".to_string()]),
+        "{:?}",
+        long.hits
+    );
+    // A class keeps its methods right behind it.
+    let symbols = out.symbols();
+    if let Some(class) = symbols.iter().position(|s| *s == "Invoice") {
+        let members: Vec<usize> = symbols
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.starts_with("Invoice."))
+            .map(|(i, _)| i)
+            .filter(|i| *i > class)
+            .collect();
+        let expected: Vec<usize> = (class + 1..class + 1 + members.len()).collect();
+        assert_eq!(members, expected, "{symbols:?}");
+    }
+    // Without allocation (the default): no file arm, the fused order.
+    let plain = searched(s.search(query).top_k(8));
+    assert_eq!(plain.arms().file, 0);
+    assert!(plain.hits.iter().all(|h| !h.found_by("file")));
+    let plain_long = searched(s.search(query).top_k(100));
+    assert!(!plain_long.symbols().contains(&"_scale"));
+    // Text output groups too.
+    let text = s
+        .search(query)
+        .top_k(8)
+        .arg("--group-by")
+        .arg("file")
+        .text()
+        .run()
+        .success();
+    assert!(
+        text.stdout.starts_with("billing/invoice.py (evidence "),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_wrong_allocation_is_a_typed_error() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let run = s
+        .search("checkout")
+        .json()
+        .env("ATLAS_SEARCH_ALLOCATION", "folders")
+        .run()
+        .failure(2, "atlas-invalid-input");
+    assert_eq!(run.error().code, "atlas-invalid-input");
+    assert!(run.stderr.contains("folders"), "{}", run.stderr);
+}
+
+#[test]
+fn the_scope_a_commit_message_names_weighs_its_directory_higher() {
+    let s = allocation_tree();
+    s.build_json();
+    // Two files match `total` alike; the scope names one of them.
+    let rank = |query: &str, path: &str| {
+        searched(s.search(query).top_k(10))
+            .hits
+            .iter()
+            .position(|h| h.path == path)
+            .unwrap_or(usize::MAX)
+    };
+    assert!(
+        rank("sync: the total is off by one", "sync/mutex.py")
+            < rank("sync: the total is off by one", "io/stream.py")
+    );
+    assert!(
+        rank("io: the total is off by one", "io/stream.py")
+            < rank("io: the total is off by one", "sync/mutex.py")
+    );
+}
+
+#[test]
+fn ranked_output_grouped_by_file_snapshot() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let out = s
+        .search("the order total is wrong after a discount")
+        .top_k(8)
+        .arg("--group-by")
+        .arg("file")
+        .env("ATLAS_SEARCH_ALLOCATION", "file")
+        .json()
+        .run()
+        .success()
+        .json();
+    insta::assert_json_snapshot!("search_python_grouped_by_file", out);
 }

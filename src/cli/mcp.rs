@@ -141,6 +141,15 @@ pub struct SearchParams {
     pub top_k: Option<u16>,
     pub profile: Option<SearchProfile>,
     pub frozen: Option<bool>,
+    /// `file`: also answer `groups`, the hits by file in ranking order with each file's
+    /// evidence.
+    pub group_by: Option<SearchGroupBy>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchGroupBy {
+    File,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -401,6 +410,9 @@ impl AtlasServer {
                 }),
                 max_tokens: 4000,
                 frozen: p.frozen.unwrap_or(false),
+                group_by: p
+                    .group_by
+                    .map(|SearchGroupBy::File| crate::query::search::GroupBy::File),
                 format: Format::Json,
             };
             if call.config.search.wants_vectors() {

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use crate::build::session::{self, Freshness};
 use crate::build::store::Store;
 use crate::error::AtlasError;
-use crate::query::search::{self, IndexCompanion, ResponseProfile, SearchIndex, SearchOutput};
+use crate::query::search::{
+    self, GroupBy, IndexCompanion, ResponseProfile, SearchIndex, SearchOutput,
+};
 
 use super::call::{Answer, Call};
 use super::output::{Format, print_stdout};
@@ -26,6 +28,10 @@ pub struct SearchArgs {
     /// Read the committed generation as it is: never build the graph or the search index.
     #[arg(long)]
     pub frozen: bool,
+    /// Arrange the hits by file, in ranking order, each file with its evidence: how the
+    /// file-then-function allocation spent the slots.
+    #[arg(long, value_enum)]
+    pub group_by: Option<GroupBy>,
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
 }
@@ -90,6 +96,7 @@ fn respond(
         profile,
         args.max_tokens.max(1),
         call.config.tokenizer.as_deref(),
+        args.group_by,
     );
     let items = response.hit_count();
     let text = serde_json::to_string(&response).map_err(|e| AtlasError::Internal {
@@ -112,6 +119,9 @@ pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
         Format::Json => {
             let (text, items) = respond(call, args, output)?;
             (text + "\n", items)
+        }
+        Format::Text if args.group_by == Some(GroupBy::File) => {
+            (render_by_file(&output), output.hits.len())
         }
         Format::Text => (render(&output), output.hits.len()),
     };
@@ -141,6 +151,38 @@ fn render(output: &SearchOutput) -> String {
             hit.score,
             hit.match_arms.join("+")
         ));
+    }
+    text
+}
+
+/// `--group-by file`: each file, its evidence and its share of the slots, then its hits
+/// with their rank in the whole answer.
+fn render_by_file(output: &SearchOutput) -> String {
+    let groups = search::group_by_file(output.hits.iter().map(|h| h.path.as_str()), &output.files);
+    let mut text = String::new();
+    for group in groups {
+        let evidence = group
+            .evidence
+            .map_or(String::new(), |e| format!("evidence {e:.4}, "));
+        text.push_str(&format!(
+            "{} ({evidence}{} of {} hits)\n",
+            group.path,
+            group.hits.len(),
+            output.hits.len()
+        ));
+        for &rank in &group.hits {
+            let hit = &output.hits[rank];
+            text.push_str(&format!(
+                "  {:>3}. {} ({}) L{}-{} · {:.4} · {}\n",
+                rank + 1,
+                hit.symbol,
+                hit.kind,
+                hit.lines[0],
+                hit.lines[1],
+                hit.score,
+                hit.match_arms.join("+")
+            ));
+        }
     }
     text
 }

@@ -675,6 +675,9 @@ pub struct ArmCounts {
     pub bm25: usize,
     pub vector: usize,
     pub graph: usize,
+    /// Symbols BM25 found within the best files that the other arms had not.
+    #[serde(default)]
+    pub file: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -143,11 +143,27 @@ impl SearchIndex {
             (&graph_arm, Arm::Graph),
             (&propagate_arm, Arm::Propagate),
         ]);
+        let pooled = ranked.len();
         let rerank = config.rerank;
-        let exact = if rerank {
-            rerank_ranked(graph, query, &mut ranked)
+        let allocation = config.allocation()?;
+        let (exact, files_ranked) = if rerank {
+            let priors = Priors::new(graph, &self.sections, query);
+            let (exact, promoted) = rerank_ranked(graph, &priors, query, &mut ranked);
+            // Allocation ranks files by BM25 within them: an ablation without the BM25 arm
+            // keeps the other arms' order.
+            // Without it, files are still ranked by evidence for `--group-by file`.
+            let files_ranked = match allocation {
+                crate::config::Allocation::File if arms.bm25 => {
+                    self.allocate(graph, &files, &priors, query, &mut ranked, promoted)
+                }
+                _ => file_ranks(
+                    graph,
+                    allocate::rank_files(&self.candidates(graph, &files, &priors, &ranked)),
+                ),
+            };
+            (exact, files_ranked)
         } else {
-            HashSet::new()
+            (HashSet::new(), Vec::new())
         };
         let judged = match relevance {
             Some(setting) if config.relevance.requested && rerank => {
@@ -163,6 +179,8 @@ impl SearchIndex {
             }),
             _ => None,
         };
+        // Candidates the file arm added to the arms' pool.
+        let file_added = ranked.len() - pooled;
         let fused: HashMap<u32, Fused> = ranked.iter().copied().collect();
         let pool: Vec<u32> = ranked.iter().map(|r| r.0).collect();
         // Labels dedup the pool (overloads, a section indexed twice); `None` is an item
@@ -288,12 +306,102 @@ impl SearchIndex {
                 vector: vector.len() + vector_sections.len(),
                 graph: graph_arm.len(),
                 propagate: propagate_arm.len(),
+                file: file_added,
                 history: history_count,
                 unavailable,
             },
             reranked: rerank,
             relevance: report.take(),
+            files: files_ranked,
         })
+    }
+
+    /// File first (`allocate`): the best files' own symbols join the pool by BM25 within
+    /// each file (the `file` arm), then the pool is reordered by file evidence. Returns
+    /// the files by evidence.
+    fn allocate(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        priors: &Priors,
+        query: &str,
+        ranked: &mut Vec<(u32, Fused)>,
+        promoted: usize,
+    ) -> Vec<FileRank> {
+        let node_count = graph.node_count() as u32;
+        let before = allocate::rank_files(&self.candidates(graph, files, priors, ranked));
+        let best_code_files = before
+            .iter()
+            .filter(|f| {
+                ranked.iter().any(|(item, _)| {
+                    *item < node_count && graph.node(NodeId(*item)).file() == f.file
+                })
+            })
+            .take(allocate::IN_FILE_FILES)
+            .map(|f| f.file)
+            .collect::<Vec<_>>();
+        let mut position: HashMap<u32, usize> =
+            ranked.iter().enumerate().map(|(i, r)| (r.0, i)).collect();
+        let paths: Vec<&str> = best_code_files
+            .iter()
+            .map(|&file| graph.file_path(file))
+            .collect();
+        // A failure here only leaves the pool as the arms made it.
+        let in_files = crate::isolate::isolate(|| {
+            self.bm25_in_files(graph, files, query, &paths, allocate::IN_FILE_POOL)
+        })
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or_default();
+        for in_file in in_files {
+            for (rank, item) in in_file.into_iter().enumerate() {
+                let at = *position.entry(item).or_insert_with(|| {
+                    ranked.push((item, Fused::default()));
+                    ranked.len() - 1
+                });
+                let fused = &mut ranked[at].1;
+                if fused.ranks.file.is_none() {
+                    fused.score += 1.0 / (RRF_K + rank as f64);
+                    fused.ranks.file = Some(rank);
+                }
+            }
+        }
+        let candidates = self.candidates(graph, files, priors, ranked);
+        let (order, by_file) = allocate::allocate(graph, &candidates, promoted);
+        let reordered: Vec<(u32, Fused)> = order.iter().map(|&i| ranked[i]).collect();
+        *ranked = reordered;
+        file_ranks(graph, by_file)
+    }
+
+    /// The pool as allocation sees it: each candidate's file, weight and node.
+    fn candidates(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        priors: &Priors,
+        ranked: &[(u32, Fused)],
+    ) -> Vec<allocate::Candidate> {
+        let node_count = graph.node_count() as u32;
+        ranked
+            .iter()
+            .map(|&(item, fused)| {
+                let (file, node) = if item < node_count {
+                    let file = graph.node(NodeId(item)).file();
+                    ((!file.is_none()).then_some(file), Some(NodeId(item)))
+                } else {
+                    let section = self.sections.get((item - node_count) as usize);
+                    (
+                        section.and_then(|s| files.get(s.path.as_str()).copied()),
+                        None,
+                    )
+                };
+                allocate::Candidate {
+                    file,
+                    weight: priors.weigh(item, fused.score),
+                    node,
+                }
+            })
+            .collect()
     }
 
     /// Runs the judge over the reranked pool (R-J-*): each candidate with its path,
@@ -420,26 +528,78 @@ impl SearchIndex {
     }
 }
 
-/// The rerank: code before tests and prose, then exact names (and, for one identifier,
-/// names containing it) in front by their BM25 rank; RRF order otherwise.
-fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) -> HashSet<u32> {
-    let node_count = graph.node_count() as u32;
-    // Code first: tests and prose (Markdown sections) keep their order among
-    // themselves but weigh less against the code they test or describe.
-    let prior = |item: u32, score: f64| {
-        if item >= node_count {
-            score * SECTION_PRIOR
-        } else if graph.is_test(NodeId(item)) {
-            score * TEST_PRIOR
-        } else {
-            score
+fn file_ranks(graph: &Graph, by_file: Vec<allocate::FileEvidence>) -> Vec<FileRank> {
+    by_file
+        .into_iter()
+        .map(|f| FileRank {
+            path: graph.file_path(f.file).to_string(),
+            evidence: f.evidence,
+        })
+        .collect()
+}
+
+/// How much a candidate's fused score weighs in the rerank and the allocation: tests and
+/// prose (Markdown sections) keep their order among themselves but weigh less against the
+/// code they test or describe; a candidate under the scope a commit-style query names
+/// (`sync: …`) weighs more.
+pub(super) struct Priors<'a> {
+    graph: &'a Graph,
+    sections: &'a [Section],
+    scope: Vec<String>,
+}
+
+impl<'a> Priors<'a> {
+    pub(super) fn new(graph: &'a Graph, sections: &'a [Section], query: &str) -> Self {
+        Priors {
+            graph,
+            sections,
+            scope: scope::scope_names(query),
         }
-    };
-    ranked.sort_by(|a, b| {
-        prior(b.0, b.1.score)
-            .total_cmp(&prior(a.0, a.1.score))
-            .then(a.0.cmp(&b.0))
-    });
+    }
+
+    pub(super) fn weigh(&self, item: u32, score: f64) -> f64 {
+        let node_count = self.graph.node_count() as u32;
+        let (weighed, path) = if item >= node_count {
+            let path = self
+                .sections
+                .get((item - node_count) as usize)
+                .map(|s| s.path.as_str());
+            (score * SECTION_PRIOR, path)
+        } else {
+            let node = NodeId(item);
+            let weighed = if self.graph.is_test(node) {
+                score * TEST_PRIOR
+            } else {
+                score
+            };
+            let file = self.graph.node(node).file();
+            (
+                weighed,
+                (!file.is_none()).then(|| self.graph.file_path(file)),
+            )
+        };
+        match path {
+            Some(path) if scope::path_in_scope(path, &self.scope) => weighed * SCOPE_PRIOR,
+            _ => weighed,
+        }
+    }
+}
+
+/// The rerank: code before tests and prose, then exact names (and, for one identifier,
+/// names containing it) in front by their BM25 rank; RRF order otherwise. Returns the
+/// exact matches and how many candidates the name tiers promoted to the front.
+fn rerank_ranked(
+    graph: &Graph,
+    priors: &Priors,
+    query: &str,
+    ranked: &mut [(u32, Fused)],
+) -> (HashSet<u32>, usize) {
+    let node_count = graph.node_count() as u32;
+    let weights: HashMap<u32, f64> = ranked
+        .iter()
+        .map(|(item, fused)| (*item, priors.weigh(*item, fused.score)))
+        .collect();
+    ranked.sort_by(|a, b| weights[&b.0].total_cmp(&weights[&a.0]).then(a.0.cmp(&b.0)));
     // Exact symbol matches stay first; for a one-identifier query, names that
     // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
     // otherwise (the sort is stable).
@@ -488,12 +648,14 @@ fn rerank_ranked(graph: &Graph, query: &str, ranked: &mut [(u32, Fused)]) -> Has
             },
         )
     });
+    let promoted = tiers.values().filter(|t| **t < 2).count();
     // The exact symbol matches, which stay in front whatever a judge says (R-J-6).
-    tiers
+    let exact = tiers
         .into_iter()
         .filter(|(_, t)| *t == 0)
         .map(|(item, _)| item)
-        .collect()
+        .collect();
+    (exact, promoted)
 }
 
 /// A repository file's text, read only when the path is a plain relative path inside

@@ -18,10 +18,15 @@ pub mod signals;
 pub mod sources;
 pub mod text;
 
+mod allocate;
 mod fuse;
 mod response;
+mod scope;
 
-pub use response::{Budget, CompactHit, Omitted, ResponseProfile, SearchResponse, respond};
+pub use response::{
+    Budget, CompactHit, FileGroup, GroupBy, Omitted, ResponseProfile, SearchResponse,
+    group_by_file, respond,
+};
 
 use std::time::Duration;
 
@@ -64,6 +69,8 @@ const PREFIX_MAX_WORDS: usize = 8;
 const TEST_PRIOR: f64 = 0.6;
 /// The same for Markdown sections.
 const SECTION_PRIOR: f64 = 0.5;
+/// Weight of a hit under the scope a commit-style query names (`sync: …`, `scope`).
+const SCOPE_PRIOR: f64 = 1.5;
 
 /// An open search index of one generation.
 pub struct SearchIndex {
@@ -142,6 +149,16 @@ pub struct SearchOutput {
     pub reranked: bool,
     /// The judge's report, when `ATLAS_RELEVANCE` asked for it.
     pub relevance: Option<relevance::RelevanceReport>,
+    /// The pool's files by evidence, best first, when allocation ran (`--group-by file`).
+    #[serde(skip)]
+    pub files: Vec<FileRank>,
+}
+
+/// A file and its evidence: the decayed sum of its candidates' weighted fused scores.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FileRank {
+    pub path: String,
+    pub evidence: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -150,6 +167,8 @@ pub struct ArmCounts {
     pub vector: usize,
     pub graph: usize,
     pub propagate: usize,
+    /// Symbols BM25 found within the best files that the other arms had not.
+    pub file: usize,
     /// Commits that filled empty slots.
     pub history: usize,
     /// Requested arms that could not run on this index, with the reason (damaged or
@@ -165,10 +184,18 @@ pub enum Arm {
     Vector,
     Graph,
     Propagate,
+    /// BM25 within the best files (file-then-function allocation).
+    File,
 }
 
 impl Arm {
-    pub const ALL: [Arm; 4] = [Arm::Bm25, Arm::Vector, Arm::Graph, Arm::Propagate];
+    pub const ALL: [Arm; 5] = [
+        Arm::Bm25,
+        Arm::Vector,
+        Arm::Graph,
+        Arm::Propagate,
+        Arm::File,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -176,6 +203,7 @@ impl Arm {
             Arm::Vector => "vector",
             Arm::Graph => "graph",
             Arm::Propagate => "propagate",
+            Arm::File => "file",
         }
     }
 }
@@ -187,6 +215,7 @@ pub struct Ranks {
     pub vector: Option<usize>,
     pub graph: Option<usize>,
     pub propagate: Option<usize>,
+    pub file: Option<usize>,
 }
 
 impl Ranks {
@@ -196,6 +225,7 @@ impl Ranks {
             Arm::Vector => self.vector,
             Arm::Graph => self.graph,
             Arm::Propagate => self.propagate,
+            Arm::File => self.file,
         }
     }
 
@@ -205,6 +235,7 @@ impl Ranks {
             Arm::Vector => self.vector = Some(rank),
             Arm::Graph => self.graph = Some(rank),
             Arm::Propagate => self.propagate = Some(rank),
+            Arm::File => self.file = Some(rank),
         }
     }
 
@@ -599,7 +630,13 @@ impl SearchIndex {
     }
 
     /// The best `limit` documents of one kind for the text query, best first.
-    fn top_documents(&self, query: &str, kind: &str, limit: usize) -> Result<Vec<TantivyDocument>> {
+    fn top_documents(
+        &self,
+        query: &str,
+        kind: &str,
+        limit: usize,
+        in_files: &[&str],
+    ) -> Result<Vec<TantivyDocument>> {
         let clauses = self.text_query(query);
         if clauses.is_empty() || limit == 0 {
             return Ok(Vec::new());
@@ -608,13 +645,27 @@ impl SearchIndex {
             Term::from_field_text(self.fields.kind, kind),
             IndexRecordOption::Basic,
         ));
-        let query = BooleanQuery::new(vec![
+        let mut must = vec![
             (
                 Occur::Must,
                 Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>,
             ),
             (Occur::Must, of_kind),
-        ]);
+        ];
+        if !in_files.is_empty() {
+            let any_file: Vec<(Occur, Box<dyn Query>)> = in_files
+                .iter()
+                .map(|path| {
+                    let term: Box<dyn Query> = Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.file, path),
+                        IndexRecordOption::Basic,
+                    ));
+                    (Occur::Should, term)
+                })
+                .collect();
+            must.push((Occur::Must, Box::new(BooleanQuery::new(any_file))));
+        }
+        let query = BooleanQuery::new(must);
         let searcher = self.reader.searcher();
         let damaged = |e: tantivy::TantivyError| AtlasError::SearchCorrupt {
             path: PathBuf::from("tantivy"),
@@ -631,10 +682,41 @@ impl SearchIndex {
     /// BM25 over documents of one kind (symbols or sections): items, best first.
     fn bm25(&self, graph: &Graph, files: &FileLookup, query: &str, kind: &str) -> Result<Vec<u32>> {
         Ok(self
-            .top_documents(query, kind, POOL)?
+            .top_documents(query, kind, POOL, &[])?
             .iter()
             .filter_map(|document| self.item_of(graph, files, document))
             .collect())
+    }
+
+    /// BM25 over the symbols of a few files, in one query: each file's items, best first,
+    /// at most `per_file` of each (the query takes the best `per_file` × files, so a file
+    /// that matches far better may leave another fewer).
+    fn bm25_in_files(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        query: &str,
+        paths: &[&str],
+        per_file: usize,
+    ) -> Result<Vec<Vec<u32>>> {
+        let mut out = vec![Vec::new(); paths.len()];
+        let documents =
+            self.top_documents(query, index::KIND_SYMBOL, per_file * paths.len(), paths)?;
+        for item in documents
+            .iter()
+            .filter_map(|document| self.item_of(graph, files, document))
+        {
+            let path = graph.file_path(graph.node(NodeId(item)).file());
+            if let Some(list) = paths
+                .iter()
+                .position(|p| *p == path)
+                .and_then(|i| out.get_mut(i))
+                && list.len() < per_file
+            {
+                list.push(item);
+            }
+        }
+        Ok(out)
     }
 
     /// The item a symbol or section document stands for in this generation.
@@ -671,7 +753,7 @@ impl SearchIndex {
         if self.meta.commits == 0 {
             return Ok(Vec::new());
         }
-        let documents = self.top_documents(query, index::KIND_COMMIT, limit)?;
+        let documents = self.top_documents(query, index::KIND_COMMIT, limit, &[])?;
         Ok(documents
             .iter()
             .map(|document| {

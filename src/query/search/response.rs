@@ -78,6 +78,49 @@ pub struct SearchResponse {
     /// What the judge's selection left out (`omitted.relevance`), with the judge on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<Omitted>,
+    /// `--group-by file`: the hits by file, in ranking order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<FileGroup>>,
+}
+
+/// How `--group-by` arranges the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupBy {
+    /// The hits' files in ranking order, each with its evidence and its hits.
+    File,
+}
+
+/// One file of `--group-by file`: its evidence (the decayed sum of its candidates'
+/// weighted scores, when file allocation ran) and the positions of its hits in `hits`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FileGroup {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<f64>,
+    pub hits: Vec<usize>,
+}
+
+/// The hits' files in order of their first hit (the ranking's file order), with their
+/// evidence from `files`.
+pub fn group_by_file<'a>(
+    paths: impl Iterator<Item = &'a str>,
+    files: &[FileRank],
+) -> Vec<FileGroup> {
+    let mut groups: Vec<FileGroup> = Vec::new();
+    for (position, path) in paths.enumerate() {
+        match groups.iter_mut().find(|g| g.path == path) {
+            Some(group) => group.hits.push(position),
+            None => groups.push(FileGroup {
+                path: path.to_string(),
+                evidence: files
+                    .iter()
+                    .find(|f| f.path == path)
+                    .map(|f| (f.evidence * 1e6).round() / 1e6),
+                hits: vec![position],
+            }),
+        }
+    }
+    groups
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -91,16 +134,28 @@ impl SearchResponse {
     pub fn hit_count(&self) -> usize {
         self.hits.as_ref().map_or(0, Vec::len) + self.compact_hits.as_ref().map_or(0, Vec::len)
     }
+
+    /// Recomputes `groups` from the hits the response holds now.
+    fn regroup(&mut self, files: &[FileRank]) {
+        let paths: Vec<&str> = match (&self.hits, &self.compact_hits) {
+            (Some(hits), _) => hits.iter().map(|h| h.path.as_str()).collect(),
+            (None, Some(hits)) => hits.iter().map(|h| h.path.as_str()).collect(),
+            (None, None) => Vec::new(),
+        };
+        self.groups = Some(group_by_file(paths.into_iter(), files));
+    }
 }
 
 /// Shapes a search result for a profile and applies the response ceiling (R-OBS-2):
 /// whole results are cut from the tail until the JSON fits.
 pub fn respond(
-    output: SearchOutput,
+    mut output: SearchOutput,
     profile: ResponseProfile,
     max_tokens: usize,
     tokenizer: Option<&Path>,
+    group_by: Option<GroupBy>,
 ) -> SearchResponse {
+    let files = std::mem::take(&mut output.files);
     let omitted = output.relevance.as_ref().map(|r| Omitted {
         relevance: r.removed,
     });
@@ -116,6 +171,7 @@ pub fn respond(
             budget: None,
             relevance,
             omitted,
+            groups: None,
         },
         ResponseProfile::Compact => {
             // Conservative dedup: a hit inside an earlier hit's lines of the same file.
@@ -143,9 +199,14 @@ pub fn respond(
                 budget: None,
                 relevance,
                 omitted,
+                groups: None,
             }
         }
     };
+    let grouped = group_by == Some(GroupBy::File);
+    if grouped {
+        response.regroup(&files);
+    }
     let share = |ceiling: usize| match profile {
         ResponseProfile::Full => ceiling,
         ResponseProfile::Compact => ceiling * 7 / 10,
@@ -185,6 +246,9 @@ pub fn respond(
         }
         if let Some(hits) = response.compact_hits.as_mut() {
             hits.pop();
+        }
+        if grouped {
+            response.regroup(&files);
         }
         cut += 1;
     }

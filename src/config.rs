@@ -120,6 +120,16 @@ pub const VARIABLES: &[Variable] = &[
         doc: "file-then-function allocation in search: `file` ranks files by their candidates' evidence, adds the best three files' own symbols by BM25 within each (the `file` arm) and keeps a class's methods behind it; `none` (default: it measured below the fused order on swe-verified-dev, docs/QUALITY.md) keeps the fused order; needs the `bm25` arm; anything else is `atlas-invalid-input` when a search runs",
     },
     Variable {
+        name: "ATLAS_FUSION",
+        values: "rrf|learned",
+        doc: "how search weighs its candidates before the rerank's exact-name tiers: `rrf` (default) is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5); `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation); anything else is `atlas-invalid-input` when a search runs",
+    },
+    Variable {
+        name: "ATLAS_SEARCH_FEATURES",
+        values: "<file>",
+        doc: "training aid: append one JSON line per search to this file, each fused candidate's path, symbol and learned features (it holds paths and names, unlike every log; for `bench/fusion/train.py`); a write failure is reported in `arms.unavailable.features`",
+    },
+    Variable {
         name: "ATLAS_OBSERVABILITY",
         values: "1",
         doc: "record one event per `context`/`search`/`expand` call in `<graph>/observability/events.jsonl` (sizes, codes and tokenizer identity only; 3 × 1 MiB rotation); `status` reports counts and `dropped_events`",
@@ -276,6 +286,25 @@ impl Allocation {
     }
 }
 
+/// How search weighs its candidates (`ATLAS_FUSION`, issue 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion with the hand priors.
+    Rrf,
+    /// The learned scorer (`query::search::learned`).
+    Learned,
+}
+
+impl Fusion {
+    pub fn parse(value: &str) -> std::result::Result<Fusion, String> {
+        match value.trim() {
+            "rrf" => Ok(Fusion::Rrf),
+            "learned" => Ok(Fusion::Learned),
+            other => Err(format!("unknown fusion `{other}` (expected rrf, learned)")),
+        }
+    }
+}
+
 /// Hybrid search settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchConfig {
@@ -284,6 +313,10 @@ pub struct SearchConfig {
     arms: std::result::Result<Arms, String>,
     /// File-then-function allocation (`ATLAS_SEARCH_ALLOCATION`), or why the value is wrong.
     allocation: std::result::Result<Allocation, String>,
+    /// RRF or the learned scorer (`ATLAS_FUSION`), or why the value is wrong.
+    fusion: std::result::Result<Fusion, String>,
+    /// Where each search's candidates and features are appended (`ATLAS_SEARCH_FEATURES`).
+    pub features_out: Option<PathBuf>,
     /// Reorder after RRF (`ATLAS_RERANK=0` turns it off).
     pub rerank: bool,
     /// `search` answers in the compact profile unless asked otherwise.
@@ -297,6 +330,8 @@ impl Default for SearchConfig {
         SearchConfig {
             arms: Ok(Arms::ALL),
             allocation: Ok(Allocation::None),
+            fusion: Ok(Fusion::Rrf),
+            features_out: None,
             rerank: true,
             compact_by_default: false,
             relevance: RelevanceConfig::default(),
@@ -318,6 +353,16 @@ impl SearchConfig {
             .clone()
             .map_err(|reason| AtlasError::InvalidInput {
                 what: "ATLAS_SEARCH_ARMS",
+                reason,
+            })
+    }
+
+    /// The fusion, or the typed error of a wrong `ATLAS_FUSION`.
+    pub fn fusion(&self) -> Result<Fusion> {
+        self.fusion
+            .clone()
+            .map_err(|reason| AtlasError::InvalidInput {
+                what: "ATLAS_FUSION",
                 reason,
             })
     }
@@ -644,6 +689,11 @@ impl Config {
                     Some(value) if !value.trim().is_empty() => Allocation::parse(&value),
                     _ => Ok(Allocation::None),
                 },
+                fusion: match text("ATLAS_FUSION") {
+                    Some(value) if !value.trim().is_empty() => Fusion::parse(&value),
+                    _ => Ok(Fusion::Rrf),
+                },
+                features_out: path("ATLAS_SEARCH_FEATURES"),
                 rerank: !on("ATLAS_RERANK", "0"),
                 compact_by_default: on("ATLAS_CONTEXT_OPTIMIZATION", "1"),
                 relevance: RelevanceConfig::read(&text),
@@ -697,6 +747,8 @@ mod tests {
             ("ATLAS_SCIP", "true"),
             ("ATLAS_SEARCH_ARMS", "bm25, graph"),
             ("ATLAS_SEARCH_ALLOCATION", "file"),
+            ("ATLAS_FUSION", "learned"),
+            ("ATLAS_SEARCH_FEATURES", "/f.jsonl"),
             ("ATLAS_RERANK", "0"),
             ("ATLAS_CONTEXT_OPTIMIZATION", "1"),
             ("ATLAS_EMBED_MODEL", "/m"),
@@ -730,6 +782,8 @@ mod tests {
             }
         );
         assert_eq!(c.search.allocation().unwrap(), Allocation::File);
+        assert_eq!(c.search.fusion().unwrap(), Fusion::Learned);
+        assert_eq!(c.search.features_out, Some(PathBuf::from("/f.jsonl")));
         assert_eq!(c.embed, EmbedSource::Dir("/m".into()));
         assert_eq!(c.tokenizer, Some("/t.json".into()));
         assert!(!c.expand_outline && c.observability);
@@ -743,6 +797,8 @@ mod tests {
         assert_eq!(err.code(), "atlas-invalid-input");
         assert!(err.to_string().contains("colbert"));
         assert!(!c.search.wants_vectors());
+        let c = config(&[("ATLAS_FUSION", "boosted")]);
+        assert_eq!(c.search.fusion().unwrap_err().code(), "atlas-invalid-input");
         let c = config(&[("ATLAS_SEARCH_ALLOCATION", "files")]);
         let err = c.search.allocation().unwrap_err();
         assert_eq!(err.code(), "atlas-invalid-input");

@@ -1012,3 +1012,60 @@ fn ranked_output_grouped_by_file_snapshot() {
         .json();
     insta::assert_json_snapshot!("search_python_grouped_by_file", out);
 }
+
+#[test]
+fn the_learned_scorer_ranks_and_its_features_are_written_for_training() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let features = s.path().join("features.jsonl");
+    let query = "the order total is wrong after a discount";
+    let out = searched(
+        s.search(query)
+            .env("ATLAS_FUSION", "learned")
+            .env("ATLAS_SEARCH_FEATURES", features.to_str().unwrap()),
+    );
+    assert!(!out.hits.is_empty());
+    let line = std::fs::read_to_string(&features).unwrap();
+    assert_eq!(line.lines().count(), 1, "one line per search");
+    let pool: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    let names = pool["features"].as_array().unwrap();
+    assert_eq!(names[0], "rrf");
+    let candidates = pool["candidates"].as_array().unwrap();
+    assert!(
+        candidates.len()
+            >= out
+                .hits
+                .iter()
+                .filter(|h| h.kind.as_deref() != Some("commit"))
+                .count()
+    );
+    for c in candidates {
+        let x = c["x"].as_array().unwrap();
+        assert_eq!(x.len(), names.len(), "{c}");
+        assert!(
+            x.iter().all(|v| v.as_f64().is_some_and(f64::is_finite)),
+            "{c}"
+        );
+    }
+    // Every hit of the learned order is a candidate of the pool the features describe.
+    for hit in out
+        .hits
+        .iter()
+        .filter(|h| h.kind.as_deref() != Some("commit"))
+    {
+        assert!(
+            candidates
+                .iter()
+                .any(|c| c["path"] == hit.path.as_str() && c["symbol"] == hit.symbol.as_str()),
+            "{hit:?}"
+        );
+    }
+    // A wrong fusion is a typed error.
+    let run = s
+        .search(query)
+        .json()
+        .env("ATLAS_FUSION", "boosted")
+        .run()
+        .failure(2, "atlas-invalid-input");
+    assert!(run.stderr.contains("boosted"), "{}", run.stderr);
+}

@@ -4,6 +4,9 @@
 
 use std::collections::HashSet;
 
+use crate::config::Fusion;
+use crate::graph::ids::FileId;
+
 use super::*;
 
 impl SearchIndex {
@@ -146,8 +149,12 @@ impl SearchIndex {
         let pooled = ranked.len();
         let rerank = config.rerank;
         let allocation = config.allocation()?;
+        let fusion = config.fusion()?;
         let (exact, files_ranked) = if rerank {
-            let priors = Priors::new(graph, &self.sections, query);
+            let priors = Priors::new(graph, &self.sections, &files, query, fusion, &ranked);
+            if let Some(path) = &config.features_out {
+                write_features(graph, &priors, &ranked, path, &mut unavailable);
+            }
             let (exact, promoted) = rerank_ranked(graph, &priors, query, &mut ranked);
             // Allocation ranks files by BM25 within them: an ablation without the BM25 arm
             // keeps the other arms' order.
@@ -158,7 +165,7 @@ impl SearchIndex {
                 }
                 _ => file_ranks(
                     graph,
-                    allocate::rank_files(&self.candidates(graph, &files, &priors, &ranked)),
+                    allocate::rank_files(&Self::candidates(&priors, &ranked)),
                 ),
             };
             (exact, files_ranked)
@@ -329,7 +336,7 @@ impl SearchIndex {
         promoted: usize,
     ) -> Vec<FileRank> {
         let node_count = graph.node_count() as u32;
-        let before = allocate::rank_files(&self.candidates(graph, files, priors, ranked));
+        let before = allocate::rank_files(&Self::candidates(priors, ranked));
         let best_code_files = before
             .iter()
             .filter(|f| {
@@ -366,7 +373,7 @@ impl SearchIndex {
                 }
             }
         }
-        let candidates = self.candidates(graph, files, priors, ranked);
+        let candidates = Self::candidates(priors, ranked);
         let (order, by_file) = allocate::allocate(graph, &candidates, promoted);
         let reordered: Vec<(u32, Fused)> = order.iter().map(|&i| ranked[i]).collect();
         *ranked = reordered;
@@ -374,33 +381,10 @@ impl SearchIndex {
     }
 
     /// The pool as allocation sees it: each candidate's file, weight and node.
-    fn candidates(
-        &self,
-        graph: &Graph,
-        files: &FileLookup,
-        priors: &Priors,
-        ranked: &[(u32, Fused)],
-    ) -> Vec<allocate::Candidate> {
-        let node_count = graph.node_count() as u32;
+    fn candidates(priors: &Priors, ranked: &[(u32, Fused)]) -> Vec<allocate::Candidate> {
         ranked
             .iter()
-            .map(|&(item, fused)| {
-                let (file, node) = if item < node_count {
-                    let file = graph.node(NodeId(item)).file();
-                    ((!file.is_none()).then_some(file), Some(NodeId(item)))
-                } else {
-                    let section = self.sections.get((item - node_count) as usize);
-                    (
-                        section.and_then(|s| files.get(s.path.as_str()).copied()),
-                        None,
-                    )
-                };
-                allocate::Candidate {
-                    file,
-                    weight: priors.weigh(item, fused.score),
-                    node,
-                }
-            })
+            .map(|(item, fused)| priors.candidate(*item, priors.weigh(*item, fused)))
             .collect()
     }
 
@@ -528,6 +512,43 @@ impl SearchIndex {
     }
 }
 
+/// Appends one JSON line to `path`: each candidate of the fused pool with its learned
+/// features (`ATLAS_SEARCH_FEATURES`, for `bench/fusion/train.py`). A failure to write is
+/// reported as the `features` entry of `arms.unavailable`, never fails the search.
+fn write_features(
+    graph: &Graph,
+    priors: &Priors,
+    ranked: &[(u32, Fused)],
+    path: &std::path::Path,
+    unavailable: &mut std::collections::BTreeMap<&'static str, String>,
+) {
+    let node_count = graph.node_count() as u32;
+    let candidates: Vec<serde_json::Value> = ranked
+        .iter()
+        .filter(|(item, _)| *item < node_count)
+        .map(|(item, fused)| {
+            let hit = symbol_hit(graph, NodeId(*item));
+            serde_json::json!({
+                "path": hit.path,
+                "symbol": hit.symbol,
+                "x": priors.features(*item, fused).to_vec(),
+            })
+        })
+        .collect();
+    let line = serde_json::json!({ "features": learned::FEATURES, "candidates": candidates });
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| {
+            use std::io::Write;
+            writeln!(f, "{line}")
+        });
+    if let Err(e) = written {
+        unavailable.insert("features", e.to_string());
+    }
+}
+
 fn file_ranks(graph: &Graph, by_file: Vec<allocate::FileEvidence>) -> Vec<FileRank> {
     by_file
         .into_iter()
@@ -538,49 +559,127 @@ fn file_ranks(graph: &Graph, by_file: Vec<allocate::FileEvidence>) -> Vec<FileRa
         .collect()
 }
 
-/// How much a candidate's fused score weighs in the rerank and the allocation: tests and
-/// prose (Markdown sections) keep their order among themselves but weigh less against the
-/// code they test or describe; a candidate under the scope a commit-style query names
-/// (`sync: …`) weighs more.
+/// How much a candidate weighs in the rerank and the allocation.
+///
+/// With RRF (the default), its fused score with hand priors: tests and prose (Markdown
+/// sections) keep their order among themselves but weigh less against the code they test
+/// or describe; a candidate under the scope a commit-style query names (`sync: …`) weighs
+/// more. With learned fusion (`ATLAS_FUSION=learned`), the scorer's probability over the
+/// candidate's features (`learned`), which replaces both the fixed RRF weights and those
+/// priors.
 pub(super) struct Priors<'a> {
     graph: &'a Graph,
     sections: &'a [Section],
+    files: &'a FileLookup<'a>,
     scope: Vec<String>,
+    fusion: Fusion,
+    /// Each file's evidence over the best file's, from the prior-weighted pool the arms
+    /// fused (a learned feature).
+    file_evidence: HashMap<FileId, f64>,
 }
 
 impl<'a> Priors<'a> {
-    pub(super) fn new(graph: &'a Graph, sections: &'a [Section], query: &str) -> Self {
-        Priors {
+    pub(super) fn new(
+        graph: &'a Graph,
+        sections: &'a [Section],
+        files: &'a FileLookup<'a>,
+        query: &str,
+        fusion: Fusion,
+        ranked: &[(u32, Fused)],
+    ) -> Self {
+        let mut priors = Priors {
             graph,
             sections,
+            files,
             scope: scope::scope_names(query),
+            fusion,
+            file_evidence: HashMap::new(),
+        };
+        let candidates: Vec<allocate::Candidate> = ranked
+            .iter()
+            .map(|(item, fused)| priors.candidate(*item, priors.prior(*item, fused.score)))
+            .collect();
+        let files_ranked = allocate::rank_files(&candidates);
+        let best = files_ranked.first().map_or(0.0, |f| f.evidence);
+        if best > 0.0 {
+            priors.file_evidence = files_ranked
+                .iter()
+                .map(|f| (f.file, f.evidence / best))
+                .collect();
+        }
+        priors
+    }
+
+    /// The candidate's file (a section's Markdown file) and node.
+    fn file_and_node(&self, item: u32) -> (Option<FileId>, Option<NodeId>) {
+        let node_count = self.graph.node_count() as u32;
+        if item < node_count {
+            let file = self.graph.node(NodeId(item)).file();
+            ((!file.is_none()).then_some(file), Some(NodeId(item)))
+        } else {
+            let section = self.sections.get((item - node_count) as usize);
+            (
+                section.and_then(|s| self.files.get(s.path.as_str()).copied()),
+                None,
+            )
         }
     }
 
-    pub(super) fn weigh(&self, item: u32, score: f64) -> f64 {
-        let node_count = self.graph.node_count() as u32;
-        let (weighed, path) = if item >= node_count {
-            let path = self
-                .sections
-                .get((item - node_count) as usize)
-                .map(|s| s.path.as_str());
-            (score * SECTION_PRIOR, path)
+    pub(super) fn candidate(&self, item: u32, weight: f64) -> allocate::Candidate {
+        let (file, node) = self.file_and_node(item);
+        allocate::Candidate { file, weight, node }
+    }
+
+    fn in_scope(&self, item: u32) -> bool {
+        !self.scope.is_empty()
+            && self
+                .file_and_node(item)
+                .0
+                .is_some_and(|f| scope::path_in_scope(self.graph.file_path(f), &self.scope))
+    }
+
+    /// The RRF weighing: the fused score with the hand priors.
+    fn prior(&self, item: u32, score: f64) -> f64 {
+        let weighed = if item >= self.graph.node_count() as u32 {
+            score * SECTION_PRIOR
+        } else if self.graph.is_test(NodeId(item)) {
+            score * TEST_PRIOR
         } else {
-            let node = NodeId(item);
-            let weighed = if self.graph.is_test(node) {
-                score * TEST_PRIOR
-            } else {
-                score
-            };
-            let file = self.graph.node(node).file();
-            (
-                weighed,
-                (!file.is_none()).then(|| self.graph.file_path(file)),
-            )
+            score
         };
-        match path {
-            Some(path) if scope::path_in_scope(path, &self.scope) => weighed * SCOPE_PRIOR,
-            _ => weighed,
+        if self.in_scope(item) {
+            weighed * SCOPE_PRIOR
+        } else {
+            weighed
+        }
+    }
+
+    /// The candidate's learned features.
+    pub(super) fn features(&self, item: u32, fused: &Fused) -> [f64; learned::FEATURES.len()] {
+        let evidence = self
+            .file_and_node(item)
+            .0
+            .and_then(|f| self.file_evidence.get(&f))
+            .copied()
+            .unwrap_or(0.0);
+        let context = learned::Context::of(self.graph, item, self.in_scope(item), evidence);
+        learned::features(fused.score, &fused.ranks, &context)
+    }
+
+    pub(super) fn weigh(&self, item: u32, fused: &Fused) -> f64 {
+        match self.fusion {
+            Fusion::Rrf => self.prior(item, fused.score),
+            Fusion::Learned => {
+                let z = learned::score(&self.features(item, fused));
+                let probability = 1.0 / (1.0 + (-z).exp());
+                // Commit gold is code: sections had no labels to learn from, so they keep
+                // their hand prior on the probability.
+                if item >= self.graph.node_count() as u32 {
+                    probability * SECTION_PRIOR
+                } else {
+                    probability
+                }
+            }
         }
     }
 }
@@ -597,7 +696,7 @@ fn rerank_ranked(
     let node_count = graph.node_count() as u32;
     let weights: HashMap<u32, f64> = ranked
         .iter()
-        .map(|(item, fused)| (*item, priors.weigh(*item, fused.score)))
+        .map(|(item, fused)| (*item, priors.weigh(*item, fused)))
         .collect();
     ranked.sort_by(|a, b| weights[&b.0].total_cmp(&weights[&a.0]).then(a.0.cmp(&b.0)));
     // Exact symbol matches stay first; for a one-identifier query, names that

@@ -13,6 +13,7 @@
 
 pub mod embed;
 pub mod index;
+pub mod learned;
 pub mod relevance;
 pub mod signals;
 pub mod sources;

@@ -1,0 +1,186 @@
+//! Learned fusion (issue 16, item 3; `ATLAS_FUSION=learned`): a logistic-regression scorer
+//! over each candidate's evidence, in place of RRF's fixed weights and the rerank's hand
+//! priors (tests 0.6, sections 0.5, scope 1.5).
+//!
+//! The weights are constants (`WEIGHTS`, written by `bench/fusion/train.py` from
+//! commit-message sets of repositories outside the evaluation; the training data is not
+//! in the binary). `ATLAS_SEARCH_FEATURES=<file>` appends each search's candidates and
+//! their features to a file, which is how that script collects them.
+
+use crate::graph::ids::NodeId;
+use crate::graph::reader::Graph;
+use crate::syntax::facts::SymbolKind;
+
+use super::{RRF_K, Ranks};
+
+/// The features, in `WEIGHTS` order.
+pub const FEATURES: [&str; 18] = [
+    "rrf",
+    "bm25_rr",
+    "vector_rr",
+    "graph_rr",
+    "propagate_rr",
+    "in_bm25",
+    "in_vector",
+    "in_graph",
+    "in_propagate",
+    "test",
+    "section",
+    "scope",
+    "callable",
+    "type",
+    "data",
+    "log_lines",
+    "log_centrality",
+    "file_evidence",
+];
+
+/// What a candidate's features are computed from, beside its fused ranks.
+pub struct Context {
+    pub test: bool,
+    pub section: bool,
+    pub in_scope: bool,
+    /// `None` for sections.
+    pub kind: Option<SymbolKind>,
+    pub lines: u32,
+    pub centrality: u32,
+    /// Its file's evidence over the best file's (0 when it has no file).
+    pub file_evidence: f64,
+}
+
+impl Context {
+    pub fn of(graph: &Graph, item: u32, in_scope: bool, file_evidence: f64) -> Context {
+        if item >= graph.node_count() as u32 {
+            return Context {
+                test: false,
+                section: true,
+                in_scope,
+                kind: None,
+                lines: 0,
+                centrality: 0,
+                file_evidence,
+            };
+        }
+        let node = NodeId(item);
+        let record = graph.node(node);
+        let span = &record.span;
+        Context {
+            test: graph.is_test(node),
+            section: false,
+            in_scope,
+            kind: Some(graph.kind(node)),
+            lines: span
+                .end_line
+                .to_native()
+                .saturating_sub(span.start_line.to_native())
+                + 1,
+            centrality: graph.centrality(node),
+            file_evidence,
+        }
+    }
+}
+
+/// The feature vector of one candidate (its RRF score and ranks per arm), in `FEATURES`
+/// order.
+pub fn features(rrf: f64, ranks: &Ranks, context: &Context) -> [f64; FEATURES.len()] {
+    let reciprocal = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (1.0 + r as f64));
+    let present = |rank: Option<usize>| f64::from(u8::from(rank.is_some()));
+    let flag = |on: bool| f64::from(u8::from(on));
+    let Ranks {
+        bm25,
+        vector,
+        graph,
+        propagate,
+        ..
+    } = *ranks;
+    let kind = context.kind;
+    [
+        // RRF scaled to about one per arm.
+        rrf * RRF_K,
+        reciprocal(bm25),
+        reciprocal(vector),
+        reciprocal(graph),
+        reciprocal(propagate),
+        present(bm25),
+        present(vector),
+        present(graph),
+        present(propagate),
+        flag(context.test),
+        flag(context.section),
+        flag(context.in_scope),
+        flag(kind.is_some_and(|k| k.is_callable())),
+        flag(kind.is_some_and(|k| k.is_type())),
+        flag(kind.is_some_and(|k| {
+            matches!(
+                k,
+                SymbolKind::Constant | SymbolKind::Variable | SymbolKind::Field
+            )
+        })),
+        (1.0 + f64::from(context.lines)).ln() / 5.0,
+        (1.0 + f64::from(context.centrality)).ln() / 10.0,
+        context.file_evidence,
+    ]
+}
+
+/// The scorer's weights (`FEATURES` order) and bias, trained by `bench/fusion/train.py`.
+pub const WEIGHTS: [f64; FEATURES.len()] = [
+    1.109722, 1.508418, 0.906478, 0.342083, -0.001463, 0.197637, -0.28044, 0.150081, -0.389416,
+    -3.602666, 0.0, 0.201236, -0.900946, -2.005051, -0.885636, 2.449995, -0.911789, 1.912171,
+];
+pub const BIAS: f64 = -6.076693;
+
+/// The learned score: higher is more likely a changed symbol.
+pub fn score(x: &[f64; FEATURES.len()]) -> f64 {
+    BIAS + x.iter().zip(WEIGHTS).map(|(x, w)| x * w).sum::<f64>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> Context {
+        Context {
+            test: false,
+            section: false,
+            in_scope: true,
+            kind: Some(SymbolKind::Method),
+            lines: 9,
+            centrality: 0,
+            file_evidence: 0.5,
+        }
+    }
+
+    #[test]
+    fn features_read_ranks_kinds_and_flags_in_their_order() {
+        let ranks = Ranks {
+            bm25: Some(0),
+            vector: None,
+            graph: Some(3),
+            propagate: None,
+            file: Some(7),
+        };
+        let x = features(2.0 / RRF_K, &ranks, &context());
+        let at = |name: &str| x[FEATURES.iter().position(|f| *f == name).unwrap()];
+        assert_eq!(at("rrf"), 2.0);
+        assert_eq!(at("bm25_rr"), 1.0);
+        assert_eq!(at("vector_rr"), 0.0);
+        assert_eq!(at("graph_rr"), 0.25);
+        assert_eq!(
+            (at("in_bm25"), at("in_vector"), at("in_graph")),
+            (1.0, 0.0, 1.0)
+        );
+        assert_eq!((at("callable"), at("type"), at("data")), (1.0, 0.0, 0.0));
+        assert_eq!((at("test"), at("section"), at("scope")), (0.0, 0.0, 1.0));
+        assert!((at("log_lines") - 10f64.ln() / 5.0).abs() < 1e-12);
+        assert_eq!(at("log_centrality"), 0.0);
+        assert_eq!(at("file_evidence"), 0.5);
+    }
+
+    #[test]
+    fn a_candidate_with_more_evidence_scores_higher() {
+        // Whatever the trained weights, the score is their dot product with the features.
+        let x = features(0.0, &Ranks::default(), &context());
+        let by_hand = BIAS + x.iter().zip(WEIGHTS).map(|(x, w)| x * w).sum::<f64>();
+        assert_eq!(score(&x), by_hand);
+    }
+}

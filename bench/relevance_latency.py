@@ -8,7 +8,7 @@ Jev off with this binary, and Jev on against the local server
 (ATLAS_RELEVANCE_TEST_LOOPBACK=1: the one test-only exception to the https rule).
 Prints medians and p95 per configuration.
 
-Usage: bench/relevance_latency.py --code REPO --graph GRAPH [--before BIN] [--runs 15]
+Usage: bench/relevance_latency.py --code REPO --graph GRAPH [--before BIN [--before-on]] [--runs 15]
 """
 import argparse
 import http.server
@@ -66,6 +66,8 @@ def main():
     parser.add_argument("--graph", required=True)
     parser.add_argument("--bin", default=os.path.join(HERE, "..", "target", "release", "atlas"))
     parser.add_argument("--before")
+    parser.add_argument("--before-on", action="store_true",
+                        help="also run the --before binary with Jev on (compare two judges)")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--delay-ms", type=float, default=50)
     args = parser.parse_args()
@@ -78,6 +80,8 @@ def main():
     configs = [("off, this binary", args.bin, {}), ("on, local server", args.bin, on)]
     if args.before:
         configs.insert(0, ("off, before", args.before, {}))
+    if args.before and args.before_on:
+        configs.append(("on, local server, before", args.before, on))
     times = {name: [] for name, _, _ in configs}
     for name, binary, env in configs:  # warm the page cache
         run(binary, args, QUERIES[0], env)

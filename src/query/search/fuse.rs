@@ -402,7 +402,7 @@ impl SearchIndex {
     ) -> relevance::Judgement {
         let node_count = graph.node_count() as u32;
         let pool: Vec<u32> = ranked.iter().map(|r| r.0).collect();
-        let texts = std::cell::RefCell::new(HashMap::<String, Option<String>>::new());
+        let texts = std::cell::RefCell::new(HashMap::<String, Option<LinedText>>::new());
         let describe = |item: u32| -> Option<relevance::WireCandidate> {
             let hit = if item < node_count {
                 symbol_hit(graph, NodeId(item))
@@ -424,8 +424,8 @@ impl SearchIndex {
                 let mut texts = texts.borrow_mut();
                 let text = texts
                     .entry(hit.path.clone())
-                    .or_insert_with(|| inventory_text(setting.root, &hit.path));
-                text.as_deref()
+                    .or_insert_with(|| inventory_text(setting.root, &hit.path).map(LinedText::new));
+                text.as_ref()
                     .map(|t| excerpt(t, hit.lines))
                     .unwrap_or_default()
             };
@@ -780,13 +780,32 @@ fn inventory_text(root: &std::path::Path, path: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// A file's text with the byte offset of each line's start: the pool holds many symbols of
+/// one file, and each excerpt starts at its line without scanning the lines before it.
+struct LinedText {
+    text: String,
+    starts: Vec<usize>,
+}
+
+impl LinedText {
+    fn new(text: String) -> LinedText {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LinedText { text, starts }
+    }
+}
+
 /// Lines `lines` (1-based, inclusive) of `text`, cut to the wire's character limit.
-fn excerpt(text: &str, lines: [u32; 2]) -> String {
+fn excerpt(text: &LinedText, lines: [u32; 2]) -> String {
     let start = lines[0].max(1) as usize - 1;
     let count = (lines[1] as usize + 1).saturating_sub(lines[0].max(1) as usize);
+    let Some(&offset) = text.starts.get(start) else {
+        return String::new();
+    };
     let mut out = String::new();
     let mut chars = 0;
-    for line in text.lines().skip(start).take(count.max(1)) {
+    for line in text.text[offset..].lines().take(count.max(1)) {
         for c in line.chars().chain(std::iter::once('\n')) {
             if chars == relevance::wire::MAX_CONTENT_CHARS {
                 return out;
@@ -812,4 +831,52 @@ fn fuse(lists: &[(&Vec<u32>, Arm)]) -> Vec<(u32, Fused)> {
     let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
     ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
     ranked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `excerpt` as it was written first: skip lines from the file's start.
+    fn scanned(text: &str, lines: [u32; 2]) -> String {
+        let start = lines[0].max(1) as usize - 1;
+        let count = (lines[1] as usize + 1).saturating_sub(lines[0].max(1) as usize);
+        let mut out = String::new();
+        for line in text.lines().skip(start).take(count.max(1)) {
+            for c in line.chars().chain(std::iter::once('\n')) {
+                if out.chars().count() == relevance::wire::MAX_CONTENT_CHARS {
+                    return out;
+                }
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_excerpt_from_the_line_index_equals_one_that_scans_the_file() {
+        let long = "x".repeat(relevance::wire::MAX_CONTENT_CHARS + 10);
+        let texts = [
+            String::new(),
+            "one".to_string(),
+            "one\ntwo\nthree\n".to_string(),
+            "one\r\ntwo\r\n\r\nfour".to_string(),
+            "\n\n\n".to_string(),
+            format!("a\n{long}\nb\n"),
+            "é\nñ\n日本\n".to_string(),
+        ];
+        for text in &texts {
+            let lined = LinedText::new(text.clone());
+            for start in 0..6 {
+                for end in 0..7 {
+                    let lines = [start, end];
+                    assert_eq!(
+                        excerpt(&lined, lines),
+                        scanned(text, lines),
+                        "{text:?} {lines:?}"
+                    );
+                }
+            }
+        }
+    }
 }

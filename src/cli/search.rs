@@ -141,18 +141,26 @@ fn render(output: &SearchOutput) -> String {
     let mut text = String::new();
     for (rank, hit) in output.hits.iter().enumerate() {
         text.push_str(&format!(
-            "{:>3}. {}::{} ({}) L{}-{} · {:.4} · {}\n",
+            "{:>3}. {}::{}\n",
             rank + 1,
             hit.path,
-            hit.symbol,
-            hit.kind,
-            hit.lines[0],
-            hit.lines[1],
-            hit.score,
-            hit.match_arms.join("+")
+            hit_line(hit)
         ));
     }
     text
+}
+
+/// A hit after its path: `symbol (kind) Lstart-end · score · arms`.
+fn hit_line(hit: &search::Hit) -> String {
+    format!(
+        "{} ({}) L{}-{} · {:.4} · {}",
+        hit.symbol,
+        hit.kind,
+        hit.lines[0],
+        hit.lines[1],
+        hit.score,
+        hit.match_arms.join("+")
+    )
 }
 
 /// `--group-by file`: each file, its evidence and its share of the slots, then its hits
@@ -171,16 +179,10 @@ fn render_by_file(output: &SearchOutput) -> String {
             output.hits.len()
         ));
         for &rank in &group.hits {
-            let hit = &output.hits[rank];
             text.push_str(&format!(
-                "  {:>3}. {} ({}) L{}-{} · {:.4} · {}\n",
+                "  {:>3}. {}\n",
                 rank + 1,
-                hit.symbol,
-                hit.kind,
-                hit.lines[0],
-                hit.lines[1],
-                hit.score,
-                hit.match_arms.join("+")
+                hit_line(&output.hits[rank])
             ));
         }
     }

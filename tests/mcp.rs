@@ -206,6 +206,31 @@ async fn every_tool_answers_the_document_its_cli_command_prints() {
         .success()
         .json();
     assert_eq!(search, cli);
+    let grouped = ok(&call(
+        &client,
+        "atlas_search",
+        json!({"query": "cart total", "top_k": 3, "frozen": true, "group_by": "file"}),
+    )
+    .await);
+    let cli = s
+        .atlas(&[
+            "search",
+            "cart total",
+            "--top-k",
+            "3",
+            "--frozen",
+            "--group-by",
+            "file",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(grouped, cli);
+    assert!(
+        grouped["groups"].as_array().is_some_and(|g| !g.is_empty()),
+        "{grouped}"
+    );
     let reference = search["hits"][0]["ref"]
         .as_str()
         .expect("a ref")

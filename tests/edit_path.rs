@@ -395,3 +395,64 @@ fn incremental_typescript_builds_equal_cold_builds_over_random_edits() {
     }
     assert_covered(&history);
 }
+
+/// Past the stamps' racy window: what a build stamps now is vouched for afterwards.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(2_200));
+}
+
+#[test]
+fn a_build_reads_only_the_files_its_stamps_do_not_vouch_for_and_equals_a_cold_build() {
+    let sandbox = Sandbox::with_fixture("python");
+    add_bulk(&sandbox);
+    let graph = sandbox.path().join("graph");
+    let build = || {
+        atlas(
+            &sandbox,
+            &graph,
+            &["build", "--no-search", "--format", "json"],
+        )
+        .success()
+        .json()
+    };
+    settle();
+    let first = build();
+    assert_eq!(first["unread"], 0, "no stamps yet: every file is read");
+    let edits: [(&str, Option<&str>); 3] = [
+        (
+            "shop/util.py",
+            Some("def apply_discount(amount):\n    return amount * 0.8\n"),
+        ),
+        ("shop/later.py", Some("def later():\n    return 1\n")),
+        ("bulk/a/m3.py", None),
+    ];
+    for (step, (path, content)) in edits.into_iter().enumerate() {
+        match content {
+            Some(text) => sandbox.write(path, text),
+            None => std::fs::remove_file(sandbox.repo().join(path)).unwrap(),
+        }
+        // The edit settles before the build, so that the stamps this build writes vouch
+        // for it at the next one.
+        settle();
+        let report = build();
+        let files = report["files"].as_u64().unwrap();
+        // Every file but the one written is taken from the stamps, unread.
+        let written = u64::from(content.is_some());
+        assert_eq!(report["unread"].as_u64(), Some(files - written), "{report}");
+        let cold = sandbox.path().join(format!("cold-{step}"));
+        let cold_report = atlas(
+            &sandbox,
+            &cold,
+            &["build", "--no-search", "--format", "json"],
+        )
+        .success()
+        .json();
+        assert_eq!(
+            report["fingerprint"], cold_report["fingerprint"],
+            "after {path}"
+        );
+        let dump = atlas(&sandbox, &graph, &["graph", "dump"]).success();
+        let cold_dump = atlas(&sandbox, &cold, &["graph", "dump"]).success();
+        assert!(dump.stdout == cold_dump.stdout, "dumps differ after {path}");
+    }
+}

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::inventory::{FileRole, SkipReason, Skipped};
+use crate::build::stamps::Known;
 use crate::build::store::{CachedFacts, Store};
 use crate::graph::codes::FileClass;
 use crate::syntax::extract::{self, EXTRACTOR_VERSION};
@@ -20,6 +21,8 @@ pub(super) struct LoadCounters {
     pub(super) parsed: AtomicUsize,
     /// Cache entries that could not be trusted and were re-extracted.
     pub(super) repaired: AtomicUsize,
+    /// Files taken from the stamps' description, not read.
+    pub(super) unread: AtomicUsize,
 }
 
 /// A file after reading and extraction.
@@ -47,14 +50,22 @@ fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8000)].contains(&0)
 }
 
-/// Reads, hashes, classifies and (unless cached) extracts one inventoried file.
+/// Reads, hashes, classifies and (unless cached) extracts one inventoried file. A file
+/// whose content the committed generation's stamps vouch for (`known`) is not read: its
+/// hash, class and lines are the known ones, and its facts the cached ones (read as usual
+/// when the cache no longer has them).
 pub(super) fn load(
     store: &Store,
     root: &Path,
     file: &super::inventory::InventoryFile,
     limit: u64,
     counters: &LoadCounters,
+    known: Option<&Known>,
 ) -> std::result::Result<Loaded, Skipped> {
+    if let Some(loaded) = known.and_then(|known| load_known(store, file, known)) {
+        counters.unread.fetch_add(1, Ordering::Relaxed);
+        return Ok(loaded);
+    }
     let skip = |reason| Skipped {
         path: file.path.clone(),
         reason,
@@ -101,6 +112,32 @@ pub(super) fn load(
     Ok(loaded)
 }
 
+/// `file` as the stamps describe it, with its cached facts; `None` when the cache does
+/// not hold them (the caller reads the file).
+fn load_known(
+    store: &Store,
+    file: &super::inventory::InventoryFile,
+    known: &Known,
+) -> Option<Loaded> {
+    let class = FileClass::from_code(known.class)?;
+    let facts = match file.language() {
+        Some(language) => match store.load_facts(&fact_key(&known.hash, language)) {
+            CachedFacts::Hit(facts) => Some(Arc::new(facts)),
+            _ => return None,
+        },
+        None => None,
+    };
+    Some(Loaded {
+        path: file.path.clone(),
+        language: file.language(),
+        class,
+        hash: known.hash,
+        size: file.stamp?.size,
+        lines: known.lines,
+        facts,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,7 +156,7 @@ mod tests {
             stamp: None,
         };
         let counters = LoadCounters::default();
-        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters) {
+        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters, None) {
             Err(skipped) => skipped,
             Ok(_) => panic!("a missing file cannot load"),
         };
@@ -140,14 +177,14 @@ mod tests {
             stamp: None,
         };
         let counters = LoadCounters::default();
-        assert!(load(&store, temp.path(), &file, u64::MAX, &counters).is_ok());
+        assert!(load(&store, temp.path(), &file, u64::MAX, &counters, None).is_ok());
         assert_eq!(counters.parsed.load(Ordering::Relaxed), 1);
         // Overwrite every cache entry with garbage: the next load re-parses and counts a
         // repair.
         for entry in walk(&temp.path().join("graph/cache")) {
             std::fs::write(entry, b"garbage").unwrap();
         }
-        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters)
+        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters, None)
             .map_err(|s| s.path)
             .unwrap();
         assert_eq!(counters.parsed.load(Ordering::Relaxed), 2);

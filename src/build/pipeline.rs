@@ -144,6 +144,9 @@ pub struct BuildReport {
     pub cached: usize,
     /// Damaged fact-cache entries (checksum, key or consistency) that were re-extracted.
     pub cache_repaired: usize,
+    /// Files not read at all: the committed generation's stamps vouched for their content
+    /// (`build::stamps`).
+    pub unread: usize,
     pub symbols: usize,
     pub edges: usize,
     pub frontier: usize,
@@ -249,6 +252,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let truncated = inventory.truncated.as_ref().map(truncation_report);
     let parsed = counters.parsed.load(Ordering::Relaxed);
     let cache_repaired = counters.repaired.load(Ordering::Relaxed);
+    let unread = counters.unread.load(Ordering::Relaxed);
 
     // Same inputs as the committed generation: nothing to publish — if that generation
     // still opens with its manifest. A generation that fails validation (corrupt, or written by an older
@@ -275,7 +279,14 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         let stage = Instant::now();
         build_search(options, &store, &lock, &fingerprint)?;
         timings.search = ms(stage);
-        record_stamps(options, &inventory, &skipped, fingerprint_bytes, stamped_at);
+        record_stamps(
+            options,
+            &inventory,
+            &files,
+            &skipped,
+            fingerprint_bytes,
+            stamped_at,
+        );
         timings.total = ms(started);
         return Ok(BuildReport {
             generation: store.generation_dir(&fingerprint),
@@ -286,6 +297,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             parsed,
             cached: files.len() - parsed,
             cache_repaired,
+            unread,
             symbols: count(|m| m.symbols),
             edges: count(|m| m.edges),
             frontier: count(|m| m.frontier),
@@ -372,7 +384,14 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     store.commit(&lock, &fingerprint)?;
     store.write_root(&options.code_root)?;
     store.collect_garbage(&lock)?;
-    record_stamps(options, &inventory, &skipped, fingerprint_bytes, stamped_at);
+    record_stamps(
+        options,
+        &inventory,
+        &files,
+        &skipped,
+        fingerprint_bytes,
+        stamped_at,
+    );
     timings.publish += ms(stage);
     timings.total = ms(started);
 
@@ -385,6 +404,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         parsed,
         cached: files.len() - parsed,
         cache_repaired,
+        unread,
         symbols,
         edges: resolved.edges.len(),
         frontier: resolved.frontier.len(),
@@ -551,6 +571,7 @@ fn write_generation(
 fn record_stamps(
     options: &BuildOptions,
     inventory: &super::inventory::Inventory,
+    files: &[Loaded],
     skipped: &[Skipped],
     fingerprint: [u8; 32],
     stamped_at: i64,
@@ -563,6 +584,20 @@ fn record_stamps(
         .iter()
         .filter(|f| !skipped.contains(f.path.as_str()))
         .filter_map(|f| f.stamp.map(|stamp| (f.path.clone(), stamp)))
+        .collect();
+    // What each file held when it was loaded: the next build need not read it again
+    // while its stamp holds.
+    stamps.known = files
+        .iter()
+        .filter(|f| stamps.entries.contains_key(&f.path))
+        .map(|f| {
+            let known = super::stamps::Known {
+                hash: f.hash,
+                class: f.class.code(),
+                lines: f.lines,
+            };
+            (f.path.clone(), known)
+        })
         .collect();
     stamps.write(&options.graph_dir, stamped_at);
 }
@@ -579,16 +614,26 @@ fn load_all(
     if let Some(progress) = progress {
         progress.start("extracting", inventory.files.len());
     }
+    // The committed generation's stamps: files they vouch for are not read again.
+    let stamps =
+        store.current().ok().flatten().and_then(|current| {
+            super::stamps::Stamps::read_committed(&options.graph_dir, &current)
+        });
     let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
         .files
         .par_iter()
         .map(|file| {
+            let known = stamps
+                .as_ref()
+                .zip(file.stamp.as_ref())
+                .and_then(|(stamps, stamp)| stamps.vouched(&file.path, stamp));
             let result = load(
                 store,
                 &options.code_root,
                 file,
                 options.limits.max_file_bytes,
                 counters,
+                known,
             );
             if let Some(progress) = progress {
                 progress.advance(1);
@@ -828,6 +873,7 @@ pub fn evaluate_edges(options: &BuildOptions) -> Result<EdgeReport> {
                 file,
                 options.limits.max_file_bytes,
                 &counters,
+                None,
             )
             .ok()
         })

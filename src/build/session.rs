@@ -171,16 +171,24 @@ pub fn changes(
     // now — never an entry of a file found changed or gone.
     let mut confirmed: Vec<(String, super::stamps::Stamp)> = Vec::new();
     let mut hashed_clean = false;
-    let committed: HashMap<&str, &[u8; 32]> = graph
+    let committed: HashMap<&str, super::stamps::Known> = graph
         .files()
         .filter_map(|f| graph.file(f))
-        .map(|f| (graph.str(f.path()), &f.record().hash))
+        .map(|f| {
+            let record = f.record();
+            let known = super::stamps::Known {
+                hash: record.hash,
+                class: record.class,
+                lines: record.lines.to_native(),
+            };
+            (graph.str(f.path()), known)
+        })
         .collect();
     let mut changed = Vec::new();
     let mut added = Vec::new();
     for file in &inventory.files {
         match committed.get(file.path.as_str()) {
-            Some(hash) => {
+            Some(known) => {
                 if let (Some(stamps), Some(stamp)) = (&stamps, &file.stamp)
                     && stamps.vouches(&file.path, stamp)
                 {
@@ -190,7 +198,7 @@ pub fn changes(
                 let current =
                     crate::source::read(code_root, &file.path, file.size.max(1).saturating_mul(2))
                         .map(|b| *blake3::hash(&b).as_bytes());
-                if current.ok().as_ref() != Some(*hash) {
+                if current.ok() != Some(known.hash) {
                     changed.push(file.path.clone());
                 } else if let Some(stamp) = file.stamp {
                     confirmed.push((file.path.clone(), stamp));
@@ -213,6 +221,11 @@ pub fn changes(
         && cache.record
         && hashed_clean
     {
+        // The generation's file table describes each confirmed file's content.
+        stamps.known = confirmed
+            .iter()
+            .filter_map(|(path, _)| Some((path.clone(), *committed.get(path.as_str())?)))
+            .collect();
         stamps.entries = confirmed.into_iter().collect();
         stamps.write(cache.graph_dir, as_of);
     }

@@ -265,6 +265,31 @@ fn segments(graph: &Path) -> Vec<(String, u64)> {
     out
 }
 
+/// Builds the tree cold into `cold` and checks that the build `report` of `graph` equals
+/// it: the same fingerprint, the same dump. Returns the cold report and `graph`'s dump.
+fn assert_equals_cold(
+    sandbox: &Sandbox,
+    graph: &Path,
+    report: &serde_json::Value,
+    cold: &Path,
+    context: &str,
+) -> (serde_json::Value, Run) {
+    let cold_report = atlas(sandbox, cold, &["build", "--no-search", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(
+        report["fingerprint"], cold_report["fingerprint"],
+        "{context}"
+    );
+    let dump = atlas(sandbox, graph, &["graph", "dump"]).success();
+    let cold_dump = atlas(sandbox, cold, &["graph", "dump"]).success();
+    assert!(
+        dump.stdout == cold_dump.stdout,
+        "dumps differ after {context}"
+    );
+    (cold_report, dump)
+}
+
 /// Runs `steps` random edits, checking after each; returns the edits made.
 fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> {
     let sandbox = Sandbox::with_fixture(lang.fixture);
@@ -289,13 +314,6 @@ fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> 
         .success()
         .json();
         let cold = sandbox.path().join(format!("cold-graph-{step}"));
-        let cold_report = atlas(
-            &sandbox,
-            &cold,
-            &["build", "--no-search", "--format", "json"],
-        )
-        .success()
-        .json();
         let context = || {
             format!(
                 "{} seed {seed}, edits:\n  {}",
@@ -303,22 +321,11 @@ fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> 
                 history.join("\n  ")
             )
         };
-        assert_eq!(
-            report["fingerprint"],
-            cold_report["fingerprint"],
-            "{}",
-            context()
-        );
+        let (cold_report, dump) =
+            assert_equals_cold(&sandbox, &incremental, &report, &cold, &context());
         assert_eq!(
             cold_report["parsed"], cold_report["files"],
             "the cold build parsed everything"
-        );
-        let dump = atlas(&sandbox, &incremental, &["graph", "dump"]).success();
-        let cold_dump = atlas(&sandbox, &cold, &["graph", "dump"]).success();
-        assert!(
-            dump.stdout == cold_dump.stdout,
-            "dumps differ after {}",
-            context()
         );
         // File for file: the same root and the same segments (format 4).
         let edited_segments = segments(&incremental);
@@ -440,19 +447,6 @@ fn a_build_reads_only_the_files_its_stamps_do_not_vouch_for_and_equals_a_cold_bu
         let written = u64::from(content.is_some());
         assert_eq!(report["unread"].as_u64(), Some(files - written), "{report}");
         let cold = sandbox.path().join(format!("cold-{step}"));
-        let cold_report = atlas(
-            &sandbox,
-            &cold,
-            &["build", "--no-search", "--format", "json"],
-        )
-        .success()
-        .json();
-        assert_eq!(
-            report["fingerprint"], cold_report["fingerprint"],
-            "after {path}"
-        );
-        let dump = atlas(&sandbox, &graph, &["graph", "dump"]).success();
-        let cold_dump = atlas(&sandbox, &cold, &["graph", "dump"]).success();
-        assert!(dump.stdout == cold_dump.stdout, "dumps differ after {path}");
+        assert_equals_cold(&sandbox, &graph, &report, &cold, path);
     }
 }

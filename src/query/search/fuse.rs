@@ -151,7 +151,15 @@ impl SearchIndex {
         let allocation = config.allocation()?;
         let fusion = config.fusion()?;
         let (exact, files_ranked) = if rerank {
-            let priors = Priors::new(graph, &self.sections, &files, query, fusion, &ranked);
+            let priors = Priors::new(
+                graph,
+                &self.sections,
+                &files,
+                query,
+                fusion,
+                &ranked,
+                config.features_out.is_some(),
+            );
             if let Some(path) = &config.features_out {
                 write_features(graph, &priors, &ranked, path, &mut unavailable);
             }
@@ -574,7 +582,7 @@ pub(super) struct Priors<'a> {
     scope: Vec<String>,
     fusion: Fusion,
     /// Each file's evidence over the best file's, from the prior-weighted pool the arms
-    /// fused (a learned feature).
+    /// fused (a learned feature; empty unless learned fusion or the feature dump asks).
     file_evidence: HashMap<FileId, f64>,
 }
 
@@ -586,6 +594,7 @@ impl<'a> Priors<'a> {
         query: &str,
         fusion: Fusion,
         ranked: &[(u32, Fused)],
+        features: bool,
     ) -> Self {
         let mut priors = Priors {
             graph,
@@ -595,6 +604,10 @@ impl<'a> Priors<'a> {
             fusion,
             file_evidence: HashMap::new(),
         };
+        // File evidence is a learned feature only: RRF weighing never reads it.
+        if fusion == Fusion::Rrf && !features {
+            return priors;
+        }
         let candidates: Vec<allocate::Candidate> = ranked
             .iter()
             .map(|(item, fused)| priors.candidate(*item, priors.prior(*item, fused.score)))

@@ -337,3 +337,38 @@ fn an_unreadable_manifest_is_rebuilt_once_not_in_a_loop() {
         .json();
     assert_eq!(second["receipt"]["refreshed"], false, "{second:#}");
 }
+
+#[test]
+fn a_files_frontier_found_by_binary_search_is_the_one_a_walk_finds() {
+    // `frontier_in_file` searches a part's entries by file instead of walking the
+    // frontier (flow's runtime boundaries); over several segments, and for every file,
+    // it must return exactly the entries a walk keeps, in the same order.
+    let s = Sandbox::with_fixture("python");
+    for dir in ["a", "b"] {
+        for i in 0..70 {
+            s.write(
+                &format!("bulk/{dir}/m{i}.py"),
+                format!("def f_{dir}_{i}(x):\n    unknown_{i}(x)\n    return requests.get(x)\n"),
+            );
+        }
+    }
+    s.atlas(&["build", "--no-progress"]).success();
+    let graph = atlas::graph::reader::Graph::open(&s.graph_file()).unwrap();
+    assert!(graph.segment_count() >= 3, "{}", graph.segment_count());
+    let key = |(index, entry): (u32, atlas::graph::reader::FrontierRef<'_>)| {
+        (index, entry.from(), graph.str(entry.name()).to_string())
+    };
+    let mut seen = 0;
+    for file in graph.files() {
+        let walked: Vec<_> = graph
+            .frontier_entries()
+            .filter(|(_, e)| e.file() == file)
+            .map(key)
+            .collect();
+        let searched: Vec<_> = graph.frontier_in_file(file).map(key).collect();
+        assert_eq!(searched, walked, "{}", graph.file_path(file));
+        seen += walked.len();
+    }
+    assert_eq!(seen, graph.frontier_count());
+    assert!(seen >= 140, "{seen}");
+}

@@ -555,6 +555,28 @@ impl Graph {
         })
     }
 
+    /// The frontier entries whose reference site is in `file`, with their global indexes,
+    /// in stored order. Every format stores a part's entries sorted by file (the
+    /// resolver's order) and a file's entries in its own part, so this is a binary search,
+    /// not a walk of the frontier (sympy's is 150,000 entries).
+    pub fn frontier_in_file(&self, file: FileId) -> impl Iterator<Item = (u32, FrontierRef<'_>)> {
+        let (part, _) = self.part_by(file.0, |b| b.file);
+        let records = part.data().frontier.as_slice();
+        let base = &part.base;
+        let file_of = |r: &ArchivedFrontierRecord| base.file(r.file.to_native()).0;
+        let start = records.partition_point(|r| file_of(r) < file.0);
+        let end = start + records[start..].partition_point(|r| file_of(r) <= file.0);
+        records[start..end]
+            .iter()
+            .enumerate()
+            .map(move |(i, record)| {
+                (
+                    base.frontier + (start + i) as u32,
+                    FrontierRef { record, base },
+                )
+            })
+    }
+
     /// Nodes whose key in `table` equals `key`, by binary search, in id order.
     pub fn lookup(&self, table: NameTable, key: &str) -> Vec<NodeId> {
         let mut out = Vec::new();

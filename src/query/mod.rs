@@ -8,3 +8,11 @@ pub mod intent;
 pub mod profile;
 pub mod search;
 pub mod tokens;
+
+/// The byte offset of each line's start in `text` (0, then one past every `\n`): a slice
+/// of lines starts at its line without scanning the lines before it.
+pub(crate) fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
+}

@@ -25,7 +25,8 @@ impl Assembly<'_> {
         serialized_bytes: usize,
     ) -> ContextOutput {
         let counters = &projection.counters;
-        let omissions = projection.omissions(self.request, self.fingerprint, self.limits);
+        let omissions =
+            projection.omissions(self.graph, self.request, self.fingerprint, self.limits);
         let mut truncated_classes: Vec<&'static str> =
             omissions.iter().map(|o| o.class.as_str()).collect();
         truncated_classes.sort_unstable();

@@ -117,6 +117,9 @@ impl SpineBudget {
 pub struct Spines<'g> {
     graph: &'g Graph,
     reach: HashMap<NodeId, usize>,
+    /// `implementations` already found: a base class's method is met again at every call
+    /// of it, and sympy's `Basic` has hundreds of subclasses to walk each time.
+    implemented: std::cell::RefCell<HashMap<NodeId, Vec<NodeId>>>,
     /// Nodes named by the query: preferred among implementations.
     named: BTreeSet<NodeId>,
     budget: SpineBudget,
@@ -135,6 +138,7 @@ impl<'g> Spines<'g> {
         Spines {
             graph,
             reach: HashMap::new(),
+            implemented: Default::default(),
             named,
             budget,
         }
@@ -173,6 +177,15 @@ impl<'g> Spines<'g> {
     /// Overrides of `method` in the implementors and subclasses of its type, when the
     /// method belongs to a base class, trait or interface: where a call to it may go.
     pub fn implementations(&self, method: NodeId) -> Vec<NodeId> {
+        if let Some(found) = self.implemented.borrow().get(&method) {
+            return found.clone();
+        }
+        let found = self.find_implementations(method);
+        self.implemented.borrow_mut().insert(method, found.clone());
+        found
+    }
+
+    fn find_implementations(&self, method: NodeId) -> Vec<NodeId> {
         let graph = self.graph;
         if graph.kind(method) != SymbolKind::Method {
             return Vec::new();

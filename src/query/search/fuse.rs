@@ -802,9 +802,7 @@ struct LinedText {
 
 impl LinedText {
     fn new(text: String) -> LinedText {
-        let starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
+        let starts = crate::query::line_starts(&text);
         LinedText { text, starts }
     }
 }

@@ -616,14 +616,10 @@ impl SearchIndex {
             let plain = token.chars().all(|c| c.is_ascii_alphanumeric());
             if short && plain && token.len() >= 3 {
                 for field in [self.fields.name, self.fields.qualified] {
-                    if let Ok(prefix) =
-                        tantivy::query::RegexQuery::from_pattern(&format!("{token}.+"), field)
-                    {
-                        clauses.push((
-                            Occur::Should,
-                            Box::new(BoostQuery::new(Box::new(prefix), 1.5)),
-                        ));
-                    }
+                    clauses.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(Box::new(longer_words(field, token)), 1.5)),
+                    ));
                 }
             }
         }
@@ -980,4 +976,22 @@ impl crate::build::pipeline::Companion for IndexCompanion {
         SearchIndex::ensure_built(store, lock, fingerprint, &graph, code_root, &embedder)
             .map(|_| ())
     }
+}
+
+/// Matches the documents with a word in `field` that starts with `prefix` and is longer
+/// (`prefix.+`), scored as a constant like any automaton query. The words between
+/// `prefix` and its successor (last byte + 1) are exactly those, for an ASCII
+/// alphanumeric `prefix`; a range walks the term dictionary without compiling a regex
+/// automaton, which cost a question ~0.3 ms per word and field.
+fn longer_words(field: tantivy::schema::Field, prefix: &str) -> tantivy::query::RangeQuery {
+    debug_assert!(prefix.bytes().all(|b| b.is_ascii_alphanumeric()) && !prefix.is_empty());
+    let mut successor = prefix.as_bytes().to_vec();
+    if let Some(last) = successor.last_mut() {
+        *last += 1;
+    }
+    let successor = String::from_utf8(successor).unwrap_or_default();
+    tantivy::query::RangeQuery::new(
+        std::ops::Bound::Excluded(Term::from_field_text(field, prefix)),
+        std::ops::Bound::Excluded(Term::from_field_text(field, &successor)),
+    )
 }

@@ -14,7 +14,7 @@ use super::retrieve::{Candidate, RelationInfo, SliceTarget};
 use super::{ArgvChange, ContextRequest};
 use crate::error::AtlasError;
 use crate::graph::codes::FileClass;
-use crate::graph::ids::FileId;
+use crate::graph::ids::{FileId, NodeId};
 use crate::graph::reader::Graph;
 use crate::query::profile::EvidenceClass;
 use crate::syntax::facts::SymbolKind;
@@ -64,8 +64,15 @@ struct Omitted {
     class: EvidenceClass,
     reason: OmissionReason,
     id: String,
-    symbol: Option<String>,
+    symbol: OmittedSymbol,
     score: u16,
+}
+
+/// An omitted candidate's symbol: a node is labelled only if it tops its group (most
+/// omitted candidates never do, and a hub omits thousands).
+enum OmittedSymbol {
+    Node(Option<NodeId>),
+    Label(Option<String>),
 }
 
 pub struct Projection {
@@ -111,6 +118,9 @@ struct SourceFile {
     text: Option<String>,
     /// 0-based index of the file's last line (slices are clamped to it, R-PROJ-2).
     last_line: u32,
+    /// Byte offset of each line's start: a slice starts at its line without scanning the
+    /// lines before it (a hub's slices fall all over large files).
+    starts: Vec<usize>,
     stale: bool,
     class: Option<FileClass>,
 }
@@ -131,6 +141,7 @@ impl Sources<'_> {
                 return SourceFile {
                     text: None,
                     last_line: 0,
+                    starts: Vec::new(),
                     stale: true,
                     class: None,
                 };
@@ -140,12 +151,19 @@ impl Sources<'_> {
             match crate::source::read(root, path, record.size.to_native()) {
                 Ok(bytes) if blake3::hash(&bytes).as_bytes() == &record.hash => {
                     let text = String::from_utf8(bytes).ok();
-                    let last_line = text
+                    let starts = text
                         .as_deref()
-                        .map_or(0, |t| t.lines().count().saturating_sub(1) as u32);
+                        .map_or_else(Vec::new, crate::query::line_starts);
+                    // As many lines as `str::lines` yields: a final newline ends the last
+                    // line rather than starting one.
+                    let lines = match text.as_deref() {
+                        Some(t) if !t.is_empty() => starts.len() - usize::from(t.ends_with('\n')),
+                        _ => 0,
+                    };
                     SourceFile {
                         text,
-                        last_line,
+                        last_line: lines.saturating_sub(1) as u32,
+                        starts,
                         stale: false,
                         class,
                     }
@@ -153,6 +171,7 @@ impl Sources<'_> {
                 _ => SourceFile {
                     text: None,
                     last_line: 0,
+                    starts: Vec::new(),
                     stale: true,
                     class,
                 },
@@ -161,9 +180,13 @@ impl Sources<'_> {
     }
 }
 
-fn lines_of(text: &str, first: u32, last: u32) -> String {
-    text.lines()
-        .skip(first as usize)
+/// Lines `first..=last` (0-based) of `text`, whose line starts are `starts`.
+fn lines_of(text: &str, starts: &[usize], first: u32, last: u32) -> String {
+    let Some(&start) = starts.get(first as usize) else {
+        return String::new();
+    };
+    text[start..]
+        .lines()
         .take((last.saturating_sub(first) + 1) as usize)
         .collect::<Vec<_>>()
         .join("\n")
@@ -321,7 +344,7 @@ pub fn project(
                 class: c.class,
                 reason,
                 id: c.id.clone(),
-                symbol: c.node.map(|n| graph.label(n)),
+                symbol: OmittedSymbol::Node(c.node),
                 score: c.score,
             });
         };
@@ -475,7 +498,7 @@ pub fn project(
                     full.projection = "full";
                     full.source = Some(SourceOut {
                         lines: [first + 1, clipped_last + 1],
-                        text: lines_of(text, first, clipped_last),
+                        text: lines_of(text, &source.starts, first, clipped_last),
                         clipped: clipped_last < last,
                     });
                     full_item = Some(full);
@@ -575,7 +598,7 @@ impl Projection {
             class: item.class,
             reason: OmissionReason::ByteCeiling,
             id: item.id,
-            symbol: item.symbol,
+            symbol: OmittedSymbol::Label(item.symbol),
             score: item.score,
         });
         true
@@ -591,6 +614,7 @@ impl Projection {
     /// the group's first item could not fit even at the top of this page.
     pub fn omissions(
         &self,
+        graph: &Graph,
         request: &ContextRequest,
         fingerprint: &str,
         limits: &Limits,
@@ -613,7 +637,10 @@ impl Projection {
                 .max_by(|a, b| a.score.cmp(&b.score).then(b.id.cmp(&a.id)))
                 .map(|m| TopCandidate {
                     id: m.id.clone(),
-                    symbol: m.symbol.clone(),
+                    symbol: match &m.symbol {
+                        OmittedSymbol::Node(node) => node.map(|n| graph.label(n)),
+                        OmittedSymbol::Label(label) => label.clone(),
+                    },
                     score: m.score,
                 });
             let Some(top) = top else { continue };

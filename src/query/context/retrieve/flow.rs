@@ -449,7 +449,13 @@ pub(super) fn frontier_of_spine(b: &mut Builder, spine: &[NodeId]) {
     let graph = b.graph;
     let spine_set: BTreeSet<NodeId> = spine.iter().copied().collect();
     let mut boundaries: BTreeMap<(FileId, u32, String), (NodeId, &'static str)> = BTreeMap::new();
-    for (_, entry) in graph.frontier_entries() {
+    // A reference's entry is in its symbol's file: only the spine's files are read.
+    let files: BTreeSet<FileId> = spine
+        .iter()
+        .map(|&node| graph.node(node).file())
+        .filter(|file| !file.is_none())
+        .collect();
+    for (_, entry) in files.iter().flat_map(|&file| graph.frontier_in_file(file)) {
         let from = entry.from();
         if !spine_set.contains(&from) {
             continue;

@@ -2,7 +2,9 @@
 //! candidate has a stable evidence id, a class, a u16 score with reasons and a required
 //! flag. Nothing here reads source or knows about bytes.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::spine::{Hop, SPINE_MAX, SpineBudget, Spines};
 use crate::graph::codes::FileClass;
@@ -175,8 +177,20 @@ const IMPACT_HOPS: u32 = 4;
 const VISIT_CAP: usize = 20_000;
 
 pub fn evidence_id(class: EvidenceClass, identity: &str) -> String {
-    let hash = blake3::hash(format!("{class}\0{identity}").as_bytes());
-    format!("ev-{class}-{}", &hash.to_hex()[..16])
+    // blake3 of `{class}\0{identity}`, hashed in parts: a hub's thousands of candidates
+    // each take one, so no intermediate string is built.
+    let class = class.as_str();
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(class.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(identity.as_bytes());
+    let hex = hasher.finalize().to_hex();
+    let mut id = String::with_capacity(4 + class.len() + 16);
+    id.push_str("ev-");
+    id.push_str(class);
+    id.push('-');
+    id.push_str(&hex[..16]);
+    id
 }
 
 struct Builder<'g> {
@@ -184,6 +198,9 @@ struct Builder<'g> {
     named: BTreeSet<NodeId>,
     candidates: Vec<Candidate>,
     seen: HashMap<String, usize>,
+    /// The entry each (class, symbol) went to: a symbol reached again (a hub's thousands
+    /// of call sites) merges without building its label and evidence id again.
+    by_symbol: HashMap<(EvidenceClass, NodeId), usize>,
     touched_files: BTreeSet<FileId>,
 }
 
@@ -245,8 +262,32 @@ impl<'g> Builder<'g> {
         (score.min(u16::MAX as u32) as u16, bonus, policy)
     }
 
-    fn push(&mut self, mut candidate: Candidate, identity: &str) {
+    /// Adds `candidate` as the evidence of `identity`; the same evidence reached again is
+    /// merged into one entry. Returns the entry's index.
+    fn push(&mut self, mut candidate: Candidate, identity: &str) -> usize {
         candidate.id = evidence_id(candidate.class, identity);
+        let index = self.seen.get(&candidate.id).copied();
+        self.merge(candidate, index)
+    }
+
+    /// `push` of a symbol's evidence, whose identity is the symbol's label.
+    fn push_symbol(&mut self, candidate: Candidate, node: NodeId) {
+        let key = (candidate.class, node);
+        match self.by_symbol.get(&key) {
+            Some(&index) => {
+                self.merge(candidate, Some(index));
+            }
+            None => {
+                let label = self.label(node);
+                let index = self.push(candidate, &label);
+                self.by_symbol.insert(key, index);
+            }
+        }
+    }
+
+    /// Adds `candidate` as a new entry, or merges it into the entry at `existing` (the
+    /// same evidence id).
+    fn merge(&mut self, mut candidate: Candidate, existing: Option<usize>) -> usize {
         if let Some(node) = candidate.node {
             candidate.named |= self.named.contains(&node);
             let file = self.graph.node(node).file();
@@ -254,8 +295,8 @@ impl<'g> Builder<'g> {
                 self.touched_files.insert(file);
             }
         }
-        match self.seen.get(&candidate.id) {
-            Some(&index) => {
+        match existing {
+            Some(index) => {
                 let existing = &mut self.candidates[index];
                 // One entry per symbol and class: the same evidence reached again keeps
                 // its strongest form and every site.
@@ -266,14 +307,19 @@ impl<'g> Builder<'g> {
                     }
                 }
                 if (candidate.required, candidate.score) > (existing.required, existing.score) {
+                    if candidate.id.is_empty() {
+                        candidate.id = std::mem::take(&mut existing.id);
+                    }
                     *existing = candidate;
                 }
                 existing.sites = sites;
+                index
             }
             None => {
-                self.seen
-                    .insert(candidate.id.clone(), self.candidates.len());
+                let index = self.candidates.len();
+                self.seen.insert(candidate.id.clone(), index);
                 self.candidates.push(candidate);
+                index
             }
         }
     }
@@ -285,8 +331,7 @@ impl<'g> Builder<'g> {
         } else {
             SliceTarget::Declaration(node)
         };
-        let label = self.label(node);
-        self.push(
+        self.push_symbol(
             Candidate {
                 id: String::new(),
                 class: EvidenceClass::Declaration,
@@ -303,7 +348,7 @@ impl<'g> Builder<'g> {
                 why: None,
                 statement: None,
             },
-            &label,
+            node,
         );
     }
 
@@ -346,10 +391,9 @@ impl<'g> Builder<'g> {
             ) => SliceTarget::Site(file, line),
             _ => SliceTarget::Declaration(node),
         };
-        // One entry per (class, symbol): its relations' sites are gathered on it.
-        let identity = self.label(node);
         let sites: Vec<(FileId, u32)> = relation.site.into_iter().collect();
-        self.push(
+        // One entry per (class, symbol): its relations' sites are gathered on it.
+        self.push_symbol(
             Candidate {
                 id: String::new(),
                 class,
@@ -372,14 +416,20 @@ impl<'g> Builder<'g> {
                 why,
                 statement: None,
             },
-            &identity,
+            node,
         );
     }
 
     /// Records why a hop was taken on the entry of `(class, node)`.
     fn set_why(&mut self, class: EvidenceClass, node: NodeId, why: String) {
-        let id = evidence_id(class, &self.label(node));
-        if let Some(&index) = self.seen.get(&id) {
+        let index = match self.by_symbol.get(&(class, node)) {
+            Some(&index) => Some(index),
+            None => self
+                .seen
+                .get(&evidence_id(class, &self.label(node)))
+                .copied(),
+        };
+        if let Some(index) = index {
             self.candidates[index].why = Some(why);
         }
     }
@@ -580,7 +630,8 @@ pub fn retrieve(
         graph,
         named: intent.anchors.iter().map(|a| a.node).collect(),
         candidates: Vec::new(),
-        seen: HashMap::new(),
+        seen: HashMap::default(),
+        by_symbol: HashMap::default(),
         touched_files: BTreeSet::new(),
     };
     let mut spine = Vec::new();

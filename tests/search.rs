@@ -1055,3 +1055,49 @@ fn the_learned_scorer_ranks_and_its_features_are_written_for_training() {
         );
     }
 }
+
+#[test]
+fn a_partial_identifier_matches_the_longer_words_it_starts() {
+    // A short query's word is also the prefix of a name's words (`discou` → `discount`),
+    // and only of longer words: the term itself matches as a term, and a word it does
+    // not start matches nothing.
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let bm25 = |query: &str| {
+        s.search(query)
+            .json()
+            .top_k(5)
+            .env("ATLAS_SEARCH_ARMS", "bm25")
+            .run()
+            .success()
+            .search()
+    };
+    let partial = bm25("discou");
+    assert_eq!(
+        partial.symbols().first(),
+        Some(&"apply_discount"),
+        "{:?}",
+        partial.symbols()
+    );
+    assert!(partial.hits[0].found_by("bm25"));
+    let whole = bm25("discount");
+    assert_eq!(
+        whole.symbols().first(),
+        Some(&"apply_discount"),
+        "{:?}",
+        whole.symbols()
+    );
+    let beyond = bm25("discountz");
+    assert!(
+        !beyond.symbols().contains(&"apply_discount"),
+        "{:?}",
+        beyond.symbols()
+    );
+    // A word sorted right after the real one's prefix is not its prefix either.
+    let next = bm25("discouo");
+    assert!(
+        !next.symbols().contains(&"apply_discount"),
+        "{:?}",
+        next.symbols()
+    );
+}

@@ -718,3 +718,57 @@ async fn with_atlas_watch_the_server_answers_an_edit_once_its_watcher_has_built(
     assert_eq!(answer["graph"]["refreshed"], false);
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_search_over_many_symbols_answers_what_a_one_shot_search_answers() {
+    // A serving process rules vector rows out through an int8 copy of the vectors
+    // (`query::search::quantized`); over more symbols than the vector arm keeps (50 of a
+    // kind), its answers must still be the one-shot CLI's, to the score.
+    let s = Sandbox::with_fixture("python");
+    let words = [
+        "parse", "render", "cache", "token", "money", "discount", "matrix", "stream", "socket",
+        "retry", "schedule", "encode", "invoice", "refund",
+    ];
+    for file in 0..12 {
+        let mut text = String::new();
+        for i in 0..20 {
+            let n = file * 20 + i;
+            let (a, b) = (words[n % words.len()], words[(n / 3 + file) % words.len()]);
+            text.push_str(&format!(
+                "def {a}_{b}_{n}(value):\n    \"\"\"{a} the {b} of value.\"\"\"\n    return value\n\n"
+            ));
+        }
+        s.write(&format!("gen/m{file}.py"), text);
+    }
+    s.atlas(&["build", "--no-progress"]).success();
+    let repo = s.repo().display().to_string();
+    let client = connect(&s.repo(), &["--code", &repo], Client::default()).await;
+    let mut by_vector = 0;
+    for query in [
+        "parse the token stream",
+        "retry socket",
+        "refund money",
+        "encode invoice",
+    ] {
+        let warm = ok(&call(
+            &client,
+            "atlas_search",
+            json!({"query": query, "top_k": 20, "frozen": true}),
+        )
+        .await);
+        let cli = s
+            .atlas(&[
+                "search", query, "--top-k", "20", "--frozen", "--format", "json",
+            ])
+            .success()
+            .json();
+        assert_eq!(warm, cli, "{query}");
+        by_vector += cli["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["match_arms"].to_string().contains("vector"))
+            .count();
+    }
+    assert!(by_vector > 0, "the vector arm found nothing to compare");
+}

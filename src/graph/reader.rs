@@ -466,12 +466,18 @@ impl Graph {
     /// Label of a node: `path::Qualified` for symbols, the path for files, `path/` for
     /// modules.
     pub fn label(&self, id: NodeId) -> String {
+        self.label_parts(id).concat()
+    }
+
+    /// `label` in the pieces it is joined from, for a caller that hashes or compares it
+    /// without building the string.
+    pub fn label_parts(&self, id: NodeId) -> [&str; 3] {
         let node = self.node(id);
         let qualified = self.str(node.qualified());
         match self.kind(id) {
-            SymbolKind::Module => format!("{qualified}/"),
-            SymbolKind::File => qualified.to_string(),
-            _ => format!("{}::{qualified}", self.file_path(node.file())),
+            SymbolKind::Module => [qualified, "/", ""],
+            SymbolKind::File => [qualified, "", ""],
+            _ => [self.file_path(node.file()), "::", qualified],
         }
     }
 

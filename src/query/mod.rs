@@ -13,6 +13,6 @@ pub mod tokens;
 /// of lines starts at its line without scanning the lines before it.
 pub(crate) fn line_starts(text: &str) -> Vec<usize> {
     std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
         .collect()
 }

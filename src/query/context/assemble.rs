@@ -17,16 +17,21 @@ pub(super) struct Assembly<'a> {
 }
 
 impl Assembly<'_> {
-    /// The response for `projection`, with `timings` and `serialized_bytes` as given.
+    /// The omission manifest of `projection`, for `output`.
+    pub(super) fn omissions(&self, projection: &project::Projection) -> Vec<Omission> {
+        projection.omissions(self.graph, self.request, self.fingerprint, self.limits)
+    }
+
+    /// The response for `projection` and its `omissions`, with `timings` and
+    /// `serialized_bytes` as given.
     pub(super) fn output(
         &self,
         projection: &project::Projection,
+        omissions: Vec<Omission>,
         timings: TimingsOut,
         serialized_bytes: usize,
     ) -> ContextOutput {
         let counters = &projection.counters;
-        let omissions =
-            projection.omissions(self.graph, self.request, self.fingerprint, self.limits);
         let mut truncated_classes: Vec<&'static str> =
             omissions.iter().map(|o| o.class.as_str()).collect();
         truncated_classes.sort_unstable();

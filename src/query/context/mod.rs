@@ -623,9 +623,11 @@ pub fn compile_context(
         paths_traversed: retrieval.paths_traversed,
         refreshed,
     };
-    let assemble = |projection: &project::Projection, timings: TimingsOut, bytes: usize| {
-        assembly.output(projection, timings, bytes)
-    };
+    let assemble =
+        |projection: &project::Projection,
+         omissions: &[Omission],
+         timings: TimingsOut,
+         bytes: usize| { assembly.output(projection, omissions.to_vec(), timings, bytes) };
     // Widest timings and byte count: fitting decisions must not depend on clock digits.
     let widest = || TimingsOut {
         freshness: 99_999.999,
@@ -644,13 +646,20 @@ pub fn compile_context(
     // (`after-cursor`), which are known before anything is projected.
     let start = project::cursor_start(&retrieval.candidates, request.after.as_deref())?;
     let empty = project::project(&input, &retrieval.candidates[..start], 0)?;
-    let envelope = render(&assemble(&empty, widest(), 1_000_000))?.len();
+    let envelope = render(&assemble(
+        &empty,
+        &assembly.omissions(&empty),
+        widest(),
+        1_000_000,
+    ))?
+    .len();
     // Omission groups and the evidence array's own punctuation are not known yet.
     let reserve = envelope + 300;
     let budget = limits.max_bytes.saturating_sub(reserve);
     let mut projection = project::project(&input, &retrieval.candidates, budget)?;
     loop {
-        let size = render(&assemble(&projection, widest(), 1_000_000))?.len();
+        let omissions = assembly.omissions(&projection);
+        let size = render(&assemble(&projection, &omissions, widest(), 1_000_000))?.len();
         if size <= limits.max_bytes {
             break;
         }
@@ -674,8 +683,10 @@ pub fn compile_context(
         total: ms(started),
     };
     // serialized_bytes counts itself: iterate to the fixed point.
+    // The projection is settled: its omission groups are too.
+    let omissions = assembly.omissions(&projection);
     let mut bytes = 0;
-    let mut output = assemble(&projection, timings.clone(), bytes);
+    let mut output = assemble(&projection, &omissions, timings.clone(), bytes);
     for _ in 0..4 {
         let json = render(&output)?;
         if json.len() == bytes {
@@ -686,7 +697,7 @@ pub fn compile_context(
             });
         }
         bytes = json.len();
-        output = assemble(&projection, timings.clone(), bytes);
+        output = assemble(&projection, &omissions, timings.clone(), bytes);
     }
     let json = render(&output)?;
     Ok(ContextResult {

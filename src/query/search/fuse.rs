@@ -35,8 +35,10 @@ impl SearchIndex {
         let (vectors, lexical, graph_arm) = std::thread::scope(|scope| {
             let vectors = scope.spawn(|| {
                 arms.vector.then(|| {
-                    crate::isolate::isolate(|| self.cosines(embedder, query))
-                        .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
+                    crate::isolate::isolate(|| {
+                        self.cosines(embedder, query, (!prose).then_some(node_count))
+                    })
+                    .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
                 })
             });
             let lexical = arms.bm25.then(|| {

@@ -21,6 +21,7 @@ pub mod text;
 
 mod allocate;
 mod fuse;
+mod quantized;
 mod response;
 mod scope;
 
@@ -87,6 +88,9 @@ pub struct SearchIndex {
     pub meta: IndexMeta,
     /// Why the vector arm cannot run on this index (its vectors are missing or damaged).
     vectors_unavailable: Option<String>,
+    /// The rows in int8, built at the first nearest-neighbour query of a process that
+    /// keeps loaded indexes (`cosines`).
+    quantized: std::sync::OnceLock<std::result::Result<quantized::Quantized, String>>,
 }
 
 /// The commit behind a history hit.
@@ -579,6 +583,7 @@ impl SearchIndex {
             section_index,
             meta,
             vectors_unavailable,
+            quantized: std::sync::OnceLock::new(),
         })
     }
 
@@ -780,10 +785,16 @@ impl SearchIndex {
 
     /// The cosine of every item with the query, `(cosine, item)` in row order; an error
     /// when the vectors are unavailable or a row is damaged (not a unit vector).
+    ///
+    /// With `nearest_of` (the node count: items from it on are sections), only the best
+    /// `POOL` of each kind are wanted. A process that keeps loaded indexes then scores
+    /// only the rows its int8 copy cannot rule out (`quantized`): what `nearest` keeps of
+    /// them is what it keeps of every row, with the same cosines.
     fn cosines(
         &self,
         embedder: &Embedder,
         query: &str,
+        nearest_of: Option<u32>,
     ) -> std::result::Result<Vec<(f32, u32)>, String> {
         let Some(mmap) = &self.vectors else {
             return Err(self
@@ -796,12 +807,11 @@ impl SearchIndex {
             .map_err(|e| e.to_string())?;
         let offset = index::vector_data_offset(self.rows.len());
         let width = self.dim * 4;
-        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(self.rows.len());
         let mut row_values = vec![0f32; self.dim];
-        for (row, &item) in self.rows.iter().enumerate() {
+        let mut cosine_of = |row: usize| -> std::result::Result<Option<(f32, u32)>, String> {
             let start = offset + row * width;
             let Some(bytes) = mmap.get(start..start + width) else {
-                break;
+                return Ok(None);
             };
             for (value, chunk) in row_values.iter_mut().zip(bytes.chunks_exact(4)) {
                 *value = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
@@ -811,7 +821,28 @@ impl SearchIndex {
             if cosine.is_nan() || cosine.abs() > 1.001 {
                 return Err(format!("vector row {row} is damaged (cosine {cosine})"));
             }
-            scored.push((cosine, item));
+            Ok(Some((cosine, self.rows[row])))
+        };
+        if let Some(node_count) = nearest_of
+            && LOADED.get().is_some()
+        {
+            let quantized = self.quantized.get_or_init(|| {
+                let payload = mmap.get(offset..).unwrap_or_default();
+                quantized::Quantized::build(payload, self.rows.len(), self.dim)
+            });
+            let quantized = quantized.as_ref().map_err(Clone::clone)?;
+            let mut scored = Vec::new();
+            for row in quantized.candidates(&q, POOL, |row| self.rows[row] >= node_count) {
+                scored.extend(cosine_of(row)?);
+            }
+            return Ok(scored);
+        }
+        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(self.rows.len());
+        for row in 0..self.rows.len() {
+            match cosine_of(row)? {
+                Some(scored_row) => scored.push(scored_row),
+                None => break,
+            }
         }
         Ok(scored)
     }

@@ -97,21 +97,27 @@ pub struct ProjectInput<'a> {
 }
 
 /// The total order of R-Q-4: required first, class rank, score descending, evidence id.
-pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(EvidenceClass) -> usize) {
-    candidates.sort_by(|a, b| {
-        (
-            !a.required,
-            class_rank(a.class),
-            std::cmp::Reverse(a.score),
-            &a.id,
-        )
-            .cmp(&(
-                !b.required,
-                class_rank(b.class),
-                std::cmp::Reverse(b.score),
-                &b.id,
-            ))
+pub fn order(candidates: &mut Vec<Candidate>, class_rank: &dyn Fn(EvidenceClass) -> usize) {
+    // Each candidate's key is taken once (a hub has thousands: the class rank is a call
+    // through the profile), then the candidates are moved into the sorted order.
+    type Key = (bool, usize, std::cmp::Reverse<u16>);
+    let mut keyed: Vec<(Key, usize)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            (
+                (!c.required, class_rank(c.class), std::cmp::Reverse(c.score)),
+                i,
+            )
+        })
+        .collect();
+    keyed.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| candidates[a.1].id.cmp(&candidates[b.1].id))
     });
+    let mut slots: Vec<Option<Candidate>> =
+        std::mem::take(candidates).into_iter().map(Some).collect();
+    candidates.extend(keyed.iter().filter_map(|&(_, i)| slots[i].take()));
 }
 
 struct SourceFile {

@@ -177,13 +177,20 @@ const IMPACT_HOPS: u32 = 4;
 const VISIT_CAP: usize = 20_000;
 
 pub fn evidence_id(class: EvidenceClass, identity: &str) -> String {
-    // blake3 of `{class}\0{identity}`, hashed in parts: a hub's thousands of candidates
-    // each take one, so no intermediate string is built.
+    evidence_id_of_parts(class, &[identity])
+}
+
+/// `evidence_id` of the identity `parts` joined, hashed in parts: a hub's thousands of
+/// candidates each take one, so no intermediate string is built.
+fn evidence_id_of_parts(class: EvidenceClass, parts: &[&str]) -> String {
+    // blake3 of `{class}\0{identity}`.
     let class = class.as_str();
     let mut hasher = blake3::Hasher::new();
     hasher.update(class.as_bytes());
     hasher.update(b"\0");
-    hasher.update(identity.as_bytes());
+    for part in parts {
+        hasher.update(part.as_bytes());
+    }
     let hex = hasher.finalize().to_hex();
     let mut id = String::with_capacity(4 + class.len() + 16);
     id.push_str("ev-");
@@ -201,7 +208,7 @@ struct Builder<'g> {
     /// The entry each (class, symbol) went to: a symbol reached again (a hub's thousands
     /// of call sites) merges without building its label and evidence id again.
     by_symbol: HashMap<(EvidenceClass, NodeId), usize>,
-    touched_files: BTreeSet<FileId>,
+    touched_files: rustc_hash::FxHashSet<FileId>,
 }
 
 pub(super) fn relation_of(from: NodeId, edge: EdgeRef<'_>, direction: Direction) -> RelationInfo {
@@ -271,15 +278,16 @@ impl<'g> Builder<'g> {
     }
 
     /// `push` of a symbol's evidence, whose identity is the symbol's label.
-    fn push_symbol(&mut self, candidate: Candidate, node: NodeId) {
+    fn push_symbol(&mut self, mut candidate: Candidate, node: NodeId) {
         let key = (candidate.class, node);
         match self.by_symbol.get(&key) {
             Some(&index) => {
                 self.merge(candidate, Some(index));
             }
             None => {
-                let label = self.label(node);
-                let index = self.push(candidate, &label);
+                candidate.id = evidence_id_of_parts(candidate.class, &self.graph.label_parts(node));
+                let index = self.seen.get(&candidate.id).copied();
+                let index = self.merge(candidate, index);
                 self.by_symbol.insert(key, index);
             }
         }
@@ -380,6 +388,19 @@ impl<'g> Builder<'g> {
         let (score, bonus, policy) =
             self.relation_score(node, relation.confidence, hop, decay_square);
         let score = (i32::from(score) + adjust).clamp(1, i32::from(u16::MAX)) as u16;
+        // A symbol met again that this relation does not outscore only gains the site:
+        // what `merge` would do, without building the candidate it would drop.
+        if let Some(&index) = self.by_symbol.get(&(class, node)) {
+            let existing = &mut self.candidates[index];
+            if (false, score) <= (existing.required, existing.score) {
+                if let Some(site) = relation.site
+                    && !existing.sites.contains(&site)
+                {
+                    existing.sites.push(site);
+                }
+                return;
+            }
+        }
         let slice = match (class, relation.site) {
             (
                 EvidenceClass::Caller
@@ -591,7 +612,7 @@ impl<'g> Builder<'g> {
         class: EvidenceClass,
     ) -> usize {
         let mut frontier = vec![anchor];
-        let mut visited: BTreeSet<NodeId> = BTreeSet::from([anchor]);
+        let mut visited: rustc_hash::FxHashSet<NodeId> = [anchor].into_iter().collect();
         let mut direct = 0;
         for hop in 1..=hops {
             let mut next = Vec::new();
@@ -632,7 +653,7 @@ pub fn retrieve(
         candidates: Vec::new(),
         seen: HashMap::default(),
         by_symbol: HashMap::default(),
-        touched_files: BTreeSet::new(),
+        touched_files: Default::default(),
     };
     let mut spine = Vec::new();
     match profile {

@@ -350,6 +350,14 @@ impl Graph {
         std::str::from_utf8(self.str_bytes(id)).unwrap_or("")
     }
 
+    /// `self.str(id) == text`, without checking UTF-8 when the bytes differ anyway
+    /// (comparing names across a class hierarchy takes thousands).
+    pub fn str_is(&self, id: StrId, text: &str) -> bool {
+        let bytes = self.str_bytes(id);
+        // Equal bytes are `text`'s, so valid; other bytes read as "" only if invalid.
+        bytes == text.as_bytes() || (text.is_empty() && std::str::from_utf8(bytes).is_err())
+    }
+
     pub fn node_count(&self) -> usize {
         self.inner.counts.node as usize
     }
@@ -474,7 +482,7 @@ impl Graph {
     pub fn label_parts(&self, id: NodeId) -> [&str; 3] {
         let node = self.node(id);
         let qualified = self.str(node.qualified());
-        match self.kind(id) {
+        match SymbolKind::from_code(node.kind).unwrap_or(SymbolKind::Variable) {
             SymbolKind::Module => [qualified, "/", ""],
             SymbolKind::File => [qualified, "", ""],
             _ => [self.file_path(node.file()), "::", qualified],

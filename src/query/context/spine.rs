@@ -222,7 +222,7 @@ impl<'g> Spines<'g> {
                     .map(|e| e.node())
                 {
                     if member != method
-                        && graph.str(graph.node(member).name()) == name
+                        && graph.str_is(graph.node(member).name(), name)
                         && graph.kind(member).is_callable()
                         && !out.contains(&member)
                     {

@@ -291,7 +291,26 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
 }
 
 fn item_bytes(item: &EvidenceItem) -> usize {
-    serde_json::to_vec(item).map_or(0, |v| v.len()) + 1
+    json_len(item) + 1
+}
+
+/// The length of `value` as compact JSON, counted without building the text.
+pub(super) fn json_len(value: &impl Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
 }
 
 /// Percent of the evidence budget optional sibling bodies may fill; past it they are
@@ -524,15 +543,19 @@ pub fn project(
         } else {
             budget_for_evidence
         };
-        let chosen = match full_item {
+        // The chosen form and its size, measured once.
+        let (chosen, size) = match full_item {
             Some(full) => {
                 let size = item_bytes(&full);
                 if used + size <= full_ceiling {
-                    full
-                } else if skeleton_able && used + item_bytes(&item) <= budget_for_evidence {
+                    (full, size)
+                } else if let Some(skeleton) = skeleton_able
+                    .then(|| item_bytes(&item))
+                    .filter(|skeleton| used + skeleton <= budget_for_evidence)
+                {
                     counters.skeletonized += 1;
                     counters.slices_read -= 1;
-                    item
+                    (item, skeleton)
                 } else if c.required {
                     return Err(AtlasError::ContextRequiredBudget {
                         max_bytes: limits.max_bytes,
@@ -546,7 +569,8 @@ pub fn project(
                 }
             }
             None => {
-                if used + item_bytes(&item) > budget_for_evidence {
+                let size = item_bytes(&item);
+                if used + size > budget_for_evidence {
                     if c.required {
                         return Err(AtlasError::ContextRequiredBudget {
                             max_bytes: limits.max_bytes,
@@ -560,10 +584,10 @@ pub fn project(
                     omit(position, c, OmissionReason::ByteCeiling, &mut omitted);
                     continue;
                 }
-                item
+                (item, size)
             }
         };
-        used += item_bytes(&chosen);
+        used += size;
         full_kept |= chosen.projection == "full";
         if let Some(file) = file
             && !paths.contains(&file)

@@ -177,34 +177,41 @@ const IMPACT_HOPS: u32 = 4;
 const VISIT_CAP: usize = 20_000;
 
 pub fn evidence_id(class: EvidenceClass, identity: &str) -> String {
-    evidence_id_of_parts(class, &[identity])
+    evidence_id_of_parts(class, &[identity]).0
 }
 
-/// `evidence_id` of the identity `parts` joined, hashed in parts: a hub's thousands of
-/// candidates each take one, so no intermediate string is built.
-fn evidence_id_of_parts(class: EvidenceClass, parts: &[&str]) -> String {
+/// An evidence id as the builder's tables know it: its class and the first eight bytes
+/// of its hash, which its sixteen hex digits spell. Equal keys are equal ids.
+type EvidenceKey = (EvidenceClass, u64);
+
+/// `evidence_id` of the identity `parts` joined, and its key; hashed in parts: a hub's
+/// thousands of candidates each take one, so no intermediate string is built.
+fn evidence_id_of_parts(class: EvidenceClass, parts: &[&str]) -> (String, EvidenceKey) {
     // blake3 of `{class}\0{identity}`.
-    let class = class.as_str();
+    let name = class.as_str();
     let mut hasher = blake3::Hasher::new();
-    hasher.update(class.as_bytes());
+    hasher.update(name.as_bytes());
     hasher.update(b"\0");
     for part in parts {
         hasher.update(part.as_bytes());
     }
-    let hex = hasher.finalize().to_hex();
-    let mut id = String::with_capacity(4 + class.len() + 16);
+    let hash = hasher.finalize();
+    let hex = hash.to_hex();
+    let mut id = String::with_capacity(4 + name.len() + 16);
     id.push_str("ev-");
-    id.push_str(class);
+    id.push_str(name);
     id.push('-');
     id.push_str(&hex[..16]);
-    id
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    (id, (class, u64::from_be_bytes(first)))
 }
 
 struct Builder<'g> {
     graph: &'g Graph,
     named: BTreeSet<NodeId>,
     candidates: Vec<Candidate>,
-    seen: HashMap<String, usize>,
+    seen: HashMap<EvidenceKey, usize>,
     /// The entry each (class, symbol) went to: a symbol reached again (a hub's thousands
     /// of call sites) merges without building its label and evidence id again.
     by_symbol: HashMap<(EvidenceClass, NodeId), usize>,
@@ -239,12 +246,13 @@ impl<'g> Builder<'g> {
     }
 
     fn is_policy_class(&self, node: NodeId) -> bool {
-        self.graph.file_of(node).is_some_and(|f| {
+        let record = self.graph.node(node);
+        self.graph.file(record.file()).is_some_and(|f| {
             matches!(
                 FileClass::from_code(f.class),
                 Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
             )
-        }) || self.graph.node(node).flags & crate::graph::data::FLAG_TEST_SCOPE != 0
+        }) || record.flags & crate::graph::data::FLAG_TEST_SCOPE != 0
     }
 
     /// Centrality bonus: up to +150 for hubs (mean centrality is 1000).
@@ -272,9 +280,9 @@ impl<'g> Builder<'g> {
     /// Adds `candidate` as the evidence of `identity`; the same evidence reached again is
     /// merged into one entry. Returns the entry's index.
     fn push(&mut self, mut candidate: Candidate, identity: &str) -> usize {
-        candidate.id = evidence_id(candidate.class, identity);
-        let index = self.seen.get(&candidate.id).copied();
-        self.merge(candidate, index)
+        let (id, key) = evidence_id_of_parts(candidate.class, &[identity]);
+        candidate.id = id;
+        self.merge(candidate, key)
     }
 
     /// `push` of a symbol's evidence, whose identity is the symbol's label.
@@ -282,20 +290,30 @@ impl<'g> Builder<'g> {
         let key = (candidate.class, node);
         match self.by_symbol.get(&key) {
             Some(&index) => {
-                self.merge(candidate, Some(index));
+                self.merge_into(candidate, Some(index));
             }
             None => {
-                candidate.id = evidence_id_of_parts(candidate.class, &self.graph.label_parts(node));
-                let index = self.seen.get(&candidate.id).copied();
-                let index = self.merge(candidate, index);
+                let (id, evidence) =
+                    evidence_id_of_parts(candidate.class, &self.graph.label_parts(node));
+                candidate.id = id;
+                let index = self.merge(candidate, evidence);
                 self.by_symbol.insert(key, index);
             }
         }
     }
 
+    /// Adds `candidate` (whose id is `key`) as a new entry, or merges it into the entry
+    /// of the same id.
+    fn merge(&mut self, candidate: Candidate, key: EvidenceKey) -> usize {
+        let existing = self.seen.get(&key).copied();
+        let index = self.merge_into(candidate, existing);
+        self.seen.entry(key).or_insert(index);
+        index
+    }
+
     /// Adds `candidate` as a new entry, or merges it into the entry at `existing` (the
     /// same evidence id).
-    fn merge(&mut self, mut candidate: Candidate, existing: Option<usize>) -> usize {
+    fn merge_into(&mut self, mut candidate: Candidate, existing: Option<usize>) -> usize {
         if let Some(node) = candidate.node {
             candidate.named |= self.named.contains(&node);
             let file = self.graph.node(node).file();
@@ -324,10 +342,8 @@ impl<'g> Builder<'g> {
                 index
             }
             None => {
-                let index = self.candidates.len();
-                self.seen.insert(candidate.id.clone(), index);
                 self.candidates.push(candidate);
-                index
+                self.candidates.len() - 1
             }
         }
     }
@@ -445,10 +461,10 @@ impl<'g> Builder<'g> {
     fn set_why(&mut self, class: EvidenceClass, node: NodeId, why: String) {
         let index = match self.by_symbol.get(&(class, node)) {
             Some(&index) => Some(index),
-            None => self
-                .seen
-                .get(&evidence_id(class, &self.label(node)))
-                .copied(),
+            None => {
+                let (_, key) = evidence_id_of_parts(class, &self.graph.label_parts(node));
+                self.seen.get(&key).copied()
+            }
         };
         if let Some(index) = index {
             self.candidates[index].why = Some(why);
@@ -591,8 +607,11 @@ impl<'g> Builder<'g> {
         }
         if let (true, Some((implementor, _))) = (unique, found.first()) {
             // A unique implementation is required evidence (R-Q-5).
-            let id = evidence_id(EvidenceClass::Implementation, &self.label(*implementor));
-            if let Some(last) = self.seen.get(&id).map(|&i| &mut self.candidates[i]) {
+            let (_, key) = evidence_id_of_parts(
+                EvidenceClass::Implementation,
+                &self.graph.label_parts(*implementor),
+            );
+            if let Some(last) = self.seen.get(&key).map(|&i| &mut self.candidates[i]) {
                 last.required = true;
                 match last.relation_reasons.as_mut() {
                     Some(lazy) => lazy.unique = true,
@@ -772,8 +791,10 @@ pub fn add_search_hits(
     graph: &Graph,
     hits: &[crate::query::search::Hit],
 ) {
-    let mut seen: std::collections::HashSet<String> =
-        retrieval.candidates.iter().map(|c| c.id.clone()).collect();
+    // Borrowed ids: a hub has thousands of candidates, and most queries few hits.
+    let existing: rustc_hash::FxHashSet<&str> =
+        retrieval.candidates.iter().map(|c| c.id.as_str()).collect();
+    let mut added: Vec<Candidate> = Vec::new();
     // An anchor, a spine step or an alternative chain's step is already shown.
     let shown: std::collections::HashSet<NodeId> = retrieval
         .candidates
@@ -794,7 +815,7 @@ pub fn add_search_hits(
     {
         let label = graph.label(node);
         let id = evidence_id(EvidenceClass::SearchHit, &label);
-        if !seen.insert(id.clone()) {
+        if existing.contains(id.as_str()) || added.iter().any(|c| c.id == id) {
             continue;
         }
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| (r + 1).to_string());
@@ -811,7 +832,7 @@ pub fn add_search_hits(
         let via = hit.via.as_ref().map_or(String::new(), |via| {
             format!(", propagate rank {} ({via})", rank(hit.ranks.propagate))
         });
-        retrieval.candidates.push(Candidate::declaration(
+        added.push(Candidate::declaration(
             id,
             EvidenceClass::SearchHit,
             (hit.score * 20_000.0).round().min(65_535.0) as u16,
@@ -825,4 +846,5 @@ pub fn add_search_hits(
             ),
         ));
     }
+    retrieval.candidates.extend(added);
 }

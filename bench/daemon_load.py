@@ -2,11 +2,12 @@
 """Load on the warm daemon (issue 14): workers, bounded admission and a watcher together.
 
   python3 bench/daemon_load.py REPO [--atlas BIN] [--clients 8] [--seconds 60]
-      [--workers 2] [--queue 16] [--edit-every 2] [--edit FILE ...]
+      [--workers 2] [--queue 16] [--edit-every 2] [--edit FILE ...] [--warm-runs 30]
 
 1. Builds REPO's graph (with the search index) into a temporary graph directory.
 2. Warm figures, sequential and unloaded: whole-process `atlas context --execution worker`
-   (client wall time) and in-daemon run time (`run_ms` of the execution record) per profile.
+   (client wall time) and in-daemon run time (`run_ms` of the execution record) per
+   profile, and the in-daemon time of each query of the profile's mix.
 3. Load: --clients threads each run `atlas context … --execution worker` in a loop for
    --seconds, over a fixed query list per profile, while an editor appends a comment to
    one of the --edit files every --edit-every seconds and the daemon's watcher
@@ -127,18 +128,27 @@ def main():
             for q in queries:  # first touch of each query
                 worker_query(args, repo, graph, profile, q)
             walls, runs = [], []
+            by_query = {q: [] for q in queries}
             for i in range(args.warm_runs):
-                wall, out = worker_query(args, repo, graph, profile, queries[i % len(queries)])
+                query = queries[i % len(queries)]
+                wall, out = worker_query(args, repo, graph, profile, query)
                 record = execution_record(out.stderr)
                 if out.returncode == 0 and record and record[0]["outcome"] == "success":
                     walls.append(wall * 1000)
                     runs.append(record[0]["run_ms"])
+                    by_query[query].append(record[0]["run_ms"])
             warm[profile] = {
                 "whole_process_ms_p50": round(percentile(walls, 50), 2),
                 "whole_process_ms_p95": round(percentile(walls, 95), 2),
                 "in_daemon_ms_p50": round(percentile(runs, 50), 2),
                 "in_daemon_ms_p95": round(percentile(runs, 95), 2),
                 "n": len(walls),
+                # Which queries make the profile's tail.
+                "in_daemon_ms_by_query": {
+                    q: {"p50": round(percentile(r, 50), 2), "p95": round(percentile(r, 95), 2),
+                        "n": len(r)}
+                    for q, r in by_query.items() if r
+                },
             }
         result["warm"] = warm
 

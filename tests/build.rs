@@ -344,3 +344,23 @@ fn fixture_repositories_build_in_a_nested_copy() {
     assert!(report["files"].as_u64().unwrap() > 30);
     assert!(report["symbols"].as_u64().unwrap() > 100);
 }
+
+/// `src/link.rs`: on x86_64 Linux the binaries are linked without PIE (start-up time), so
+/// the ELF type is `ET_EXEC` (2), not `ET_DYN` (3) — unless the build asked for PIE.
+#[test]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+fn the_binaries_are_linked_without_pie_on_x86_64_linux() {
+    if option_env!("ATLAS_LINK_PIE").is_some() {
+        return;
+    }
+    for binary in [
+        env!("CARGO_BIN_EXE_atlas"),
+        env!("CARGO_BIN_EXE_agent-spec"),
+    ] {
+        let mut header = [0u8; 18];
+        std::io::Read::read_exact(&mut std::fs::File::open(binary).unwrap(), &mut header).unwrap();
+        assert_eq!(&header[..4], b"\x7fELF", "{binary}");
+        let elf_type = u16::from_le_bytes([header[16], header[17]]);
+        assert_eq!(elf_type, 2, "{binary} is not a fixed-address executable");
+    }
+}

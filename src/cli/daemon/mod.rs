@@ -474,7 +474,11 @@ pub fn context(call: &Call, args: &ContextArgs) -> Result<i32> {
 
 fn record(attempts: &[Attempt]) {
     let record = serde_json::json!({ "atlas_execution": { "attempts": attempts } });
-    eprintln!("{record}");
+    // One write for the whole line: stderr is unbuffered, and a value's `Display` writes
+    // token by token, which another writer to the same stderr could interleave.
+    let mut line = record.to_string();
+    line.push('\n');
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
 fn observe(call: &Call, args: &ContextArgs, stdout: &str, exit_code: i32) {

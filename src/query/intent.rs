@@ -431,7 +431,7 @@ impl Matcher<'_> {
             return;
         }
         let graph = self.graph;
-        nodes.sort_by_key(|&n| (std::cmp::Reverse(graph.centrality(n)), n));
+        nodes.sort_by_cached_key(|&n| (std::cmp::Reverse(graph.centrality(n)), n));
         self.intent.ambiguities.push(Ambiguity {
             term: term.to_string(),
             tier,
@@ -563,12 +563,12 @@ fn path_nodes(graph: &Graph, path: &str) -> Vec<NodeId> {
     if let Some(file) = graph.file_index(path).and_then(|f| graph.file(f)) {
         return vec![file.node()];
     }
-    // A directory: its module node.
+    // A directory: its module node. Module nodes come first (graph-schema/README.md, "Node
+    // order"): the scan stops at the first file instead of visiting every symbol.
     graph
         .nodes()
-        .filter(|&n| {
-            graph.kind(n) == SymbolKind::Module && graph.str(graph.node(n).qualified()) == path
-        })
+        .take_while(|&n| graph.kind(n) == SymbolKind::Module)
+        .filter(|&n| graph.str(graph.node(n).qualified()) == path)
         .collect()
 }
 

@@ -505,7 +505,7 @@ impl<'g> Spines<'g> {
             .into_iter()
             .filter(|&n| !self.graph.is_test(n))
             .collect();
-        targets.sort_by_key(|&n| (std::cmp::Reverse(self.callers(n)), n));
+        targets.sort_by_cached_key(|&n| (std::cmp::Reverse(self.callers(n)), n));
         targets
     }
 

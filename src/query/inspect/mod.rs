@@ -209,7 +209,7 @@ pub(crate) fn definitions_of(graph: &Graph, file: FileId) -> Vec<NodeId> {
             }
         }
     }
-    out.sort_by_key(|&n| {
+    out.sort_by_cached_key(|&n| {
         let span = &graph.node(n).span;
         (
             span.start_byte.to_native(),

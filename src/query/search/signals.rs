@@ -249,7 +249,7 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<NodeId> {
             .nodes()
             .filter(|&n| graph.node(n).file() == file && searchable(n))
             .collect();
-        nodes.sort_by_key(|&n| std::cmp::Reverse(graph.centrality(n)));
+        nodes.sort_by_cached_key(|&n| std::cmp::Reverse(graph.centrality(n)));
         for (i, node) in nodes.into_iter().take(PATH_SYMBOLS).enumerate() {
             // Decreasing, so that centrality orders the file's symbols.
             *scores.entry(node).or_default() += PATH_WEIGHT / (1.0 + i as f64 * 0.1);

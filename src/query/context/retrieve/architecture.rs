@@ -107,7 +107,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
                     .map(|r| r.to)
             })
             .collect();
-        symbols_in_module.sort_by_key(|&n| {
+        symbols_in_module.sort_by_cached_key(|&n| {
             (
                 b.is_policy_class(n),
                 graph.node(n).visibility != crate::syntax::facts::Visibility::Public as u8,

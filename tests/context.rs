@@ -555,6 +555,47 @@ fn impact_lists_dependents_and_the_frontier() {
 }
 
 #[test]
+fn impact_of_a_file_or_a_directory_is_the_impact_of_what_it_defines() {
+    // Imports name `Cart` and `Item`, not `shop/models.py`: the file's dependents are its
+    // definitions' dependents, each said to come through the definition it uses.
+    let s = built("python");
+    let file = frozen_json(&s, "shop/models.py", "impact");
+    let codes = file.statement_codes();
+    assert!(!codes.contains(&"no-dependents"), "{codes:?}");
+    assert!(file.has("dependent", "shop/pricing.py::checkout"));
+    assert!(file.has("dependent", "tests/test_pricing.py"));
+    let checkout = file
+        .of_class("dependent")
+        .find(|e| e.symbol.as_deref() == Some("shop/pricing.py::checkout"))
+        .unwrap();
+    assert!(
+        checkout
+            .reasons
+            .iter()
+            .any(|r| r == "via shop/models.py::Cart"),
+        "{:?}",
+        checkout.reasons
+    );
+    // Uses inside the file are not dependents of it.
+    assert!(
+        file.of_class("dependent").all(|e| !e
+            .symbol
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("shop/models.py")),
+        "{:?}",
+        file.classes()
+    );
+    // A directory: the files directly in it.
+    let directory = frozen_json(&s, "shop/", "impact");
+    assert!(directory.has("dependent", "tests/test_pricing.py"));
+    assert!(!directory.statement_codes().contains(&"no-dependents"));
+    // A file nothing depends on still says so.
+    let test_file = frozen_json(&s, "tests/test_pricing.py", "impact");
+    assert!(test_file.statement_codes().contains(&"no-dependents"));
+}
+
+#[test]
 fn architecture_without_anchor_maps_the_repository() {
     // Without a search index (and --frozen never builds one), free words are reported.
     let s = Sandbox::with_fixture("mixed");

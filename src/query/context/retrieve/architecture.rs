@@ -184,8 +184,12 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
             EdgeKind::Implements,
             EdgeKind::Imports,
         ];
-        let mut frontier = vec![node];
-        let mut visited = BTreeSet::from([node]);
+        // What the anchor stands for: a file or a directory is what it defines, so its
+        // dependents are those of its definitions (imports name `Cart`, not
+        // `shop/models.py`). Uses from inside stay inside: the seeds are visited.
+        let seeds = impact_seeds(b, node);
+        let mut frontier = seeds.clone();
+        let mut visited: BTreeSet<NodeId> = seeds.iter().copied().collect();
         let mut affected: BTreeSet<NodeId> = BTreeSet::new();
         let mut dependents = 0;
         for hop in 1..=IMPACT_HOPS {
@@ -208,7 +212,9 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
                         } else {
                             EvidenceClass::ReversePath
                         };
-                        let note = if hop > 1 {
+                        // Through which symbol: the hop before, or the definition of
+                        // the anchored file it depends on.
+                        let note = if hop > 1 || current != node {
                             Note::Via(current)
                         } else {
                             Note::None
@@ -258,4 +264,34 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
             );
         }
     }
+}
+
+/// The nodes whose dependents are `node`'s: `node` itself, and for a file every
+/// definition it contains, for a directory those of the files directly in it. In node
+/// order.
+fn impact_seeds(b: &Builder, node: NodeId) -> Vec<NodeId> {
+    let graph = b.graph;
+    let containers: Vec<NodeId> = match graph.kind(node) {
+        SymbolKind::File => vec![node],
+        SymbolKind::Module => graph
+            .files()
+            .filter_map(|f| graph.file(f))
+            .filter(|f| f.module() == node)
+            .map(|f| f.node())
+            .collect(),
+        _ => return vec![node],
+    };
+    let mut seeds = BTreeSet::from([node]);
+    let mut stack = containers;
+    while let Some(container) = stack.pop() {
+        if container != node && !seeds.insert(container) {
+            continue;
+        }
+        for relation in b.edges(container, Direction::Outgoing, EdgeKind::Contains) {
+            if !seeds.contains(&relation.to) {
+                stack.push(relation.to);
+            }
+        }
+    }
+    seeds.into_iter().collect()
 }

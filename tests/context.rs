@@ -596,6 +596,38 @@ fn impact_of_a_file_or_a_directory_is_the_impact_of_what_it_defines() {
 }
 
 #[test]
+fn a_walk_stopped_by_its_visit_cap_says_so() {
+    // 20,050 callers of one function: more than the walk's 20,000 visited nodes.
+    let s = Sandbox::new();
+    let mut code = String::from("def hub():\n    return 1\n");
+    for i in 0..20_050 {
+        code.push_str(&format!("\n\ndef caller_{i}():\n    return hub()\n"));
+    }
+    s.write("many.py", &code);
+    s.write(
+        "small.py",
+        "def alone():\n    return 1\n\n\ndef user():\n    return alone()\n",
+    );
+    s.call("build").arg("--no-search").run().success();
+    let capped = frozen_json(&s, "hub", "impact");
+    assert!(
+        capped.statement_codes().contains(&"walk-capped"),
+        "{:?}",
+        capped.statement_codes()
+    );
+    // The symbol profile's walk over callers has the same cap and says so too.
+    let callers = frozen_json(&s, "hub callers", "symbol");
+    assert!(
+        callers.statement_codes().contains(&"walk-capped"),
+        "{:?}",
+        callers.statement_codes()
+    );
+    let small = frozen_json(&s, "alone", "impact");
+    assert!(!small.statement_codes().contains(&"walk-capped"));
+    assert!(small.has("dependent", "small.py::user"));
+}
+
+#[test]
 fn architecture_without_anchor_maps_the_repository() {
     // Without a search index (and --frozen never builds one), free words are reported.
     let s = Sandbox::with_fixture("mixed");

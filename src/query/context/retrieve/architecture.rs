@@ -192,6 +192,8 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
         let mut visited: BTreeSet<NodeId> = seeds.iter().copied().collect();
         let mut affected: BTreeSet<NodeId> = BTreeSet::new();
         let mut dependents = 0;
+        // The hop at which the visit cap first stopped the walk (reported, never silent).
+        let mut capped_at = None;
         for hop in 1..=IMPACT_HOPS {
             let mut next = Vec::new();
             for &current in &frontier {
@@ -224,11 +226,16 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
                         if visited.len() < VISIT_CAP {
                             visited.insert(dependent);
                             next.push(dependent);
+                        } else if capped_at.is_none() {
+                            capped_at = Some(hop);
                         }
                     }
                 }
             }
             frontier = next;
+        }
+        if let Some(hop) = capped_at {
+            b.walk_capped(node, hop);
         }
         b.implementations(node);
         let unresolved = b.frontier_candidates(node, 400);

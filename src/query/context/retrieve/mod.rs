@@ -633,6 +633,8 @@ impl<'g> Builder<'g> {
         let mut frontier = vec![anchor];
         let mut visited: rustc_hash::FxHashSet<NodeId> = [anchor].into_iter().collect();
         let mut direct = 0;
+        // The hop at which the visit cap first stopped the walk (reported, never silent).
+        let mut capped_at = None;
         for hop in 1..=hops {
             let mut next = Vec::new();
             for &node in &frontier {
@@ -646,14 +648,37 @@ impl<'g> Builder<'g> {
                     }
                     let note = if hop > 1 { Note::Via(node) } else { Note::None };
                     self.relation(class, other, relation, hop, true, note);
-                    if visited.insert(other) && visited.len() < VISIT_CAP {
-                        next.push(other);
+                    if visited.insert(other) {
+                        if visited.len() < VISIT_CAP {
+                            next.push(other);
+                        } else if capped_at.is_none() {
+                            capped_at = Some(hop);
+                        }
                     }
                 }
             }
             frontier = next;
         }
+        if let Some(hop) = capped_at {
+            self.walk_capped(anchor, hop);
+        }
         direct
+    }
+
+    /// Says that a walk from `anchor` met the visit cap at `hop`: what lies beyond the
+    /// nodes it visited is not in the answer.
+    fn walk_capped(&mut self, anchor: NodeId, hop: u32) {
+        let label = self.label(anchor);
+        self.statement(
+            EvidenceClass::Failure,
+            "walk-capped",
+            format!(
+                "the walk from {label} visited {VISIT_CAP} nodes at hop {hop} and followed no more: what lies further than the nodes listed is not counted"
+            ),
+            Some(anchor),
+            true,
+            40_000,
+        );
     }
 }
 

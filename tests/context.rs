@@ -597,13 +597,18 @@ fn impact_of_a_file_or_a_directory_is_the_impact_of_what_it_defines() {
 
 #[test]
 fn a_walk_stopped_by_its_visit_cap_says_so() {
-    // 20,050 callers of one function: more than the walk's 20,000 visited nodes.
+    // 20,050 callers of one function: more than a walk's 20,000 visited nodes.
     let s = Sandbox::new();
+    // And `fan` (another file: one would pass the size limit) calls each of them, so it
+    // reaches more than 20,000 functions.
     let mut code = String::from("def hub():\n    return 1\n");
+    let mut fan = String::from("from many import *\n\n\ndef fan():\n");
     for i in 0..20_050 {
         code.push_str(&format!("\n\ndef caller_{i}():\n    return hub()\n"));
+        fan.push_str(&format!("    caller_{i}()\n"));
     }
     s.write("many.py", &code);
+    s.write("fan.py", &fan);
     s.write(
         "small.py",
         "def alone():\n    return 1\n\n\ndef user():\n    return alone()\n",
@@ -622,6 +627,11 @@ fn a_walk_stopped_by_its_visit_cap_says_so() {
         "{:?}",
         callers.statement_codes()
     );
+    // Flow's search for the hop that breaks a call path has the same cap.
+    let path = frozen_json(&s, "fan alone", "flow");
+    let codes = path.statement_codes();
+    assert!(codes.contains(&"no-call-path"), "{codes:?}");
+    assert!(codes.contains(&"walk-capped"), "{codes:?}");
     let small = frozen_json(&s, "alone", "impact");
     assert!(!small.statement_codes().contains(&"walk-capped"));
     assert!(small.has("dependent", "small.py::user"));

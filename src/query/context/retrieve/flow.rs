@@ -362,8 +362,14 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
     // What the first anchor reaches, and the unresolved calls named like the second.
     let mut reached = BTreeSet::from([first]);
     let mut queue = VecDeque::from([(first, 0usize)]);
+    // The hop at which the visit cap first stopped the walk (reported, never silent).
+    let mut capped_at = None;
     while let Some((node, depth)) = queue.pop_front() {
-        if depth >= SPINE_MAX || reached.len() > VISIT_CAP {
+        if depth >= SPINE_MAX {
+            continue;
+        }
+        if reached.len() > VISIT_CAP {
+            capped_at.get_or_insert(depth as u32 + 1);
             continue;
         }
         for e in graph.out_edges(node) {
@@ -412,6 +418,9 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
         true,
         50_000,
     );
+    if let Some(hop) = capped_at {
+        b.walk_capped(first, hop);
+    }
     for (from, file, line, candidates) in broken.into_iter().take(4) {
         let identity = format!("frontier|{}|{}", name, b.label(from));
         b.push(

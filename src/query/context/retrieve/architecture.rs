@@ -288,14 +288,13 @@ fn impact_seeds(b: &Builder, node: NodeId) -> Vec<NodeId> {
             .collect(),
         _ => return vec![node],
     };
-    let mut seeds = BTreeSet::from([node]);
+    // A node is a seed from the moment it is stacked, so none is stacked twice.
+    let mut seeds: BTreeSet<NodeId> = containers.iter().copied().collect();
+    seeds.insert(node);
     let mut stack = containers;
     while let Some(container) = stack.pop() {
-        if container != node && !seeds.insert(container) {
-            continue;
-        }
         for relation in b.edges(container, Direction::Outgoing, EdgeKind::Contains) {
-            if !seeds.contains(&relation.to) {
+            if seeds.insert(relation.to) {
                 stack.push(relation.to);
             }
         }

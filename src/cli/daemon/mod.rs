@@ -277,11 +277,16 @@ fn run_stop(call: &Call, format: Format) -> Result<()> {
             Err(_) => return print_status(&query_status(graph_dir), format),
         };
     let started = Instant::now();
-    // The lock is released when the process ends (even before its parent reaps it).
-    while lock_held(graph_dir) {
+    // The lock is released as the process ends (even before its parent reaps it); the
+    // process may still be tearing down its memory then, so its exit is awaited too.
+    while lock_held(graph_dir) || !ended(pid) {
         if started.elapsed() > patience {
-            // SAFETY: as above.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            // Only a daemon still holding its lock is killed: once the lock is free, the
+            // pid may already be another process's.
+            if lock_held(graph_dir) {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -294,6 +299,15 @@ fn run_stop(call: &Call, format: Format) -> Result<()> {
     match format {
         Format::Json => print_json(&Stopped { stopped: true, pid }),
         Format::Text => print_stdout(&format!("stopped the daemon (pid {pid})\n")),
+    }
+}
+
+/// Whether process `pid` has ended: gone, or a zombie waiting to be reaped. Where there is
+/// no `/proc`, the released lock is all a stopper can see, and this says yes.
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(") ").next().and_then(|s| s.chars().next()) == Some('Z'),
+        Err(_) => true,
     }
 }
 

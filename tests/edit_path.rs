@@ -450,3 +450,62 @@ fn a_build_reads_only_the_files_its_stamps_do_not_vouch_for_and_equals_a_cold_bu
         assert_equals_cold(&sandbox, &graph, &report, &cold, path);
     }
 }
+
+/// An edit can move an edge between two files neither of which it touched, and neither
+/// of which has an edge into the edited file: `y.py` types `h.item` through `Holder`'s
+/// field in `z.py`, whose value is a call to `make` in `x.py`; retyping `make` moves
+/// `y.py`'s call from `Other.meth` to `Bar.meth`. An incremental resolver must re-resolve
+/// `y.py` here (graph-schema/README.md, "The edit path": why a name delta is not enough).
+#[test]
+fn an_edit_that_retypes_a_receiver_two_files_away_moves_its_edge_as_a_cold_build_does() {
+    let sandbox = Sandbox::new();
+    sandbox.write("pkg/__init__.py", "");
+    sandbox.write(
+        "pkg/w.py",
+        "class Other:\n    def meth(self):\n        return 1\n",
+    );
+    let x = |returns: &str| {
+        format!(
+            "from pkg.w import Other\n\n\nclass Bar:\n    def meth(self):\n        return 2\n\n\n\
+             def make() -> {returns}:\n    return {returns}()\n"
+        )
+    };
+    sandbox.write("pkg/x.py", x("Other"));
+    sandbox.write(
+        "pkg/z.py",
+        "from pkg.x import make\n\n\nclass Holder:\n    def __init__(self):\n        self.item = make()\n",
+    );
+    sandbox.write(
+        "pkg/y.py",
+        "from pkg.z import Holder\n\n\ndef use(h: Holder):\n    return h.item.meth()\n",
+    );
+    let graph = sandbox.path().join("graph");
+    let cold = sandbox.path().join("cold");
+    atlas(&sandbox, &graph, &["build", "--no-search"]).success();
+    let before = atlas(&sandbox, &graph, &["graph", "dump"]).success().stdout;
+    assert!(
+        before.contains("edge calls pkg/y.py::use -> pkg/w.py::Other.meth"),
+        "{before}"
+    );
+
+    sandbox.write("pkg/x.py", x("Bar"));
+    let report = atlas(
+        &sandbox,
+        &graph,
+        &["build", "--no-search", "--format", "json"],
+    )
+    .success()
+    .json();
+    let (_, dump) = assert_equals_cold(&sandbox, &graph, &report, &cold, "retyping make");
+    assert!(
+        dump.stdout
+            .contains("edge calls pkg/y.py::use -> pkg/x.py::Bar.meth"),
+        "{}",
+        dump.stdout
+    );
+    assert!(
+        !dump
+            .stdout
+            .contains("pkg/y.py::use -> pkg/w.py::Other.meth")
+    );
+}

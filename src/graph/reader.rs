@@ -73,12 +73,61 @@ fn shift(base: u32, local: u32) -> u32 {
 struct Part {
     file: GraphFile,
     base: Bases,
+    /// The archive's root in `file`'s mapping, found once: every accessor reads through
+    /// it, and finding it again costs a few dependent loads each time.
+    data: std::ptr::NonNull<ArchivedGraphData>,
+    /// Whether the part's string blob is UTF-8 and every string offset falls on a
+    /// character boundary, checked on first use: then no string needs checking again.
+    strings_utf8: OnceLock<bool>,
 }
 
+// SAFETY: `data` points into the immutable mapping `file` owns (through an `Arc`), which
+// neither moves nor changes while the part lives; the part only ever reads through it.
+unsafe impl Send for Part {}
+// SAFETY: as above: shared reads of immutable memory.
+unsafe impl Sync for Part {}
+
 impl Part {
-    fn data(&self) -> &ArchivedGraphData {
-        self.file.data()
+    fn new(file: GraphFile, base: Bases) -> Part {
+        let data = std::ptr::NonNull::from(file.data());
+        Part {
+            file,
+            base,
+            data,
+            strings_utf8: OnceLock::new(),
+        }
     }
+
+    fn data(&self) -> &ArchivedGraphData {
+        // SAFETY: see the `Send` impl: the pointee lives as long as `self.file`.
+        unsafe { self.data.as_ref() }
+    }
+
+    /// String `local` of this part; invalid UTF-8 (a corrupt file) reads as "".
+    fn str(&self, local: u32) -> &str {
+        let bytes = local_str_bytes(self.data(), local);
+        if *self
+            .strings_utf8
+            .get_or_init(|| strings_are_utf8(self.data()))
+        {
+            // SAFETY: the blob is UTF-8 and `bytes` runs between two of its offsets, each
+            // on a character boundary (`strings_are_utf8`), or is empty.
+            unsafe { std::str::from_utf8_unchecked(bytes) }
+        } else {
+            std::str::from_utf8(bytes).unwrap_or("")
+        }
+    }
+}
+
+/// Whether every string of `d` is UTF-8 as a slice of its blob: the blob is UTF-8 and
+/// each offset is a character boundary in it.
+fn strings_are_utf8(d: &ArchivedGraphData) -> bool {
+    let Ok(blob) = std::str::from_utf8(d.string_bytes.as_slice()) else {
+        return false;
+    };
+    d.string_offsets
+        .iter()
+        .all(|offset| blob.is_char_boundary(offset.to_native() as usize))
 }
 
 struct Inner {
@@ -242,7 +291,7 @@ impl Graph {
             counts.file += d.files.len() as u32;
             counts.string += d.string_offsets.len().saturating_sub(1) as u32;
             counts.frontier += d.frontier.len() as u32;
-            parts.push(Part { file, base });
+            parts.push(Part::new(file, base));
         }
         Graph {
             inner: Arc::new(Inner {
@@ -347,7 +396,11 @@ impl Graph {
 
     /// String `id`; an id out of range or invalid UTF-8 (a corrupt file) reads as "".
     pub fn str(&self, id: StrId) -> &str {
-        std::str::from_utf8(self.str_bytes(id)).unwrap_or("")
+        if id.0 >= self.inner.counts.string {
+            return "";
+        }
+        let (part, local) = self.part_by(id.0, |b| b.string);
+        part.str(local)
     }
 
     /// `self.str(id) == text`, without checking UTF-8 when the bytes differ anyway
@@ -640,10 +693,9 @@ impl Graph {
     /// in id order.
     pub fn name_entries(&self, table: NameTable) -> impl Iterator<Item = (&str, NodeId)> {
         self.parts().iter().flat_map(move |part| {
-            let d = part.data();
-            name_table(d, table).iter().map(move |e| {
+            name_table(part.data(), table).iter().map(move |e| {
                 (
-                    std::str::from_utf8(local_str_bytes(d, e.key.to_native())).unwrap_or(""),
+                    part.str(e.key.to_native()),
                     part.base.node(e.node.to_native()),
                 )
             })
@@ -958,5 +1010,44 @@ impl std::ops::Deref for FrontierRef<'_> {
 
     fn deref(&self) -> &ArchivedFrontierRecord {
         self.record
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::data::GraphData;
+
+    fn archived(data: &GraphData) -> rkyv::util::AlignedVec {
+        rkyv::to_bytes::<rkyv::rancor::Error>(data).unwrap()
+    }
+
+    #[test]
+    fn a_blob_is_trusted_whole_only_when_every_offset_is_a_character_boundary() {
+        let mut data = GraphData {
+            string_bytes: "añb".as_bytes().to_vec(),
+            string_offsets: vec![0, 1, 3, 4],
+            ..GraphData::default()
+        };
+        let bytes = archived(&data);
+        let d = rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(&bytes).unwrap();
+        assert!(strings_are_utf8(d));
+        // An offset inside `ñ` (two bytes): each string must be checked on its own.
+        data.string_offsets = vec![0, 2, 4];
+        let bytes = archived(&data);
+        let d = rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(&bytes).unwrap();
+        assert!(!strings_are_utf8(d));
+        // Invalid UTF-8 anywhere in the blob.
+        data.string_bytes = vec![b'a', 0xff];
+        data.string_offsets = vec![0, 1, 2];
+        let bytes = archived(&data);
+        let d = rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(&bytes).unwrap();
+        assert!(!strings_are_utf8(d));
+        // An offset beyond the blob.
+        data.string_bytes = b"ab".to_vec();
+        data.string_offsets = vec![0, 9];
+        let bytes = archived(&data);
+        let d = rkyv::access::<ArchivedGraphData, rkyv::rancor::Error>(&bytes).unwrap();
+        assert!(!strings_are_utf8(d));
     }
 }

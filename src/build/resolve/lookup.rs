@@ -165,17 +165,17 @@ impl<'a> Resolver<'a> {
         // Inherited: follow the bases declared by the owner type.
         let owner_id = self.type_named(file, owner)?;
         let owner_file = self.out.nodes[owner_id as usize].file?;
-        let facts = self.facts(owner_file)?;
-        let local = owner_id - self.def_base[owner_file as usize];
-        for r in &facts.refs {
-            if r.from == Some(local)
-                && matches!(r.role, RefRole::Inherit | RefRole::Implement)
-                && let Some(found) = self.member_of(owner_file, &r.name, name, depth + 1)
-            {
-                return Some(found);
-            }
-        }
-        None
+        self.facts(owner_file)?;
+        self.bases_of(owner_id)
+            .iter()
+            .find_map(|&(_, base)| self.member_of(owner_file, base, name, depth + 1))
+    }
+
+    /// The bases definition `id` declares, in source order.
+    pub(super) fn bases_of(&self, id: u32) -> &[(u32, &'a str)] {
+        let start = self.bases.partition_point(|&(owner, _)| owner < id);
+        let end = start + self.bases[start..].partition_point(|&(owner, _)| owner == id);
+        &self.bases[start..end]
     }
 
     /// A type called `name` visible from `file`: same file, imported, or unique.

@@ -204,6 +204,11 @@ struct Resolver<'a> {
     locals: Vec<std::sync::OnceLock<Locals<'a>>>,
     /// (parent node, name) → nested definitions, for local-scope lookups.
     children: HashMap<(u32, &'a str), Vec<u32>>,
+    /// (type node, base name) for every base a definition declares (inheritance and
+    /// implementation references), sorted by node and in source order for each: a
+    /// member looked up through the bases reads its type's range, where scanning the
+    /// type's file's references costs thousands of comparisons per lookup.
+    bases: Vec<(u32, &'a str)>,
     /// Top-level definitions of each file by name.
     top_level: Vec<HashMap<&'a str, Vec<u32>>>,
     file_by_path: HashMap<&'a str, u32>,
@@ -275,6 +280,7 @@ impl<'a> Resolver<'a> {
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
             children: HashMap::default(),
+            bases: Vec::new(),
             top_level: Vec::new(),
             file_by_path: HashMap::default(),
             dir_files: HashMap::default(),

@@ -208,6 +208,11 @@ impl<'a> Resolver<'a> {
                     .or_insert((binding, f));
             }
             let base = self.def_base[file];
+            self.bases.extend(facts.refs.iter().filter_map(|r| {
+                let from = r.from?;
+                matches!(r.role, RefRole::Inherit | RefRole::Implement)
+                    .then(|| (base + from, r.name.as_str()))
+            }));
             for (i, def) in facts.defs.iter().enumerate() {
                 let id = base + i as u32;
                 self.by_name.entry(def.name.as_str()).or_default().push(id);
@@ -250,6 +255,8 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
+        // Stable: each type's bases keep their source order.
+        self.bases.sort_by_key(|&(id, _)| id);
         // Imports are bound in passes so that re-exports (`from .app import Flask` in a
         // package `__init__`, `pub use`) resolve for their importers: each pass sees the
         // previous pass's bindings. Three passes follow re-export chains two deep.

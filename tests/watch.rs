@@ -111,6 +111,60 @@ fn an_edit_is_visible_to_the_next_query_after_the_debounce() {
     );
 }
 
+/// `atlas watch` builds in its own process, again and again: a build takes the facts of
+/// the files that did not change from its memory of the last build, not from the cache
+/// on disk, and publishes what a cold build of the same tree publishes.
+#[test]
+fn a_watchers_builds_take_unchanged_facts_from_memory_and_equal_a_cold_build() {
+    let sandbox = Sandbox::with_fixture("python");
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let first = watcher.status();
+    // Its first build had nothing in memory (the field is left out when zero).
+    assert!(
+        first["last_build"].get("facts_from_memory").is_none(),
+        "{first:#}"
+    );
+    let builds = first["builds"].as_u64().unwrap();
+
+    sandbox.write(
+        "shop/models.py",
+        std::fs::read_to_string(sandbox.repo().join("shop/models.py")).unwrap()
+            + "\n\ndef remembered_elsewhere():\n    return 7\n",
+    );
+    let after = watcher.wait_until(|w| w["builds"].as_u64() > Some(builds));
+    let last = &after["last_build"];
+    assert_eq!(last["outcome"], "published", "{after:#}");
+
+    // A cold build of the same tree, with an empty cache, parses every code file.
+    let cold = sandbox.path().join("cold-graph");
+    let cold_graph = cold.to_str().unwrap();
+    let report = sandbox
+        .atlas(&[
+            "--graph",
+            cold_graph,
+            "build",
+            "--no-search",
+            "--format",
+            "json",
+        ])
+        .success()
+        .json();
+    let code_files = report["parsed"].as_u64().unwrap();
+    assert!(code_files > 2, "{report:#}");
+    // Every code file but the edited one came from memory.
+    assert_eq!(
+        last["facts_from_memory"].as_u64(),
+        Some(code_files - 1),
+        "{after:#}"
+    );
+    assert_eq!(last["fingerprint"], report["fingerprint"]);
+    let watched = sandbox.atlas(&["graph", "dump"]).success();
+    let cold_dump = sandbox
+        .atlas(&["--graph", cold_graph, "graph", "dump"])
+        .success();
+    assert!(watched.stdout == cold_dump.stdout, "the dumps differ");
+}
+
 #[test]
 fn a_burst_of_changes_gives_one_build() {
     let sandbox = Sandbox::with_fixture("python");

@@ -23,6 +23,57 @@ pub(super) struct LoadCounters {
     pub(super) repaired: AtomicUsize,
     /// Files taken from the stamps' description, not read.
     pub(super) unread: AtomicUsize,
+    /// Files whose facts came from the process's memory (`FactMemo`), not the cache.
+    pub(super) from_memory: AtomicUsize,
+}
+
+/// Facts kept in memory between the builds of one long-lived process (`atlas watch`
+/// builds in its own). A cache key's facts are a pure function of the key, so a kept
+/// entry is what the cache on disk would give, without reading, checking and decoding
+/// it again: most of an edit's extraction. It holds the last build's facts only, which
+/// that build held anyway.
+#[derive(Default)]
+pub struct FactMemo {
+    entries: std::sync::Mutex<rustc_hash::FxHashMap<[u8; 32], Arc<FileFacts>>>,
+}
+
+impl std::fmt::Debug for FactMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FactMemo({} entries)", self.len())
+    }
+}
+
+impl FactMemo {
+    /// Entries kept.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, rustc_hash::FxHashMap<[u8; 32], Arc<FileFacts>>> {
+        // A panic while holding it leaves a map that is still whole.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, key: &blake3::Hash) -> Option<Arc<FileFacts>> {
+        self.lock().get(key.as_bytes()).cloned()
+    }
+
+    /// Keeps the facts of `files` (a build's), and only those: what the tree no longer
+    /// holds is released.
+    pub(super) fn keep(&self, files: &[Loaded]) {
+        let kept = files
+            .iter()
+            .filter_map(|f| {
+                let key = fact_key(&f.hash, f.language?);
+                Some((*key.as_bytes(), f.facts.clone()?))
+            })
+            .collect();
+        *self.lock() = kept;
+    }
 }
 
 /// A file after reading and extraction.
@@ -61,8 +112,9 @@ pub(super) fn load(
     limit: u64,
     counters: &LoadCounters,
     known: Option<&Known>,
+    memo: Option<&FactMemo>,
 ) -> std::result::Result<Loaded, Skipped> {
-    if let Some(loaded) = known.and_then(|known| load_known(store, file, known)) {
+    if let Some(loaded) = known.and_then(|known| load_known(store, file, known, memo, counters)) {
         counters.unread.fetch_add(1, Ordering::Relaxed);
         return Ok(loaded);
     }
@@ -93,6 +145,11 @@ pub(super) fn load(
     if let FileRole::Code(language) = file.role {
         loaded.language = Some(language);
         let key = fact_key(&hash, language);
+        if let Some(facts) = memo.and_then(|memo| memo.get(&key)) {
+            counters.from_memory.fetch_add(1, Ordering::Relaxed);
+            loaded.facts = Some(facts);
+            return Ok(loaded);
+        }
         let facts = match store.load_facts(&key) {
             CachedFacts::Hit(facts) => facts,
             damaged_or_missing => {
@@ -118,13 +175,24 @@ fn load_known(
     store: &Store,
     file: &super::inventory::InventoryFile,
     known: &Known,
+    memo: Option<&FactMemo>,
+    counters: &LoadCounters,
 ) -> Option<Loaded> {
     let class = FileClass::from_code(known.class)?;
     let facts = match file.language() {
-        Some(language) => match store.load_facts(&fact_key(&known.hash, language)) {
-            CachedFacts::Hit(facts) => Some(Arc::new(facts)),
-            _ => return None,
-        },
+        Some(language) => {
+            let key = fact_key(&known.hash, language);
+            match memo.and_then(|memo| memo.get(&key)) {
+                Some(facts) => {
+                    counters.from_memory.fetch_add(1, Ordering::Relaxed);
+                    Some(facts)
+                }
+                None => match store.load_facts(&key) {
+                    CachedFacts::Hit(facts) => Some(Arc::new(facts)),
+                    _ => return None,
+                },
+            }
+        }
         None => None,
     };
     Some(Loaded {
@@ -156,7 +224,7 @@ mod tests {
             stamp: None,
         };
         let counters = LoadCounters::default();
-        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters, None) {
+        let skipped = match load(&store, temp.path(), &file, u64::MAX, &counters, None, None) {
             Err(skipped) => skipped,
             Ok(_) => panic!("a missing file cannot load"),
         };
@@ -177,14 +245,14 @@ mod tests {
             stamp: None,
         };
         let counters = LoadCounters::default();
-        assert!(load(&store, temp.path(), &file, u64::MAX, &counters, None).is_ok());
+        assert!(load(&store, temp.path(), &file, u64::MAX, &counters, None, None).is_ok());
         assert_eq!(counters.parsed.load(Ordering::Relaxed), 1);
         // Overwrite every cache entry with garbage: the next load re-parses and counts a
         // repair.
         for entry in walk(&temp.path().join("graph/cache")) {
             std::fs::write(entry, b"garbage").unwrap();
         }
-        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters, None)
+        let loaded = load(&store, temp.path(), &file, u64::MAX, &counters, None, None)
             .map_err(|s| s.path)
             .unwrap();
         assert_eq!(counters.parsed.load(Ordering::Relaxed), 2);

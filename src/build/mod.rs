@@ -5,6 +5,7 @@
 pub mod compile;
 pub mod inventory;
 mod load;
+pub use load::FactMemo;
 pub mod manifest;
 pub mod pipeline;
 pub mod resolve;

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use super::compile::FileMeta;
 use super::inventory::{InventoryLimits, SkipReason, Skipped, Truncation};
-use super::load::{LoadCounters, Loaded, load};
+use super::load::{FactMemo, LoadCounters, Loaded, load};
 use super::manifest::{
     Artifact, MANIFEST_VERSION, Manifest, SkippedFile, TruncationReport, builder_id, built_by_this,
 };
@@ -61,6 +61,8 @@ pub struct BuildOptions {
     pub search_path: Option<std::ffi::OsString>,
     /// Test hook: fail at this point (`after-extract`, `before-publish`).
     pub inject_failure: Option<String>,
+    /// Facts kept between this process's builds (`atlas watch`): see `FactMemo`.
+    pub memo: Option<Arc<FactMemo>>,
 }
 
 /// Progress of a long stage, reported to whoever shows it.
@@ -97,6 +99,7 @@ impl BuildOptions {
             companion: None,
             search_path: None,
             inject_failure: None,
+            memo: None,
         }
     }
 
@@ -147,6 +150,9 @@ pub struct BuildReport {
     /// Files not read at all: the committed generation's stamps vouched for their content
     /// (`build::stamps`).
     pub unread: usize,
+    /// Files whose facts this process kept from its last build (`atlas watch`), not read
+    /// from the cache.
+    pub from_memory: usize,
     pub symbols: usize,
     pub edges: usize,
     pub frontier: usize,
@@ -253,6 +259,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let parsed = counters.parsed.load(Ordering::Relaxed);
     let cache_repaired = counters.repaired.load(Ordering::Relaxed);
     let unread = counters.unread.load(Ordering::Relaxed);
+    let from_memory = counters.from_memory.load(Ordering::Relaxed);
 
     // Same inputs as the committed generation: nothing to publish — if that generation
     // still opens with its manifest. A generation that fails validation (corrupt, or written by an older
@@ -298,6 +305,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             cached: files.len() - parsed,
             cache_repaired,
             unread,
+            from_memory,
             symbols: count(|m| m.symbols),
             edges: count(|m| m.edges),
             frontier: count(|m| m.frontier),
@@ -407,6 +415,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         cached: files.len() - parsed,
         cache_repaired,
         unread,
+        from_memory,
         symbols,
         edges: resolved.edges.len(),
         frontier: resolved.frontier.len(),
@@ -649,6 +658,7 @@ fn load_all(
                 options.limits.max_file_bytes,
                 counters,
                 known,
+                options.memo.as_deref(),
             );
             if let Some(progress) = progress {
                 progress.advance(1);
@@ -669,6 +679,9 @@ fn load_all(
     }
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
     store.cache_writes_done();
+    if let Some(memo) = &options.memo {
+        memo.keep(&files);
+    }
     (files, skipped)
 }
 
@@ -888,6 +901,7 @@ pub fn evaluate_edges(options: &BuildOptions) -> Result<EdgeReport> {
                 file,
                 options.limits.max_file_bytes,
                 &counters,
+                None,
                 None,
             )
             .ok()

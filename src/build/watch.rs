@@ -70,8 +70,9 @@ impl WatchOptions {
     }
 }
 
-/// What a build the watcher ran reports: (unchanged, fingerprint), or the error code.
-type BuildResult = std::result::Result<(bool, String), String>;
+/// What a build the watcher ran reports: (unchanged, fingerprint, files whose facts came
+/// from memory), or the error code.
+type BuildResult = std::result::Result<(bool, String, usize), String>;
 
 /// Runs `argv` and reads its build report or error envelope.
 fn run_command(argv: &[std::ffi::OsString]) -> BuildResult {
@@ -94,7 +95,8 @@ fn run_command(argv: &[std::ffi::OsString]) -> BuildResult {
         report["fingerprint"].as_str(),
     ) {
         (Some(unchanged), Some(fingerprint)) if output.status.success() => {
-            Ok((unchanged, fingerprint.to_string()))
+            let from_memory = report["from_memory"].as_u64().unwrap_or(0) as usize;
+            Ok((unchanged, fingerprint.to_string(), from_memory))
         }
         // Killed, or a report without its fields.
         _ => Err("atlas-internal".into()),
@@ -119,6 +121,14 @@ pub struct LastBuild {
     /// Relevant change events the build covers.
     pub events: u64,
     pub finished_unix_ms: u64,
+    /// Files whose facts the build took from the watcher's memory of its last build
+    /// (in-process builds: `atlas watch`), not from the cache on disk.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub facts_from_memory: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What `atlas status` shows of a watcher.
@@ -244,6 +254,7 @@ impl Watch {
             status: status.clone(),
             stop: stop.clone(),
             ignores: RootIgnores::default(),
+            memo: Arc::default(),
             _lock: lock,
         };
         looped.ignores = RootIgnores::load(&looped.root);
@@ -444,6 +455,8 @@ struct Loop {
     status: Arc<Mutex<WatchStatus>>,
     stop: Arc<AtomicBool>,
     ignores: RootIgnores,
+    /// The facts of the last in-process build, for the next one.
+    memo: Arc<super::FactMemo>,
     _lock: std::fs::File,
 }
 
@@ -605,19 +618,21 @@ impl Loop {
         let result: BuildResult = match &self.options.runner {
             Runner::InProcess => {
                 let mut options = self.options.build.clone();
+                // This process builds again and again: it keeps the last build's facts.
+                options.memo = Some(self.memo.clone());
                 // A user's `atlas build` may hold the lock: wait for it, then build what
                 // is left.
                 options.lock_wait = LockWait::Within(Duration::from_secs(60));
                 options.progress = None;
                 pipeline::build(&options)
-                    .map(|report| (report.unchanged, report.fingerprint))
+                    .map(|report| (report.unchanged, report.fingerprint, report.from_memory))
                     .map_err(|e| e.code().to_string())
             }
             Runner::Command(argv) => run_command(argv),
         };
         let finished = Instant::now();
         let last = match result {
-            Ok((unchanged, fingerprint)) => LastBuild {
+            Ok((unchanged, fingerprint, facts_from_memory)) => LastBuild {
                 outcome: if unchanged { "unchanged" } else { "published" }.into(),
                 code: None,
                 fingerprint: Some(fingerprint),
@@ -625,6 +640,7 @@ impl Loop {
                 since_first_change_ms: millis(finished - first_change),
                 events,
                 finished_unix_ms: unix_ms(),
+                facts_from_memory,
             },
             Err(code) => LastBuild {
                 outcome: "failed".into(),
@@ -634,6 +650,7 @@ impl Loop {
                 since_first_change_ms: millis(finished - first_change),
                 events,
                 finished_unix_ms: unix_ms(),
+                facts_from_memory: 0,
             },
         };
         let ok = last.outcome != "failed";

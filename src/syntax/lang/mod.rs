@@ -99,9 +99,11 @@ impl Language {
             })
     }
 
-    /// Hash of the query text, part of the fact-cache key (R-EXT-3).
+    /// Hash of the query text, part of the fact-cache key (R-EXT-3); hashed once per
+    /// process (every file's cache key takes it).
     pub fn query_hash(self) -> blake3::Hash {
-        blake3::hash(self.query_source().as_bytes())
+        static CACHE: [OnceLock<blake3::Hash>; 7] = [const { OnceLock::new() }; 7];
+        *CACHE[self as usize].get_or_init(|| blake3::hash(self.query_source().as_bytes()))
     }
 }
 

@@ -261,7 +261,12 @@ def main():
             start = time.perf_counter()
             try:
                 s.connect(sock_path)
-                s.sendall((json.dumps(request) + "\n").encode())
+                try:
+                    s.sendall((json.dumps(request) + "\n").encode())
+                except BrokenPipeError:
+                    # Refused (`busy`) before the daemon read the request: the reply is
+                    # there to read all the same (docs/CLI.md, the protocol).
+                    pass
                 data = b""
                 while not data.endswith(b"\n"):
                     chunk = s.recv(1 << 20)

@@ -497,6 +497,27 @@ fn a_flood_of_idle_connections_is_refused_busy_not_served_by_ever_more_threads()
     BufReader::new(&refused).read_line(&mut line).unwrap();
     let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(reply["outcome"], "busy", "{reply}");
+    // A client that writes its request only after the daemon refused and closed: the
+    // write fails, and the refusal is still there to read.
+    let mut late = UnixStream::connect(&socket).unwrap();
+    late.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let written = late.write_all(raw_request(&sandbox).as_bytes());
+    assert_eq!(
+        written.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::BrokenPipe)
+    );
+    let mut line = String::new();
+    BufReader::new(&late).read_line(&mut line).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["outcome"], "busy", "{reply}");
+    // atlas's own client reports the refusal as `busy`, however its write fares.
+    for _ in 0..5 {
+        let run = context(&sandbox, "Cart", &["--execution", "worker"]);
+        assert_eq!(run.code, 11, "{}", run.describe());
+        assert_eq!(attempts(&run)[0]["outcome"], "busy");
+    }
     // Status cannot get an answer either, yet tells a busy daemon from a dead one.
     let status = sandbox
         .atlas(&["daemon", "status", "--format", "json"])

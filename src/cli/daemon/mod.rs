@@ -355,10 +355,14 @@ fn exchange<T: serde::de::DeserializeOwned>(
     stream.set_read_timeout(Some(patience))?;
     let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
     line.push('\n');
-    stream.write_all(line.as_bytes())?;
+    // A daemon with too many connections open answers `busy` before it reads the request,
+    // and closes: a write after that fails (a broken pipe), yet the reply is there to read.
+    let written = stream.write_all(line.as_bytes());
     let mut reply = String::new();
-    BufReader::new(&stream).read_line(&mut reply)?;
+    let read = BufReader::new(&stream).read_line(&mut reply);
     if reply.is_empty() {
+        written?;
+        read?;
         return Err(std::io::Error::new(
             std::io::ErrorKind::UnexpectedEof,
             "the daemon closed the connection",

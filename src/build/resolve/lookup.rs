@@ -165,14 +165,13 @@ impl<'a> Resolver<'a> {
         // Inherited: follow the bases declared by the owner type.
         let owner_id = self.type_named(file, owner)?;
         let owner_file = self.out.nodes[owner_id as usize].file?;
-        self.facts(owner_file)?;
         self.bases_of(owner_id)
             .iter()
             .find_map(|&(_, base)| self.member_of(owner_file, base, name, depth + 1))
     }
 
     /// The bases definition `id` declares, in source order.
-    pub(super) fn bases_of(&self, id: u32) -> &[(u32, &'a str)] {
+    fn bases_of(&self, id: u32) -> &[(u32, &'a str)] {
         let start = self.bases.partition_point(|&(owner, _)| owner < id);
         let end = start + self.bases[start..].partition_point(|&(owner, _)| owner == id);
         &self.bases[start..end]

@@ -78,6 +78,23 @@ fn frozen_symbol(sandbox: &Sandbox, name: &str) -> serde_json::Value {
         .json()
 }
 
+/// Appends `text` to `shop/models.py` and waits for the build after the one `status`
+/// counted; returns the watcher's status then.
+fn append_and_wait(
+    sandbox: &Sandbox,
+    watcher: &Watcher,
+    status: &serde_json::Value,
+    text: &str,
+) -> serde_json::Value {
+    let builds = status["builds"].as_u64().unwrap();
+    let models = sandbox.repo().join("shop/models.py");
+    sandbox.write(
+        "shop/models.py",
+        std::fs::read_to_string(models).unwrap() + text,
+    );
+    watcher.wait_until(|w| w["builds"].as_u64() > Some(builds))
+}
+
 #[test]
 fn an_edit_is_visible_to_the_next_query_after_the_debounce() {
     let sandbox = Sandbox::with_fixture("python");
@@ -85,14 +102,12 @@ fn an_edit_is_visible_to_the_next_query_after_the_debounce() {
     let before = watcher.status();
     assert_eq!(before["backend"], "inotify");
     assert_eq!(before["state"], "idle");
-    let builds = before["builds"].as_u64().unwrap();
-
-    sandbox.write(
-        "shop/models.py",
-        std::fs::read_to_string(sandbox.repo().join("shop/models.py")).unwrap()
-            + "\n\ndef freshly_added():\n    return 42\n",
+    let after = append_and_wait(
+        &sandbox,
+        &watcher,
+        &before,
+        "\n\ndef freshly_added():\n    return 42\n",
     );
-    let after = watcher.wait_until(|w| w["builds"].as_u64() > Some(builds));
     let last = &after["last_build"];
     assert_eq!(last["outcome"], "published", "{after:#}");
     assert!(last["latency_ms"].as_f64().unwrap() > 0.0);
@@ -124,14 +139,12 @@ fn a_watchers_builds_take_unchanged_facts_from_memory_and_equal_a_cold_build() {
         first["last_build"].get("facts_from_memory").is_none(),
         "{first:#}"
     );
-    let builds = first["builds"].as_u64().unwrap();
-
-    sandbox.write(
-        "shop/models.py",
-        std::fs::read_to_string(sandbox.repo().join("shop/models.py")).unwrap()
-            + "\n\ndef remembered_elsewhere():\n    return 7\n",
+    let after = append_and_wait(
+        &sandbox,
+        &watcher,
+        &first,
+        "\n\ndef remembered_elsewhere():\n    return 7\n",
     );
-    let after = watcher.wait_until(|w| w["builds"].as_u64() > Some(builds));
     let last = &after["last_build"];
     assert_eq!(last["outcome"], "published", "{after:#}");
 

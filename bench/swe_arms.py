@@ -24,9 +24,10 @@ import run  # noqa: E402  (shared/eval/run.py)
 # `default` is no ATLAS_SEARCH_ARMS at all: every arm, the vector arm skipped on prose.
 CONFIGS = {'bm25': 'bm25', 'vector': 'vector', 'hybrid': 'bm25,vector', 'graph': 'bm25,vector,graph',
            'lexical': 'bm25,graph', 'propagate': 'bm25,vector,graph,propagate',
-           'lexical+propagate': 'bm25,graph,propagate', 'default': '', 'allocation': '', 'learned': ''}
+           'lexical+propagate': 'bm25,graph,propagate', 'default': '', 'allocation': '', 'learned': '', 'split': ''}
 # Configurations that differ by another variable than the arms.
-EXTRA_ENV = {'allocation': {'ATLAS_SEARCH_ALLOCATION': 'file'}, 'learned': {'ATLAS_FUSION': 'learned'}}
+EXTRA_ENV = {'allocation': {'ATLAS_SEARCH_ALLOCATION': 'file'}, 'learned': {'ATLAS_FUSION': 'learned'},
+             'split': {'ATLAS_FUSION': 'split'}}
 
 
 def fair_score(rows):

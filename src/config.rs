@@ -121,8 +121,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "ATLAS_FUSION",
-        values: "rrf|learned",
-        doc: "how search weighs its candidates before the rerank's exact-name tiers: `rrf` (default) is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5); `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation); anything else is `atlas-invalid-input` when a search runs",
+        values: "split|rrf|learned",
+        doc: "how search weighs its candidates before the rerank's exact-name tiers: `split` (default) shows files in RRF's order and ranks the symbols by the learned scorer within it; `rrf` is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5) for files and symbols alike; `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation) for both; anything else is `atlas-invalid-input` when a search runs",
     },
     Variable {
         name: "ATLAS_SEARCH_FEATURES",
@@ -286,13 +286,16 @@ impl Allocation {
     }
 }
 
-/// How search weighs its candidates (`ATLAS_FUSION`, issue 16).
+/// How search weighs its candidates (`ATLAS_FUSION`, issue 16); `Split` by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fusion {
     /// Reciprocal rank fusion with the hand priors.
     Rrf,
     /// The learned scorer (`query::search::learned`).
     Learned,
+    /// RRF ranks the files, the learned scorer the symbols within that file order
+    /// (`query::search::split`).
+    Split,
 }
 
 impl Fusion {
@@ -300,7 +303,10 @@ impl Fusion {
         match value.trim() {
             "rrf" => Ok(Fusion::Rrf),
             "learned" => Ok(Fusion::Learned),
-            other => Err(format!("unknown fusion `{other}` (expected rrf, learned)")),
+            "split" => Ok(Fusion::Split),
+            other => Err(format!(
+                "unknown fusion `{other}` (expected rrf, learned, split)"
+            )),
         }
     }
 }
@@ -330,7 +336,7 @@ impl Default for SearchConfig {
         SearchConfig {
             arms: Ok(Arms::ALL),
             allocation: Ok(Allocation::None),
-            fusion: Ok(Fusion::Rrf),
+            fusion: Ok(Fusion::Split),
             features_out: None,
             rerank: true,
             compact_by_default: false,
@@ -691,7 +697,7 @@ impl Config {
                 },
                 fusion: match text("ATLAS_FUSION") {
                     Some(value) if !value.trim().is_empty() => Fusion::parse(&value),
-                    _ => Ok(Fusion::Rrf),
+                    _ => Ok(Fusion::Split),
                 },
                 features_out: path("ATLAS_SEARCH_FEATURES"),
                 rerank: !on("ATLAS_RERANK", "0"),

@@ -558,10 +558,10 @@ fn search_arms_toggle_in_process_by_config() {
         &config_with(BM25_ONLY, true),
         r#"
         billing/store.py::write_row bm25
-        billing/store.py::save_invoice bm25
-        billing/invoice.py::Invoice bm25
-        billing/invoice.py::issue_invoice bm25
         billing/invoice.py::Invoice.finalize bm25
+        billing/invoice.py::issue_invoice bm25
+        billing/store.py::save_invoice bm25
+        billing/invoice.py::Invoice.__init__ bm25
         "#,
     );
 }
@@ -583,17 +583,18 @@ fn a_code_shaped_name_ranks_its_definition_first() {
         "#,
     );
     // A qualified method name, with BM25 alone: the definition before `issue_invoice`,
-    // whose body spells the call `invoice.finalize()`.
+    // whose body spells the call `invoice.finalize()`; then the rest of its file (split
+    // fusion: invoice.py is the first file RRF shows) before store.py.
     check_search(
         BILLING,
         "Invoice.finalize",
         &config_with(BM25_ONLY, true),
         r#"
         billing/invoice.py::Invoice.finalize bm25
-        billing/invoice.py::Invoice bm25
         billing/invoice.py::issue_invoice bm25
-        billing/store.py::save_invoice bm25
+        billing/invoice.py::Invoice bm25
         billing/invoice.py::Invoice.__init__ bm25
+        billing/invoice.py::Invoice.subtotal bm25
         "#,
     );
 }
@@ -602,7 +603,7 @@ fn a_code_shaped_name_ranks_its_definition_first() {
 fn rerank_toggles_in_process_by_config() {
     let repo = Repo::new(BILLING);
     // A one-word query: with rerank, the exact name (`Invoice`) first, then names that
-    // contain the word in BM25 order; without, RRF order.
+    // contain the word in BM25 order, then the fused order; without, RRF order.
     repo.check_search(
         "invoice",
         &config_with(Arms::ALL, true),
@@ -611,7 +612,7 @@ fn rerank_toggles_in_process_by_config() {
         billing/store.py::save_invoice bm25+vector
         billing/invoice.py::issue_invoice bm25+vector
         billing/invoice.py::Invoice.finalize bm25+vector
-        billing/cli.py::main bm25+vector
+        billing/invoice.py::Invoice.__init__ bm25+vector
         "#,
     );
     repo.check_search(
@@ -632,9 +633,9 @@ fn rerank_toggles_in_process_by_config() {
         &config_with(Arms::ALL, true),
         r#"
         billing/tax.py::add_tax bm25+vector
-        billing/invoice.py::Invoice.finalize bm25
         billing/tax.py::RATE bm25
         billing/tax.py::round_cents bm25
+        billing/invoice.py::Invoice.finalize bm25
         billing/invoice.py::Invoice bm25
         "#,
     );

@@ -1101,3 +1101,49 @@ fn a_partial_identifier_matches_the_longer_words_it_starts() {
         next.symbols()
     );
 }
+
+/// Split fusion shows files where RRF shows them and orders each file's symbols as the
+/// learned scorer does: over the whole pool (no cut), the first appearance of each file
+/// follows the RRF run, and the symbols of one file follow the learned run.
+#[test]
+fn split_fusion_keeps_rrf_file_order_and_the_learned_order_within_files() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let query = "the order total is wrong after a discount and the shipping fee";
+    let run = |fusion: &str| -> Vec<(String, String)> {
+        searched(s.search(query).top_k(500).env("ATLAS_FUSION", fusion))
+            .hits
+            .into_iter()
+            .filter(|h| h.kind.as_deref() != Some("commit"))
+            .map(|h| (h.path, h.symbol))
+            .collect()
+    };
+    let (rrf, learned, split) = (run("rrf"), run("learned"), run("split"));
+    let files = |hits: &[(String, String)]| -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for (path, _) in hits {
+            if !seen.contains(path) {
+                seen.push(path.clone());
+            }
+        }
+        seen
+    };
+    assert!(files(&rrf).len() >= 3, "{rrf:?}");
+    assert_eq!(files(&split), files(&rrf));
+    let sorted = |hits: &[(String, String)]| {
+        let mut hits = hits.to_vec();
+        hits.sort();
+        hits
+    };
+    assert_eq!(sorted(&split), sorted(&rrf), "the same pool, reordered");
+    let within = |hits: &[(String, String)], file: &str| -> Vec<String> {
+        hits.iter()
+            .filter(|(path, _)| path == file)
+            .map(|(_, symbol)| symbol.clone())
+            .collect()
+    };
+    for file in files(&rrf) {
+        assert_eq!(within(&split, &file), within(&learned, &file), "{file}");
+    }
+    assert_ne!(split, rrf, "the fixture's pool must exercise a reordering");
+}

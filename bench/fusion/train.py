@@ -13,9 +13,11 @@ axios/axios (JavaScript), fetched into the mirror (`fetch github:owner/name`). N
 nine repositories of ../shared/eval, ripgrep, cobra or zod, nor any SWE-bench data.
 
 `train` fits a logistic regression (scikit-learn, L2, C = 1) on all candidates, reports
-leave-one-repository-out figures against the RRF order (function@10, file MRR over the
-candidate pool: an approximation of the search, which also applies the exact-name tiers,
-dedup and `top_k`), and prints the weights; `--write` puts them into
+leave-one-repository-out figures for the RRF, learned and split orders (file Acc@1/@5/MRR
+and function@5/@10 over the candidate pool: an approximation of the search, which also
+applies the exact-name tiers, dedup and `top_k`), the same for the pools `--eval` names
+(collected with `collect --repos`, never trained on), and prints the weights; `--write`
+puts them into
 src/query/search/learned.rs. The data stays in /tmp: the binary carries the weights only.
 """
 import argparse
@@ -38,7 +40,8 @@ LEARNED_RS = os.path.join(HERE, '..', '..', 'src', 'query', 'search', 'learned.r
 def collect(args):
     bin_ = os.path.abspath(args.bin)
     out = open(args.out, 'w')
-    for repo, lang in REPOS:
+    repos = [tuple(r.split(':')) for r in args.repos.split(',')] if args.repos else REPOS
+    for repo, lang in repos:
         assert repo not in commits.FORBIDDEN
         gitdir = os.path.join(commits.MIRROR, repo.replace('/', '+'), 'repo')
         key = repo.replace('/', '+')
@@ -99,17 +102,50 @@ def fit(queries, file_weight):
     return LogisticRegression(C=1.0, max_iter=2000).fit(X, y, sample_weight=w)
 
 
-def metrics(queries, score):
-    """function@10 (every gold function in the top 10 of the pool) and file MRR, with the
-    pool ordered by `score(candidate)`, best first."""
-    f10 = mrr = 0.0
+def metrics(queries, order):
+    """File Acc@1 / Acc@5 / MRR and function@5 / @10 (every gold in the top k), with each
+    query's pool ordered by `order(query)`, best first."""
+    f1 = f5 = mrr = fn5 = fn10 = 0.0
     for q in queries:
-        order = sorted(q['candidates'], key=score, reverse=True)
-        names = [f"{c['path']}::{c['symbol']}" for c in order]
-        f10 += all(g in names[:10] for g in q['fns'])
-        paths = list(dict.fromkeys(c['path'] for c in order))
+        ranked = order(q)
+        names = [f"{c['path']}::{c['symbol']}" for c in ranked]
+        paths = list(dict.fromkeys(c['path'] for c in ranked))
+        f1 += all(f in paths[:1] for f in q['files'])
+        f5 += all(f in paths[:5] for f in q['files'])
         mrr += next((1 / (i + 1) for i, p in enumerate(paths) if p in q['files']), 0)
-    return round(100 * f10 / len(queries), 1), round(mrr / len(queries), 3)
+        fn5 += all(g in names[:5] for g in q['fns'])
+        fn10 += all(g in names[:10] for g in q['fns'])
+    n = max(len(queries), 1)
+    return (f'{100 * f1 / n:.1f} / {100 * f5 / n:.1f} / {mrr / n:.3f}, '
+            f'{100 * fn5 / n:.1f} / {100 * fn10 / n:.1f}')
+
+
+def by_score(score):
+    return lambda q: sorted(q['candidates'], key=score, reverse=True)
+
+
+def split(rrf, learned):
+    """`query::search::split`: files first appear in RRF's order; each slot goes to the best
+    remaining candidate by the learned score among the files shown and the next one."""
+    def order(q):
+        file_rank = {}
+        for c in by_score(rrf)(q):
+            file_rank.setdefault(c['path'], len(file_rank))
+        left, out, opened = by_score(learned)(q), [], 0
+        while left:
+            i = next(i for i, c in enumerate(left) if file_rank[c['path']] <= opened)
+            opened += file_rank[left[i]['path']] == opened
+            out.append(left.pop(i))
+        return out
+    return order
+
+
+def report(label, queries, names, model):
+    rrf = rrf_order(names)
+    learned = lambda c: model.decision_function([c['x']])[0]  # noqa: E731
+    print(f'  {label:22s} n={len(queries):3d}  (file Acc@1 / Acc@5 / MRR, function@5 / @10)')
+    for name, order in (('rrf', by_score(rrf)), ('learned', by_score(learned)), ('split', split(rrf, learned))):
+        print(f'      {name:8s} {metrics(queries, order)}')
 
 
 def rrf_order(names):
@@ -127,15 +163,17 @@ def train(args):
     repos = sorted({q['repo'] for q in queries})
     print(f'{len(queries)} queries, {sum(len(q["candidates"]) for q in queries)} candidates, '
           f'{sum(len(q["fns"]) for q in queries)} gold functions')
-    print('leave one repository out (function@10, file MRR over the pool):')
+    print('leave one repository out, over the pool (the search also applies the exact-name tiers, '
+          'dedup and top_k):')
     for held in repos:
-        train_q = [q for q in queries if q['repo'] != held]
-        test_q = [q for q in queries if q['repo'] == held]
-        model = fit(train_q, args.file_weight)
-        learned = lambda c: model.decision_function([c['x']])[0]  # noqa: E731
-        print(f'  {held:22s} n={len(test_q):3d}  rrf {metrics(test_q, rrf_order(names))}  '
-              f'learned {metrics(test_q, learned)}')
+        model = fit([q for q in queries if q['repo'] != held], args.file_weight)
+        report(held, [q for q in queries if q['repo'] == held], names, model)
     model = fit(queries, args.file_weight)
+    for path in filter(None, (args.eval or '').split(',')):
+        pools = load(path)
+        print(f'{path}: the model trained on every training query')
+        for repo in sorted({q['repo'] for q in pools}):
+            report(repo, [q for q in pools if q['repo'] == repo], names, model)
     weights = [round(float(w), 6) for w in model.coef_[0]]
     bias = round(float(model.intercept_[0]), 6)
     for n, w in zip(names, weights):
@@ -158,9 +196,13 @@ def main():
     c.add_argument('--count', type=int, default=120)
     c.add_argument('--bin', default=os.path.join(HERE, '..', '..', 'target', 'release', 'atlas'))
     c.add_argument('--out', default='/tmp/atlas-fusion.jsonl')
+    c.add_argument('--repos', help='owner/name:language,… in place of the training repositories '
+                   '(pools to evaluate on, such as the other-language commit sets)')
     t = sub.add_parser('train')
     t.add_argument('--data', default='/tmp/atlas-fusion.jsonl')
     t.add_argument('--write', action='store_true')
+    t.add_argument('--eval', help='pools collected with `collect --repos` (comma-separated files) to '
+                   'report with the model trained on every training query')
     t.add_argument('--file-weight', type=float, default=0.0,
                    help='also label the other candidates of a changed file positive, at this weight')
     args = parser.parse_args()

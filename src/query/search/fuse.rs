@@ -1,5 +1,6 @@
 //! One search: the arms (BM25 over symbols and sections, vectors, the graph arm)
-//! run side by side, fused by reciprocal rank, reranked (code before tests and prose, exact
+//! run side by side, fused by reciprocal rank, reranked (code before tests and prose; by
+//! default files in that order and symbols by the learned scorer within it, `split`; exact
 //! names first), with history hits and what each arm could not answer.
 
 use std::collections::HashSet;
@@ -681,26 +682,31 @@ impl<'a> Priors<'a> {
         learned::features(fused.score, &fused.ranks, &context)
     }
 
+    /// The candidate's weight: what ranks files (and, but for split fusion, symbols).
     pub(super) fn weigh(&self, item: u32, fused: &Fused) -> f64 {
         match self.fusion {
-            Fusion::Rrf => self.prior(item, fused.score),
-            Fusion::Learned => {
-                let z = learned::score(&self.features(item, fused));
-                let probability = 1.0 / (1.0 + (-z).exp());
-                // Commit gold is code: sections had no labels to learn from, so they keep
-                // their hand prior on the probability.
-                if item >= self.graph.node_count() as u32 {
-                    probability * SECTION_PRIOR
-                } else {
-                    probability
-                }
-            }
+            Fusion::Rrf | Fusion::Split => self.prior(item, fused.score),
+            Fusion::Learned => self.learned(item, fused),
+        }
+    }
+
+    /// The learned scorer's probability for the candidate.
+    fn learned(&self, item: u32, fused: &Fused) -> f64 {
+        let z = learned::score(&self.features(item, fused));
+        let probability = 1.0 / (1.0 + (-z).exp());
+        // Commit gold is code: sections had no labels to learn from, so they keep
+        // their hand prior on the probability.
+        if item >= self.graph.node_count() as u32 {
+            probability * SECTION_PRIOR
+        } else {
+            probability
         }
     }
 }
 
 /// The rerank: code before tests and prose, then exact names (and, for one identifier,
-/// names containing it) in front by their BM25 rank; RRF order otherwise. Returns the
+/// names containing it) in front by their BM25 rank; the fusion's order otherwise (split
+/// fusion: files as RRF shows them, symbols by the learned scorer). Returns the
 /// exact matches and how many candidates the name tiers promoted to the front.
 fn rerank_ranked(
     graph: &Graph,
@@ -714,9 +720,21 @@ fn rerank_ranked(
         .map(|(item, fused)| (*item, priors.weigh(*item, fused)))
         .collect();
     ranked.sort_by(|a, b| weights[&b.0].total_cmp(&weights[&a.0]).then(a.0.cmp(&b.0)));
+    if priors.fusion == Fusion::Split {
+        let pool: Vec<split::Candidate> = ranked
+            .iter()
+            .map(|(item, fused)| split::Candidate {
+                file: priors.file_and_node(*item).0,
+                weight: priors.learned(*item, fused),
+            })
+            .collect();
+        let reordered: Vec<(u32, Fused)> =
+            split::order(&pool).into_iter().map(|i| ranked[i]).collect();
+        ranked.copy_from_slice(&reordered);
+    }
     // Exact symbol matches stay first; for a one-identifier query, names that
-    // contain it come next (`where_clause` ⊂ `_build_where_clause`); RRF order
-    // otherwise (the sort is stable).
+    // contain it come next (`where_clause` ⊂ `_build_where_clause`); the fusion's
+    // order otherwise (the sort is stable).
     // Only short, identifier-like queries: in prose (an issue text) some word
     // always equals some name, and promoting it would drown the fused ranking.
     let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
@@ -748,7 +766,7 @@ fn rerank_ranked(
             2
         }
     };
-    // Within the promoted tiers the lexical (BM25) rank decides; the rest keep RRF
+    // Within the promoted tiers the lexical (BM25) rank decides; the rest keep the fused
     // order (the sort is stable).
     let tiers: HashMap<u32, u8> = ranked.iter().map(|r| (r.0, tier(r.0))).collect();
     ranked.sort_by_key(|r| {

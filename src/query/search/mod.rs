@@ -24,6 +24,7 @@ mod fuse;
 mod quantized;
 mod response;
 mod scope;
+mod split;
 
 pub use response::{
     Budget, CompactHit, FileGroup, GroupBy, Omitted, ResponseProfile, SearchResponse,

@@ -1,0 +1,179 @@
+//! Split fusion (issue 16; `ATLAS_FUSION=split`, the default): RRF ranks the files, the
+//! learned scorer ranks the symbols within that file order.
+//!
+//! Measured on commit-message sets (docs/QUALITY.md), the learned scorer finds changed
+//! functions better than RRF on every set, but ranks files worse on some (a Rust set falls
+//! below whole-file BM25). RRF's file order holds on all of them. So the pool is merged:
+//! a file first appears where RRF first shows it, and every slot goes to the best remaining
+//! candidate by the learned weight among the files already shown and the next one.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::graph::ids::FileId;
+
+/// One candidate, in RRF order: its file (`None`: it stands alone, as a file of its own)
+/// and its learned weight.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate {
+    pub file: Option<FileId>,
+    pub weight: f64,
+}
+
+/// A group's next candidate in the merge, ordered by weight, then by RRF position.
+struct Head {
+    weight: f64,
+    position: usize,
+    group: usize,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Head {
+    /// The heap pops the greatest: the higher weight, then the earlier RRF position.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.weight
+            .total_cmp(&other.weight)
+            .then(other.position.cmp(&self.position))
+    }
+}
+
+/// The merged order, as positions into `candidates` (which are in RRF order): the order in
+/// which files first appear is RRF's, and within it candidates follow their weights.
+pub fn order(candidates: &[Candidate]) -> Vec<usize> {
+    // Groups by first appearance: group g is the g-th file RRF shows.
+    let mut group_of_file: HashMap<FileId, usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (position, candidate) in candidates.iter().enumerate() {
+        let group = match candidate.file {
+            Some(file) => *group_of_file.entry(file).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            }),
+            None => {
+                groups.push(Vec::new());
+                groups.len() - 1
+            }
+        };
+        groups[group].push(position);
+    }
+    for group in &mut groups {
+        group.sort_by(|&a, &b| {
+            candidates[b]
+                .weight
+                .total_cmp(&candidates[a].weight)
+                .then(a.cmp(&b))
+        });
+    }
+    let head = |group: usize, at: usize| -> Option<Head> {
+        groups[group].get(at).map(|&position| Head {
+            weight: candidates[position].weight,
+            position,
+            group,
+        })
+    };
+    let mut next_in_group = vec![0usize; groups.len()];
+    // Heads of the groups already opened; `unopened` is the next group to open.
+    let mut opened: BinaryHeap<Head> = BinaryHeap::new();
+    let mut unopened = 0;
+    let mut out = Vec::with_capacity(candidates.len());
+    while out.len() < candidates.len() {
+        let waiting = (unopened < groups.len())
+            .then(|| head(unopened, 0))
+            .flatten();
+        let take_waiting = match (opened.peek(), &waiting) {
+            (Some(best), Some(w)) => w > best,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        let taken = if take_waiting {
+            unopened += 1;
+            waiting.expect("checked above")
+        } else {
+            opened
+                .pop()
+                .expect("a candidate is left, so a group is open")
+        };
+        out.push(taken.position);
+        next_in_group[taken.group] += 1;
+        if let Some(following) = head(taken.group, next_in_group[taken.group]) {
+            opened.push(following);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(file: u32, weight: f64) -> Candidate {
+        Candidate {
+            file: Some(FileId(file)),
+            weight,
+        }
+    }
+
+    fn first_files(candidates: &[Candidate], order: &[usize]) -> Vec<Option<FileId>> {
+        let mut seen = Vec::new();
+        for &i in order {
+            if !seen.contains(&candidates[i].file) {
+                seen.push(candidates[i].file);
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn files_appear_in_rrf_order_and_symbols_follow_their_weights_within() {
+        // RRF order: file 7, file 3, file 7, file 9, file 3.
+        let pool = [c(7, 0.2), c(3, 0.9), c(7, 0.8), c(9, 0.95), c(3, 0.1)];
+        let order = order(&pool);
+        // File 7 opens with its best (0.8); file 3's 0.9 beats file 7's 0.2; file 9 waits
+        // for file 3 to open, then its 0.95 comes next.
+        assert_eq!(order, vec![2, 1, 3, 0, 4]);
+        assert_eq!(
+            first_files(&pool, &order),
+            vec![Some(FileId(7)), Some(FileId(3)), Some(FileId(9))]
+        );
+    }
+
+    #[test]
+    fn a_candidate_without_a_file_keeps_its_place_among_the_files() {
+        let pool = [
+            c(1, 0.5),
+            Candidate {
+                file: None,
+                weight: 0.9,
+            },
+            c(2, 0.99),
+            c(1, 0.6),
+        ];
+        let order = order(&pool);
+        // The fileless candidate opens after file 1 and before file 2.
+        assert_eq!(order, vec![3, 1, 2, 0]);
+    }
+
+    #[test]
+    fn equal_weights_keep_rrf_order_and_every_candidate_appears_once() {
+        let pool: Vec<Candidate> = (0..40).map(|i| c(i % 5, 0.5)).collect();
+        let order = order(&pool);
+        assert_eq!(order, (0..40).collect::<Vec<_>>());
+        let pool: Vec<Candidate> = (0..40).map(|i| c(i % 7, f64::from(i % 3))).collect();
+        let mut sorted = super::order(&pool);
+        let files = first_files(&pool, &sorted);
+        let rrf_files: Vec<Option<FileId>> = (0..7).map(|i| Some(FileId(i))).collect();
+        assert_eq!(files, rrf_files);
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..40).collect::<Vec<_>>());
+    }
+}

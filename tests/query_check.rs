@@ -546,22 +546,22 @@ fn search_arms_toggle_in_process_by_config() {
         query,
         &Config::default(),
         r#"
-        billing/store.py::write_row bm25+vector+graph+propagate
-        billing/store.py::save_invoice bm25+vector+propagate
-        billing/invoice.py::issue_invoice bm25+vector+propagate
-        billing/invoice.py::Invoice.finalize bm25+vector+propagate
-        billing/invoice.py::Invoice bm25+vector+propagate
+        billing/store.py::write_row bm25+vector+graph+propagate+file
+        billing/store.py::save_invoice bm25+vector+propagate+file
+        billing/invoice.py::issue_invoice bm25+vector+propagate+file
+        billing/invoice.py::Invoice.finalize bm25+vector+propagate+file
+        billing/invoice.py::Invoice.__init__ bm25+vector+propagate+file
         "#,
     );
     repo.check_search(
         query,
         &config_with(BM25_ONLY, true),
         r#"
-        billing/store.py::write_row bm25
-        billing/invoice.py::Invoice.finalize bm25
-        billing/invoice.py::issue_invoice bm25
-        billing/store.py::save_invoice bm25
-        billing/invoice.py::Invoice.__init__ bm25
+        billing/store.py::write_row bm25+file
+        billing/invoice.py::Invoice.finalize bm25+file
+        billing/store.py::save_invoice bm25+file
+        billing/invoice.py::issue_invoice bm25+file
+        billing/invoice.py::Invoice.__init__ bm25+file
         "#,
     );
 }
@@ -575,11 +575,11 @@ fn a_code_shaped_name_ranks_its_definition_first() {
         "save_invoice",
         &Config::default(),
         r#"
-        billing/store.py::save_invoice bm25+vector+graph+propagate
-        billing/invoice.py::issue_invoice bm25+vector+propagate
-        billing/invoice.py::Invoice.finalize bm25+vector+propagate
-        billing/invoice.py::Invoice bm25+vector+propagate
-        billing/invoice.py::Invoice.__init__ bm25+vector+propagate
+        billing/store.py::save_invoice bm25+vector+graph+propagate+file
+        billing/invoice.py::issue_invoice bm25+vector+propagate+file
+        billing/invoice.py::Invoice.finalize bm25+vector+propagate+file
+        billing/invoice.py::Invoice.subtotal bm25+vector+propagate+file
+        billing/invoice.py::Invoice.__init__ bm25+vector+propagate+file
         "#,
     );
     // A qualified method name, with BM25 alone: the definition before `issue_invoice`,
@@ -590,11 +590,11 @@ fn a_code_shaped_name_ranks_its_definition_first() {
         "Invoice.finalize",
         &config_with(BM25_ONLY, true),
         r#"
-        billing/invoice.py::Invoice.finalize bm25
-        billing/invoice.py::issue_invoice bm25
-        billing/invoice.py::Invoice bm25
-        billing/invoice.py::Invoice.__init__ bm25
-        billing/invoice.py::Invoice.subtotal bm25
+        billing/invoice.py::Invoice.finalize bm25+file
+        billing/invoice.py::issue_invoice bm25+file
+        billing/invoice.py::Invoice bm25+file
+        billing/invoice.py::Invoice.__init__ bm25+file
+        billing/invoice.py::Invoice.subtotal bm25+file
         "#,
     );
 }
@@ -608,11 +608,11 @@ fn rerank_toggles_in_process_by_config() {
         "invoice",
         &config_with(Arms::ALL, true),
         r#"
-        billing/invoice.py::Invoice bm25+vector
-        billing/store.py::save_invoice bm25+vector
-        billing/invoice.py::issue_invoice bm25+vector
-        billing/invoice.py::Invoice.finalize bm25+vector
-        billing/invoice.py::Invoice.__init__ bm25+vector
+        billing/invoice.py::Invoice bm25+vector+file
+        billing/store.py::save_invoice bm25+vector+file
+        billing/invoice.py::issue_invoice bm25+vector+file
+        billing/invoice.py::Invoice.finalize bm25+vector+file
+        billing/invoice.py::Invoice.__init__ bm25+vector+file
         "#,
     );
     repo.check_search(
@@ -632,11 +632,11 @@ fn rerank_toggles_in_process_by_config() {
         "tax",
         &config_with(Arms::ALL, true),
         r#"
-        billing/tax.py::add_tax bm25+vector
-        billing/tax.py::RATE bm25
-        billing/tax.py::round_cents bm25
-        billing/invoice.py::Invoice.finalize bm25
-        billing/invoice.py::Invoice bm25
+        billing/tax.py::add_tax bm25+vector+file
+        billing/tax.py::round_cents bm25+file
+        billing/tax.py::RATE bm25+file
+        billing/invoice.py::Invoice.finalize bm25+file
+        billing/invoice.py::Invoice bm25+file
         "#,
     );
     let plain = repo.check_search(

@@ -49,7 +49,10 @@ def collect(args):
         graph = os.path.join(commits.WORK, 'graphs', key)
         chosen = commits.select(gitdir, lang, args.count)
         for n, (commit, parent, message, files) in enumerate(chosen):
-            commits.checkout(gitdir, parent, code)
+            try:
+                commits.checkout(gitdir, parent, code)
+            except subprocess.CalledProcessError:  # a tree tar cannot write here: skipped
+                continue
             subprocess.run([bin_, 'build', '--code', code, '--graph', graph, '--no-progress'],
                            capture_output=True, check=True)
             fns = commits.gold_functions(bin_, code, graph, gitdir, parent, commit, files)

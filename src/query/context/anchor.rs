@@ -163,13 +163,23 @@ fn lexical(hits: &[Hit]) -> Vec<&Hit> {
         .collect()
 }
 
+/// The arms a search anchor names (`anchors[].arms` in the context schema v2): those that
+/// retrieve from the whole index. `propagate` and `file` only re-rank or extend what these
+/// found, and the v2 format has no value for them.
+const ANCHOR_ARMS: [&str; 3] = ["bm25", "vector", "graph"];
+
 fn search_anchor(graph: &Graph, intent: &Intent, hit: &Hit, node: NodeId) -> Anchor {
     Anchor {
         term: intent.search_text.clone(),
         node: graph.implementation(node),
         tier: None,
         reason: AnchorReason::Search {
-            arms: hit.match_arms.clone(),
+            arms: hit
+                .match_arms
+                .iter()
+                .copied()
+                .filter(|arm| ANCHOR_ARMS.contains(arm))
+                .collect(),
         },
     }
 }

@@ -163,6 +163,17 @@ impl SearchIndex {
                 &ranked,
                 config.features_out.is_some(),
             );
+            // Split fusion ranks symbols within files: the first files RRF shows bring
+            // their own symbols by BM25 within each (the `file` arm), which the global
+            // pools of 50 per arm rarely hold, for the learned scorer to rank.
+            if fusion == Fusion::Split && arms.bm25 && allocation != crate::config::Allocation::File
+            {
+                let first_files = split::first_code_files(
+                    &Self::candidates(&priors, &ranked),
+                    allocate::IN_FILE_FILES,
+                );
+                self.add_file_arm(graph, &files, query, &mut ranked, &first_files, false);
+            }
             if let Some(path) = &config.features_out {
                 write_features(graph, &priors, &ranked, path, &mut unavailable);
             }
@@ -358,12 +369,33 @@ impl SearchIndex {
             .take(allocate::IN_FILE_FILES)
             .map(|f| f.file)
             .collect::<Vec<_>>();
+        self.add_file_arm(graph, files, query, ranked, &best_code_files, true);
+        let candidates = Self::candidates(priors, ranked);
+        let (order, by_file) = allocate::allocate(graph, &candidates, promoted);
+        let reordered: Vec<(u32, Fused)> = order.iter().map(|&i| ranked[i]).collect();
+        *ranked = reordered;
+        file_ranks(graph, by_file)
+    }
+
+    /// The `file` arm: each of `chosen`'s own symbols by BM25 within it join the pool,
+    /// with their rank within the file. With `fused`, that rank adds to the RRF score like
+    /// any arm's (allocation); without, the RRF score and so RRF's file order stay as the
+    /// other arms made them, and only the learned scorer reads the rank (split fusion).
+    fn add_file_arm(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        query: &str,
+        ranked: &mut Vec<(u32, Fused)>,
+        chosen: &[FileId],
+        fused: bool,
+    ) {
+        if chosen.is_empty() {
+            return;
+        }
         let mut position: HashMap<u32, usize> =
             ranked.iter().enumerate().map(|(i, r)| (r.0, i)).collect();
-        let paths: Vec<&str> = best_code_files
-            .iter()
-            .map(|&file| graph.file_path(file))
-            .collect();
+        let paths: Vec<&str> = chosen.iter().map(|&file| graph.file_path(file)).collect();
         // A failure here only leaves the pool as the arms made it.
         let in_files = crate::isolate::isolate(|| {
             self.bm25_in_files(graph, files, query, &paths, allocate::IN_FILE_POOL)
@@ -377,18 +409,15 @@ impl SearchIndex {
                     ranked.push((item, Fused::default()));
                     ranked.len() - 1
                 });
-                let fused = &mut ranked[at].1;
-                if fused.ranks.file.is_none() {
-                    fused.score += 1.0 / (RRF_K + rank as f64);
-                    fused.ranks.file = Some(rank);
+                let candidate = &mut ranked[at].1;
+                if candidate.ranks.file.is_none() {
+                    if fused {
+                        candidate.score += 1.0 / (RRF_K + rank as f64);
+                    }
+                    candidate.ranks.file = Some(rank);
                 }
             }
         }
-        let candidates = Self::candidates(priors, ranked);
-        let (order, by_file) = allocate::allocate(graph, &candidates, promoted);
-        let reordered: Vec<(u32, Fused)> = order.iter().map(|&i| ranked[i]).collect();
-        *ranked = reordered;
-        file_ranks(graph, by_file)
     }
 
     /// The pool as allocation sees it: each candidate's file, weight and node.

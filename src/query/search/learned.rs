@@ -14,16 +14,18 @@ use crate::syntax::facts::SymbolKind;
 use super::{RRF_K, Ranks};
 
 /// The features, in `WEIGHTS` order.
-pub const FEATURES: [&str; 18] = [
+pub const FEATURES: [&str; 20] = [
     "rrf",
     "bm25_rr",
     "vector_rr",
     "graph_rr",
     "propagate_rr",
+    "file_rr",
     "in_bm25",
     "in_vector",
     "in_graph",
     "in_propagate",
+    "in_file",
     "test",
     "section",
     "scope",
@@ -91,7 +93,7 @@ pub fn features(rrf: f64, ranks: &Ranks, context: &Context) -> [f64; FEATURES.le
         vector,
         graph,
         propagate,
-        ..
+        file,
     } = *ranks;
     let kind = context.kind;
     [
@@ -101,10 +103,12 @@ pub fn features(rrf: f64, ranks: &Ranks, context: &Context) -> [f64; FEATURES.le
         reciprocal(vector),
         reciprocal(graph),
         reciprocal(propagate),
+        reciprocal(file),
         present(bm25),
         present(vector),
         present(graph),
         present(propagate),
+        present(file),
         flag(context.test),
         flag(context.section),
         flag(context.in_scope),
@@ -124,10 +128,11 @@ pub fn features(rrf: f64, ranks: &Ranks, context: &Context) -> [f64; FEATURES.le
 
 /// The scorer's weights (`FEATURES` order) and bias, trained by `bench/fusion/train.py`.
 pub const WEIGHTS: [f64; FEATURES.len()] = [
-    1.109722, 1.508418, 0.906478, 0.342083, -0.001463, 0.197637, -0.28044, 0.150081, -0.389416,
-    -3.602666, 0.0, 0.201236, -0.900946, -2.005051, -0.885636, 2.449995, -0.911789, 1.912171,
+    1.083487, 1.782021, 0.997799, 0.367916, -0.033346, -0.547985, -0.354316, -0.456142, 0.172873,
+    -0.46595, 1.009848, -3.668537, 0.0, 0.015046, -0.873519, -2.127467, -0.791853, 2.499658,
+    0.02812, 1.176832,
 ];
-pub const BIAS: f64 = -6.076693;
+pub const BIAS: f64 = -6.143287;
 
 /// The learned score: higher is more likely a changed symbol.
 pub fn score(x: &[f64; FEATURES.len()]) -> f64 {

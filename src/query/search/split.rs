@@ -12,6 +12,8 @@ use std::collections::{BinaryHeap, HashMap};
 
 use crate::graph::ids::FileId;
 
+use super::allocate;
+
 /// One candidate, in RRF order: its file (`None`: it stands alone, as a file of its own)
 /// and its learned weight.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +47,25 @@ impl Ord for Head {
             .total_cmp(&other.weight)
             .then(other.position.cmp(&self.position))
     }
+}
+
+/// The first `count` files holding code (not only Markdown sections) in the order the
+/// candidates' weights show them, best first: the files split fusion shows first.
+pub fn first_code_files(candidates: &[allocate::Candidate], count: usize) -> Vec<FileId> {
+    let mut order: Vec<&allocate::Candidate> = candidates.iter().collect();
+    order.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+    let mut chosen: Vec<FileId> = Vec::new();
+    for candidate in order {
+        if chosen.len() == count {
+            break;
+        }
+        if let (Some(file), Some(_)) = (candidate.file, candidate.node)
+            && !chosen.contains(&file)
+        {
+            chosen.push(file);
+        }
+    }
+    chosen
 }
 
 /// The merged order, as positions into `candidates` (which are in RRF order): the order in

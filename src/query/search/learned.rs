@@ -170,6 +170,8 @@ mod tests {
         assert_eq!(at("bm25_rr"), 1.0);
         assert_eq!(at("vector_rr"), 0.0);
         assert_eq!(at("graph_rr"), 0.25);
+        assert_eq!((at("file_rr"), at("in_file")), (0.125, 1.0));
+        assert_eq!((at("propagate_rr"), at("in_propagate")), (0.0, 0.0));
         assert_eq!(
             (at("in_bm25"), at("in_vector"), at("in_graph")),
             (1.0, 0.0, 1.0)

@@ -121,8 +121,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "ATLAS_FUSION",
-        values: "split|rrf|learned",
-        doc: "how search weighs its candidates before the rerank's exact-name tiers: `split` (default) shows files in RRF's order and ranks the symbols by the learned scorer within it; `rrf` is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5) for files and symbols alike; `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation) for both; anything else is `atlas-invalid-input` when a search runs",
+        values: "split|split-files|rrf|learned",
+        doc: "how search weighs its candidates before the rerank's exact-name tiers: `split` (default) shows files in RRF's order and ranks the symbols by the learned scorer within it (the first three files add their own symbols by BM25 for it); `split-files` is `split` with the files that hold symbols reordered by a learned file scorer; `rrf` is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5) for files and symbols alike; `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation) for both; anything else is `atlas-invalid-input` when a search runs",
     },
     Variable {
         name: "ATLAS_SEARCH_FEATURES",
@@ -296,6 +296,8 @@ pub enum Fusion {
     /// RRF ranks the files, the learned scorer the symbols within that file order
     /// (`query::search::split`).
     Split,
+    /// As `Split`, with the files that hold symbols reordered by the file scorer.
+    SplitFiles,
 }
 
 impl Fusion {
@@ -304,8 +306,9 @@ impl Fusion {
             "rrf" => Ok(Fusion::Rrf),
             "learned" => Ok(Fusion::Learned),
             "split" => Ok(Fusion::Split),
+            "split-files" => Ok(Fusion::SplitFiles),
             other => Err(format!(
-                "unknown fusion `{other}` (expected rrf, learned, split)"
+                "unknown fusion `{other}` (expected split, split-files, rrf, learned)"
             )),
         }
     }

@@ -1203,3 +1203,37 @@ fn split_fusion_keeps_rrf_file_order_and_the_learned_order_within_files() {
         "the fixture's pool must exercise a reordering"
     );
 }
+
+/// `split-files` reorders files by the file scorer and nothing else: the same pool as
+/// `split`, each file's symbols in the same order.
+#[test]
+fn split_files_moves_whole_files_and_keeps_each_files_order() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let query = "the order total is wrong after a discount and the shipping fee";
+    let run = |fusion: &str| -> Vec<(String, String)> {
+        searched(s.search(query).top_k(500).env("ATLAS_FUSION", fusion))
+            .hits
+            .into_iter()
+            .filter(|h| h.kind.as_deref() != Some("commit"))
+            .map(|h| (h.path, h.symbol))
+            .collect()
+    };
+    let (split, files) = (run("split"), run("split-files"));
+    let sorted = |hits: &[(String, String)]| {
+        let mut hits = hits.to_vec();
+        hits.sort();
+        hits
+    };
+    assert!(split.len() >= 5, "{split:?}");
+    assert_eq!(sorted(&files), sorted(&split));
+    let within = |hits: &[(String, String)], file: &str| -> Vec<String> {
+        hits.iter()
+            .filter(|(path, _)| path == file)
+            .map(|(_, symbol)| symbol.clone())
+            .collect()
+    };
+    for (path, _) in &split {
+        assert_eq!(within(&files, path), within(&split, path), "{path}");
+    }
+}

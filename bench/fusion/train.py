@@ -16,12 +16,15 @@ nine repositories of ../shared/eval, ripgrep, cobra or zod, nor any SWE-bench da
 leave-one-repository-out figures for the RRF, learned and split orders (file Acc@1/@5/MRR
 and function@5/@10 over the candidate pool: an approximation of the search, which also
 applies the exact-name tiers, dedup and `top_k`), the same for the pools `--eval` names
-(collected with `collect --repos`, never trained on), and prints the weights; `--write`
-puts them into
+(collected with `collect --repos`, never trained on), and prints the weights. It also
+fits the file scorer of `ATLAS_FUSION=split-files` (logistic regression over
+`learned::FILE_FEATURES`, a changed file is positive) and reports it as `split+files`;
+`--write` puts both sets of weights into
 src/query/search/learned.rs. The data stays in /tmp: the binary carries the weights only.
 """
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -127,13 +130,55 @@ def by_score(score):
     return lambda q: sorted(q['candidates'], key=score, reverse=True)
 
 
-def split(rrf, learned):
-    """`query::search::split`: files first appear in RRF's order; each slot goes to the best
-    remaining candidate by the learned score among the files shown and the next one."""
+def file_features(q, names):
+    """`learned::file_features` of each file holding candidates (`split::file_scores`)."""
+    ix = {n: i for i, n in enumerate(names)}
+    rrf = rrf_order(names)
+    by_file = {}
+    for c in sorted(q['candidates'], key=rrf, reverse=True):
+        by_file.setdefault(c['path'], []).append(c)
+    def evidence(cs):
+        ws = sorted((rrf(c) for c in cs), reverse=True)[:5]
+        return sum(w / (i + 1) for i, w in enumerate(ws))
+    evidences = {f: evidence(cs) for f, cs in by_file.items()}
+    best = max(evidences.values(), default=0) or 1.0
+    out = {}
+    for rank, (f, cs) in enumerate(by_file.items()):
+        xs = [c['x'] for c in cs]
+        best_of = lambda name: max(max(x[ix[name]] for x in xs), 0.0)  # noqa: E731
+        out[f] = [1 / (1 + rank), evidences[f] / best, math.log(1 + len(cs)) / 3,
+                  best_of('bm25_rr'), best_of('vector_rr'), best_of('graph_rr'), best_of('propagate_rr'),
+                  best_of('file_rr'), float(all(x[ix['test']] > 0 for x in xs)), best_of('scope'),
+                  best_of('rrf'), best_of('log_lines')]
+    return out
+
+
+def fit_files(queries):
+    """The file scorer: a changed file is positive."""
+    from sklearn.linear_model import LogisticRegression
+    X, y = [], []
+    for q in queries:
+        names = q['features']
+        for f, x in file_features(q, names).items():
+            X.append(x)
+            y.append(int(f in q['files']))
+    return LogisticRegression(C=1.0, max_iter=3000).fit(X, y)
+
+
+def split(rrf, learned, files=None):
+    """`query::search::split`: files first appear in RRF's order (or the file scorer's, with
+    `files`); each slot goes to the best remaining candidate by the learned score among
+    the files shown and the next one."""
     def order(q):
         file_rank = {}
         for c in by_score(rrf)(q):
             file_rank.setdefault(c['path'], len(file_rank))
+        if files is not None and file_rank:
+            features = file_features(q, q['features'])
+            paths = list(file_rank)
+            scores = files.decision_function([features[p] for p in paths])
+            ranked = [p for _, _, p in sorted(zip(-scores, range(len(paths)), paths))]
+            file_rank = {p: i for i, p in enumerate(ranked)}
         left, out, opened = by_score(learned)(q), [], 0
         while left:
             i = next(i for i, c in enumerate(left) if file_rank[c['path']] <= opened)
@@ -143,11 +188,12 @@ def split(rrf, learned):
     return order
 
 
-def report(label, queries, names, model):
+def report(label, queries, names, model, files):
     rrf = rrf_order(names)
     learned = lambda c: model.decision_function([c['x']])[0]  # noqa: E731
     print(f'  {label:22s} n={len(queries):3d}  (file Acc@1 / Acc@5 / MRR, function@5 / @10)')
-    for name, order in (('rrf', by_score(rrf)), ('learned', by_score(learned)), ('split', split(rrf, learned))):
+    for name, order in (('rrf', by_score(rrf)), ('learned', by_score(learned)), ('split', split(rrf, learned)),
+                        ('split+files', split(rrf, learned, files))):
         print(f'      {name:8s} {metrics(queries, order)}')
 
 
@@ -169,14 +215,16 @@ def train(args):
     print('leave one repository out, over the pool (the search also applies the exact-name tiers, '
           'dedup and top_k):')
     for held in repos:
-        model = fit([q for q in queries if q['repo'] != held], args.file_weight)
-        report(held, [q for q in queries if q['repo'] == held], names, model)
+        rest = [q for q in queries if q['repo'] != held]
+        report(held, [q for q in queries if q['repo'] == held], names, fit(rest, args.file_weight),
+               fit_files(rest))
     model = fit(queries, args.file_weight)
+    files = fit_files(queries)
     for path in filter(None, (args.eval or '').split(',')):
         pools = load(path)
-        print(f'{path}: the model trained on every training query')
+        print(f'{path}: the models trained on every training query')
         for repo in sorted({q['repo'] for q in pools}):
-            report(repo, [q for q in pools if q['repo'] == repo], names, model)
+            report(repo, [q for q in pools if q['repo'] == repo], names, model, files)
     weights = [round(float(w), 6) for w in model.coef_[0]]
     bias = round(float(model.intercept_[0]), 6)
     for n, w in zip(names, weights):
@@ -188,6 +236,11 @@ def train(args):
         source = re.sub(r'pub const WEIGHTS: \[f64; FEATURES\.len\(\)\] = \[[^\]]*\];',
                         f'pub const WEIGHTS: [f64; FEATURES.len()] = [{body}];', source, flags=re.S)
         source = re.sub(r'pub const BIAS: f64 = [^;]*;', f'pub const BIAS: f64 = {bias!r};', source)
+        file_weights = ', '.join(repr(round(float(w), 6)) for w in files.coef_[0])
+        source = re.sub(r'pub const FILE_WEIGHTS: \[f64; FILE_FEATURES\.len\(\)\] = \[[^\]]*\];',
+                        f'pub const FILE_WEIGHTS: [f64; FILE_FEATURES.len()] = [{file_weights}];', source, flags=re.S)
+        source = re.sub(r'pub const FILE_BIAS: f64 = [^;]*;',
+                        f'pub const FILE_BIAS: f64 = {round(float(files.intercept_[0]), 6)!r};', source)
         open(LEARNED_RS, 'w').write(source)
         print(f'weights written to {os.path.relpath(LEARNED_RS)} (run cargo fmt)')
 

@@ -166,7 +166,9 @@ impl SearchIndex {
             // Split fusion ranks symbols within files: the first files RRF shows bring
             // their own symbols by BM25 within each (the `file` arm), which the global
             // pools of 50 per arm rarely hold, for the learned scorer to rank.
-            if fusion == Fusion::Split && arms.bm25 && allocation != crate::config::Allocation::File
+            if matches!(fusion, Fusion::Split | Fusion::SplitFiles)
+                && arms.bm25
+                && allocation != crate::config::Allocation::File
             {
                 let first_files = split::first_code_files(
                     &Self::candidates(&priors, &ranked),
@@ -714,7 +716,7 @@ impl<'a> Priors<'a> {
     /// The candidate's weight: what ranks files (and, but for split fusion, symbols).
     pub(super) fn weigh(&self, item: u32, fused: &Fused) -> f64 {
         match self.fusion {
-            Fusion::Rrf | Fusion::Split => self.prior(item, fused.score),
+            Fusion::Rrf | Fusion::Split | Fusion::SplitFiles => self.prior(item, fused.score),
             Fusion::Learned => self.learned(item, fused),
         }
     }
@@ -749,12 +751,38 @@ fn rerank_ranked(
         .map(|(item, fused)| (*item, priors.weigh(*item, fused)))
         .collect();
     ranked.sort_by(|a, b| weights[&b.0].total_cmp(&weights[&a.0]).then(a.0.cmp(&b.0)));
-    if priors.fusion == Fusion::Split {
+    if matches!(priors.fusion, Fusion::Split | Fusion::SplitFiles) {
+        let features: Vec<Option<[f64; learned::FEATURES.len()]>> = ranked
+            .iter()
+            .map(|(item, fused)| (*item < node_count).then(|| priors.features(*item, fused)))
+            .collect();
+        let files: Vec<Option<FileId>> = ranked
+            .iter()
+            .map(|(item, _)| priors.file_and_node(*item).0)
+            .collect();
+        let scored: Vec<split::Scored> = ranked
+            .iter()
+            .zip(&files)
+            .zip(&features)
+            .map(|(((item, _), file), features)| split::Scored {
+                file: *file,
+                rrf_weight: weights[item],
+                features: features.as_ref(),
+            })
+            .collect();
+        // `split` keeps RRF's file order: no file is scored.
+        let file_scores = if priors.fusion == Fusion::SplitFiles {
+            split::file_scores(&scored)
+        } else {
+            HashMap::new()
+        };
         let pool: Vec<split::Candidate> = ranked
             .iter()
-            .map(|(item, fused)| split::Candidate {
-                file: priors.file_and_node(*item).0,
+            .zip(&files)
+            .map(|((item, fused), file)| split::Candidate {
+                file: *file,
                 weight: priors.learned(*item, fused),
+                file_score: file.and_then(|f| file_scores.get(&f).copied()),
             })
             .collect();
         let reordered: Vec<(u32, Fused)> =

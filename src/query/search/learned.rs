@@ -134,6 +134,72 @@ pub const WEIGHTS: [f64; FEATURES.len()] = [
 ];
 pub const BIAS: f64 = -6.143287;
 
+/// The file scorer's features (`FILE_WEIGHTS` order), from a file's symbol candidates:
+/// the file's rank as RRF shows it, its RRF evidence over the best file's, how many
+/// candidates it holds, the best reciprocal rank each arm gave one of them, whether all
+/// are tests, the scope flag, and the best RRF score and size among them.
+pub const FILE_FEATURES: [&str; 12] = [
+    "rrf_file_rr",
+    "evidence",
+    "log_candidates",
+    "max_bm25_rr",
+    "max_vector_rr",
+    "max_graph_rr",
+    "max_propagate_rr",
+    "max_file_rr",
+    "all_test",
+    "scope",
+    "max_rrf",
+    "max_log_lines",
+];
+
+/// The file features of one file: `rrf_rank` among the files with symbol candidates (from
+/// 0), `evidence` over the best such file's, and its candidates' symbol features.
+pub fn file_features(
+    rrf_rank: usize,
+    evidence: f64,
+    candidates: &[&[f64; FEATURES.len()]],
+) -> [f64; FILE_FEATURES.len()] {
+    let at = |name: &str| {
+        FEATURES
+            .iter()
+            .position(|f| *f == name)
+            .expect("a feature name")
+    };
+    let max = |name: &str| {
+        let i = at(name);
+        candidates.iter().map(|x| x[i]).fold(0.0, f64::max)
+    };
+    let test = at("test");
+    [
+        1.0 / (1.0 + rrf_rank as f64),
+        evidence,
+        (1.0 + candidates.len() as f64).ln() / 3.0,
+        max("bm25_rr"),
+        max("vector_rr"),
+        max("graph_rr"),
+        max("propagate_rr"),
+        max("file_rr"),
+        f64::from(u8::from(candidates.iter().all(|x| x[test] > 0.0))),
+        max("scope"),
+        max("rrf"),
+        max("log_lines"),
+    ]
+}
+
+/// The file scorer's weights (`FILE_FEATURES` order) and bias, trained by
+/// `bench/fusion/train.py` (a changed file is positive).
+pub const FILE_WEIGHTS: [f64; FILE_FEATURES.len()] = [
+    0.282694, 1.999539, 0.677048, 1.089396, 0.988843, 0.921467, 0.370064, 0.008105, -3.984546,
+    0.756189, 0.108443, 1.039337,
+];
+pub const FILE_BIAS: f64 = -5.13528;
+
+/// The file score: higher is more likely a changed file.
+pub fn file_score(x: &[f64; FILE_FEATURES.len()]) -> f64 {
+    FILE_BIAS + x.iter().zip(FILE_WEIGHTS).map(|(x, w)| x * w).sum::<f64>()
+}
+
 /// The learned score: higher is more likely a changed symbol.
 pub fn score(x: &[f64; FEATURES.len()]) -> f64 {
     BIAS + x.iter().zip(WEIGHTS).map(|(x, w)| x * w).sum::<f64>()

@@ -12,14 +12,67 @@ use std::collections::{BinaryHeap, HashMap};
 
 use crate::graph::ids::FileId;
 
-use super::allocate;
+use super::{allocate, learned};
 
-/// One candidate, in RRF order: its file (`None`: it stands alone, as a file of its own)
-/// and its learned weight.
+/// One candidate, in RRF order: its file (`None`: it stands alone, as a file of its own),
+/// its learned weight, and its file's score by the file scorer (`None`: the file keeps the
+/// place RRF gives it, as a file of Markdown sections does).
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate {
     pub file: Option<FileId>,
     pub weight: f64,
+    pub file_score: Option<f64>,
+}
+
+/// One candidate as the file scorer sees it, in RRF order: its file, its RRF weight, and
+/// its symbol features (`None` for a Markdown section).
+pub struct Scored<'a> {
+    pub file: Option<FileId>,
+    pub rrf_weight: f64,
+    pub features: Option<&'a [f64; learned::FEATURES.len()]>,
+}
+
+/// How many of a file's best RRF weights its evidence sums, with a harmonic decay.
+const EVIDENCE_DEPTH: usize = 5;
+
+/// The file scorer's score of each file holding symbol candidates.
+pub fn file_scores(pool: &[Scored]) -> HashMap<FileId, f64> {
+    let mut order: Vec<FileId> = Vec::new();
+    let mut by_file: HashMap<FileId, (Vec<f64>, Vec<&[f64; learned::FEATURES.len()]>)> =
+        HashMap::new();
+    for entry in pool {
+        let (Some(file), Some(features)) = (entry.file, entry.features) else {
+            continue;
+        };
+        let (weights, candidates) = by_file.entry(file).or_insert_with(|| {
+            order.push(file);
+            Default::default()
+        });
+        weights.push(entry.rrf_weight);
+        candidates.push(features);
+    }
+    let evidence = |weights: &[f64]| -> f64 {
+        let mut weights = weights.to_vec();
+        weights.sort_by(|a, b| b.total_cmp(a));
+        weights
+            .iter()
+            .take(EVIDENCE_DEPTH)
+            .enumerate()
+            .map(|(i, w)| w / (i + 1) as f64)
+            .sum()
+    };
+    let evidences: Vec<f64> = order.iter().map(|f| evidence(&by_file[f].0)).collect();
+    let best = evidences.iter().copied().fold(0.0, f64::max);
+    order
+        .iter()
+        .zip(evidences)
+        .enumerate()
+        .map(|(rank, (file, evidence))| {
+            let relative = if best > 0.0 { evidence / best } else { 0.0 };
+            let x = learned::file_features(rank, relative, &by_file[file].1);
+            (*file, learned::file_score(&x))
+        })
+        .collect()
 }
 
 /// A group's next candidate in the merge, ordered by weight, then by RRF position.
@@ -87,6 +140,25 @@ pub fn order(candidates: &[Candidate]) -> Vec<usize> {
         };
         groups[group].push(position);
     }
+    // Files the scorer ranks take the slots such files hold, best first; the others keep
+    // theirs.
+    let score_of = |group: &Vec<usize>| candidates[group[0]].file_score;
+    let slots: Vec<usize> = (0..groups.len())
+        .filter(|&g| score_of(&groups[g]).is_some())
+        .collect();
+    let mut scored: Vec<Vec<usize>> = slots
+        .iter()
+        .map(|&g| std::mem::take(&mut groups[g]))
+        .collect();
+    scored.sort_by(|a, b| {
+        score_of(b)
+            .unwrap_or(0.0)
+            .total_cmp(&score_of(a).unwrap_or(0.0))
+            .then(a[0].cmp(&b[0]))
+    });
+    for (slot, group) in slots.into_iter().zip(scored) {
+        groups[slot] = group;
+    }
     for group in &mut groups {
         group.sort_by(|&a, &b| {
             candidates[b]
@@ -141,6 +213,7 @@ mod tests {
         Candidate {
             file: Some(FileId(file)),
             weight,
+            file_score: None,
         }
     }
 
@@ -175,6 +248,7 @@ mod tests {
             Candidate {
                 file: None,
                 weight: 0.9,
+                file_score: None,
             },
             c(2, 0.99),
             c(1, 0.6),
@@ -182,6 +256,62 @@ mod tests {
         let order = order(&pool);
         // The fileless candidate opens after file 1 and before file 2.
         assert_eq!(order, vec![3, 1, 2, 0]);
+    }
+
+    #[test]
+    fn scored_files_take_the_slots_of_scored_files_best_first_and_the_others_keep_theirs() {
+        let scored = |file: u32, weight: f64, score: f64| Candidate {
+            file: Some(FileId(file)),
+            weight,
+            file_score: Some(score),
+        };
+        // RRF shows files 1 (scored 0.1), 8 (sections only: unscored), 2 (scored 0.9).
+        let pool = [
+            scored(1, 0.5, 0.1),
+            c(8, 0.4),
+            scored(2, 0.3, 0.9),
+            scored(1, 0.2, 0.1),
+        ];
+        let order = order(&pool);
+        // File 2 takes file 1's slot, file 8 keeps its own, file 1 comes third.
+        assert_eq!(
+            first_files(&pool, &order),
+            vec![Some(FileId(2)), Some(FileId(8)), Some(FileId(1))]
+        );
+        assert_eq!(order, vec![2, 1, 0, 3]);
+    }
+
+    #[test]
+    fn file_scores_read_each_files_candidates_and_its_rrf_rank() {
+        let mut x = [0.0; learned::FEATURES.len()];
+        let test = learned::FEATURES.iter().position(|f| *f == "test").unwrap();
+        let mut test_x = x;
+        test_x[test] = 1.0;
+        x[0] = 1.0;
+        let pool = [
+            Scored {
+                file: Some(FileId(4)),
+                rrf_weight: 2.0,
+                features: Some(&x),
+            },
+            Scored {
+                file: Some(FileId(5)),
+                rrf_weight: 1.0,
+                features: Some(&test_x),
+            },
+            Scored {
+                file: Some(FileId(6)),
+                rrf_weight: 1.0,
+                features: None,
+            },
+        ];
+        let scores = file_scores(&pool);
+        assert_eq!(scores.len(), 2, "a file of sections only is not scored");
+        let expected = |rank, evidence, x: &[f64; learned::FEATURES.len()]| {
+            learned::file_score(&learned::file_features(rank, evidence, &[x]))
+        };
+        assert_eq!(scores[&FileId(4)], expected(0, 1.0, &x));
+        assert_eq!(scores[&FileId(5)], expected(1, 0.5, &test_x));
     }
 
     #[test]

@@ -32,44 +32,44 @@ pub struct Scored<'a> {
     pub features: Option<&'a [f64; learned::FEATURES.len()]>,
 }
 
-/// How many of a file's best RRF weights its evidence sums, with a harmonic decay.
-const EVIDENCE_DEPTH: usize = 5;
-
 /// The file scorer's score of each file holding symbol candidates.
 pub fn file_scores(pool: &[Scored]) -> HashMap<FileId, f64> {
     let mut order: Vec<FileId> = Vec::new();
-    let mut by_file: HashMap<FileId, (Vec<f64>, Vec<&[f64; learned::FEATURES.len()]>)> =
-        HashMap::new();
+    let mut candidates: HashMap<FileId, Vec<&[f64; learned::FEATURES.len()]>> = HashMap::new();
+    let mut weighed: Vec<allocate::Candidate> = Vec::new();
     for entry in pool {
         let (Some(file), Some(features)) = (entry.file, entry.features) else {
             continue;
         };
-        let (weights, candidates) = by_file.entry(file).or_insert_with(|| {
-            order.push(file);
-            Default::default()
+        candidates
+            .entry(file)
+            .or_insert_with(|| {
+                order.push(file);
+                Vec::new()
+            })
+            .push(features);
+        weighed.push(allocate::Candidate {
+            file: Some(file),
+            weight: entry.rrf_weight,
+            node: None,
         });
-        weights.push(entry.rrf_weight);
-        candidates.push(features);
     }
-    let evidence = |weights: &[f64]| -> f64 {
-        let mut weights = weights.to_vec();
-        weights.sort_by(|a, b| b.total_cmp(a));
-        weights
-            .iter()
-            .take(EVIDENCE_DEPTH)
-            .enumerate()
-            .map(|(i, w)| w / (i + 1) as f64)
-            .sum()
-    };
-    let evidences: Vec<f64> = order.iter().map(|f| evidence(&by_file[f].0)).collect();
-    let best = evidences.iter().copied().fold(0.0, f64::max);
+    // The same evidence as allocation's and `--group-by file`'s, over symbols only.
+    let evidence: HashMap<FileId, f64> = allocate::rank_files(&weighed)
+        .into_iter()
+        .map(|f| (f.file, f.evidence))
+        .collect();
+    let best = evidence.values().copied().fold(0.0, f64::max);
     order
         .iter()
-        .zip(evidences)
         .enumerate()
-        .map(|(rank, (file, evidence))| {
-            let relative = if best > 0.0 { evidence / best } else { 0.0 };
-            let x = learned::file_features(rank, relative, &by_file[file].1);
+        .map(|(rank, file)| {
+            let relative = if best > 0.0 {
+                evidence[file] / best
+            } else {
+                0.0
+            };
+            let x = learned::file_features(rank, relative, &candidates[file]);
             (*file, learned::file_score(&x))
         })
         .collect()

@@ -723,7 +723,12 @@ impl<'a> Priors<'a> {
 
     /// The learned scorer's probability for the candidate.
     fn learned(&self, item: u32, fused: &Fused) -> f64 {
-        let z = learned::score(&self.features(item, fused));
+        self.learned_from(item, &self.features(item, fused))
+    }
+
+    /// The learned scorer's probability for the candidate with features `x`.
+    fn learned_from(&self, item: u32, x: &[f64; learned::FEATURES.len()]) -> f64 {
+        let z = learned::score(x);
         let probability = 1.0 / (1.0 + (-z).exp());
         // Commit gold is code: sections had no labels to learn from, so they keep
         // their hand prior on the probability.
@@ -752,9 +757,11 @@ fn rerank_ranked(
         .collect();
     ranked.sort_by(|a, b| weights[&b.0].total_cmp(&weights[&a.0]).then(a.0.cmp(&b.0)));
     if matches!(priors.fusion, Fusion::Split | Fusion::SplitFiles) {
-        let features: Vec<Option<[f64; learned::FEATURES.len()]>> = ranked
+        // Each candidate's features once: they give its learned weight and, for
+        // symbols, its share of its file's score.
+        let features: Vec<[f64; learned::FEATURES.len()]> = ranked
             .iter()
-            .map(|(item, fused)| (*item < node_count).then(|| priors.features(*item, fused)))
+            .map(|(item, fused)| priors.features(*item, fused))
             .collect();
         let files: Vec<Option<FileId>> = ranked
             .iter()
@@ -767,7 +774,7 @@ fn rerank_ranked(
             .map(|(((item, _), file), features)| split::Scored {
                 file: *file,
                 rrf_weight: weights[item],
-                features: features.as_ref(),
+                features: (*item < node_count).then_some(features),
             })
             .collect();
         // `split` keeps RRF's file order: no file is scored.
@@ -779,9 +786,10 @@ fn rerank_ranked(
         let pool: Vec<split::Candidate> = ranked
             .iter()
             .zip(&files)
-            .map(|((item, fused), file)| split::Candidate {
+            .zip(&features)
+            .map(|(((item, _), file), features)| split::Candidate {
                 file: *file,
-                weight: priors.learned(*item, fused),
+                weight: priors.learned_from(*item, features),
                 file_score: file.and_then(|f| file_scores.get(&f).copied()),
             })
             .collect();

@@ -153,6 +153,19 @@ pub const FILE_FEATURES: [&str; 12] = [
     "max_log_lines",
 ];
 
+/// Positions in `FEATURES` that the file features read (pinned by a test).
+mod at {
+    pub const RRF: usize = 0;
+    pub const BM25_RR: usize = 1;
+    pub const VECTOR_RR: usize = 2;
+    pub const GRAPH_RR: usize = 3;
+    pub const PROPAGATE_RR: usize = 4;
+    pub const FILE_RR: usize = 5;
+    pub const TEST: usize = 11;
+    pub const SCOPE: usize = 13;
+    pub const LOG_LINES: usize = 17;
+}
+
 /// The file features of one file: `rrf_rank` among the files with symbol candidates (from
 /// 0), `evidence` over the best such file's, and its candidates' symbol features.
 pub fn file_features(
@@ -160,30 +173,20 @@ pub fn file_features(
     evidence: f64,
     candidates: &[&[f64; FEATURES.len()]],
 ) -> [f64; FILE_FEATURES.len()] {
-    let at = |name: &str| {
-        FEATURES
-            .iter()
-            .position(|f| *f == name)
-            .expect("a feature name")
-    };
-    let max = |name: &str| {
-        let i = at(name);
-        candidates.iter().map(|x| x[i]).fold(0.0, f64::max)
-    };
-    let test = at("test");
+    let max = |i: usize| candidates.iter().map(|x| x[i]).fold(0.0, f64::max);
     [
         1.0 / (1.0 + rrf_rank as f64),
         evidence,
         (1.0 + candidates.len() as f64).ln() / 3.0,
-        max("bm25_rr"),
-        max("vector_rr"),
-        max("graph_rr"),
-        max("propagate_rr"),
-        max("file_rr"),
-        f64::from(u8::from(candidates.iter().all(|x| x[test] > 0.0))),
-        max("scope"),
-        max("rrf"),
-        max("log_lines"),
+        max(at::BM25_RR),
+        max(at::VECTOR_RR),
+        max(at::GRAPH_RR),
+        max(at::PROPAGATE_RR),
+        max(at::FILE_RR),
+        f64::from(u8::from(candidates.iter().all(|x| x[at::TEST] > 0.0))),
+        max(at::SCOPE),
+        max(at::RRF),
+        max(at::LOG_LINES),
     ]
 }
 
@@ -247,6 +250,24 @@ mod tests {
         assert!((at("log_lines") - 10f64.ln() / 5.0).abs() < 1e-12);
         assert_eq!(at("log_centrality"), 0.0);
         assert_eq!(at("file_evidence"), 0.5);
+    }
+
+    #[test]
+    fn the_file_features_read_the_features_they_name() {
+        let named = [
+            (at::RRF, "rrf"),
+            (at::BM25_RR, "bm25_rr"),
+            (at::VECTOR_RR, "vector_rr"),
+            (at::GRAPH_RR, "graph_rr"),
+            (at::PROPAGATE_RR, "propagate_rr"),
+            (at::FILE_RR, "file_rr"),
+            (at::TEST, "test"),
+            (at::SCOPE, "scope"),
+            (at::LOG_LINES, "log_lines"),
+        ];
+        for (i, name) in named {
+            assert_eq!(FEATURES[i], name);
+        }
     }
 
     #[test]

@@ -179,23 +179,20 @@ pub fn order(candidates: &[Candidate]) -> Vec<usize> {
     let mut opened: BinaryHeap<Head> = BinaryHeap::new();
     let mut unopened = 0;
     let mut out = Vec::with_capacity(candidates.len());
-    while out.len() < candidates.len() {
+    loop {
         let waiting = (unopened < groups.len())
             .then(|| head(unopened, 0))
             .flatten();
-        let take_waiting = match (opened.peek(), &waiting) {
-            (Some(best), Some(w)) => w > best,
-            (None, Some(_)) => true,
-            (_, None) => false,
+        // The next group opens when its best beats every open group's best.
+        let taken = match (waiting, opened.peek()) {
+            (Some(waiting), Some(best)) if waiting <= *best => opened.pop(),
+            (Some(waiting), _) => {
+                unopened += 1;
+                Some(waiting)
+            }
+            (None, _) => opened.pop(),
         };
-        let taken = if take_waiting {
-            unopened += 1;
-            waiting.expect("checked above")
-        } else {
-            opened
-                .pop()
-                .expect("a candidate is left, so a group is open")
-        };
+        let Some(taken) = taken else { break };
         out.push(taken.position);
         next_in_group[taken.group] += 1;
         if let Some(following) = head(taken.group, next_in_group[taken.group]) {

@@ -230,10 +230,12 @@ fn atlas(sandbox: &Sandbox, graph: &Path, args: &[&str]) -> Run {
 /// Bulk files no edit touches, in directories of their own, so that the graph has
 /// several segments (groups end at a directory change once they hold 64 files) and an
 /// edit can reuse some.
+const BULK_FILES: usize = 3 * 40;
+
 fn add_bulk(sandbox: &Sandbox) {
     for dir in ["a", "b", "c"] {
-        for i in 0..40 {
-            let next = (i + 1) % 40;
+        for i in 0..BULK_FILES / 3 {
+            let next = (i + 1) % (BULK_FILES / 3);
             sandbox.write(
                 &format!("bulk/{dir}/m{i}.py"),
                 format!("def f_{dir}_{i}(x):\n    return f_{dir}_{next}(x)\n"),
@@ -305,7 +307,9 @@ fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> 
             kinds = shuffled(&mut rng);
         }
         let kind = kinds.pop().unwrap();
+        let files_before = added.files.len();
         history.push(edit(&sandbox.repo(), lang, kind, &mut rng, &mut added));
+        let same_files = added.files.len() == files_before;
         let report = atlas(
             &sandbox,
             &incremental,
@@ -327,6 +331,29 @@ fn incremental_equals_cold(lang: &Lang, seed: u64, steps: usize) -> Vec<String> 
             cold_report["parsed"], cold_report["files"],
             "the cold build parsed everything"
         );
+        assert_eq!(
+            cold_report["resolved"], cold_report["files"],
+            "the cold build resolved everything"
+        );
+        // With the same files, the edit re-resolved only what it could reach: never the
+        // bulk files, which import nothing the edits touch.
+        if history
+            .last()
+            .is_some_and(|h| h.starts_with("edit a comment"))
+        {
+            // The facts other files read did not change: only the file is resolved.
+            assert_eq!(report["resolved"], 1, "{}", context());
+        }
+        if same_files {
+            assert!(
+                report["resolved"].as_u64().unwrap() + BULK_FILES as u64
+                    <= report["files"].as_u64().unwrap(),
+                "resolved {} of {} after {}",
+                report["resolved"],
+                report["files"],
+                context()
+            );
+        }
         // File for file: the same root and the same segments (format 4).
         let edited_segments = segments(&incremental);
         let names = |s: &[(String, u64)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
@@ -401,6 +428,84 @@ fn incremental_typescript_builds_equal_cold_builds_over_random_edits() {
         history.extend(incremental_equals_cold(&TYPESCRIPT, seed, 12));
     }
     assert_covered(&history);
+}
+
+/// The edits users make most — a line inside a function body — shift every later offset
+/// of the file. Other files' resolution only compares a file's offsets with each other,
+/// so the edit re-resolves the file alone; a new method re-resolves its readers; a
+/// damaged resolution cache resolves everything. Each build equals a cold one.
+#[test]
+fn a_body_edit_re_resolves_its_file_alone_and_a_damaged_cache_resolves_everything() {
+    let sandbox = Sandbox::with_fixture("python");
+    add_bulk(&sandbox);
+    let graph = sandbox.path().join("graph");
+    let build = || {
+        atlas(
+            &sandbox,
+            &graph,
+            &["build", "--no-search", "--format", "json"],
+        )
+        .success()
+        .json()
+    };
+    let first = build();
+    assert_eq!(first["resolved"], first["files"]);
+    let models = sandbox.repo().join("shop/models.py");
+    let original = std::fs::read_to_string(&models).unwrap();
+    // (what, the new text of models.py or empty for the damage, (resolved, files) → ok)
+    type Expected = fn(u64, u64) -> bool;
+    let steps: [(&str, String, Expected); 3] = [
+        (
+            "a call added at the top of a method body",
+            original.replacen(
+                "        self.name = name\n",
+                "        print(name)\n        self.name = name\n",
+                1,
+            ),
+            |resolved, _| resolved == 1,
+        ),
+        (
+            "a method added to a class others use",
+            original.replacen(
+                "    def total(self, quantity):",
+                "    def weight(self):\n        return 1\n\n    def total(self, quantity):",
+                1,
+            ),
+            |resolved, files| resolved > 1 && resolved + BULK_FILES as u64 <= files,
+        ),
+        (
+            "the resolution cache damaged",
+            String::new(),
+            |resolved, files| resolved == files,
+        ),
+    ];
+    for (step, (what, text, expected)) in steps.into_iter().enumerate() {
+        if text.is_empty() {
+            let cache = graph.join("resolution.bin");
+            let mut bytes = std::fs::read(&cache).unwrap();
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x55;
+            std::fs::write(&cache, bytes).unwrap();
+            // A comment edit, which would resolve one file with the cache whole (and
+            // keeps the build from stopping at an unchanged generation).
+            let util = sandbox.repo().join("shop/util.py");
+            let text = std::fs::read_to_string(&util).unwrap() + "# edited\n";
+            std::fs::write(&util, text).unwrap();
+        } else {
+            std::fs::write(&models, text).unwrap();
+        }
+        let report = build();
+        let (resolved, files) = (
+            report["resolved"].as_u64().unwrap(),
+            report["files"].as_u64().unwrap(),
+        );
+        assert!(
+            expected(resolved, files),
+            "{what}: resolved {resolved} of {files}"
+        );
+        let cold = sandbox.path().join(format!("cold-{step}"));
+        assert_equals_cold(&sandbox, &graph, &report, &cold, what);
+    }
 }
 
 /// Past the stamps' racy window: what a build stamps now is vouched for afterwards.

@@ -31,10 +31,12 @@ pub(super) struct LoadCounters {
 /// builds in its own). A cache key's facts are a pure function of the key, so a kept
 /// entry is what the cache on disk would give, without reading, checking and decoding
 /// it again: most of an edit's extraction. It holds the last build's facts only, which
-/// that build held anyway.
+/// that build held anyway. It also keeps the last build's resolution
+/// (`resolve::Memo`), so that the next build does not read it back from disk.
 #[derive(Default)]
 pub struct FactMemo {
     entries: std::sync::Mutex<rustc_hash::FxHashMap<[u8; 32], Arc<FileFacts>>>,
+    resolution: std::sync::Mutex<Option<Arc<crate::build::resolve::Memo>>>,
 }
 
 impl std::fmt::Debug for FactMemo {
@@ -60,6 +62,18 @@ impl FactMemo {
 
     fn get(&self, key: &blake3::Hash) -> Option<Arc<FileFacts>> {
         self.lock().get(key.as_bytes()).cloned()
+    }
+
+    /// The last build's resolution, when this process made one.
+    pub(super) fn resolution(&self) -> Option<Arc<crate::build::resolve::Memo>> {
+        self.resolution
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(super) fn keep_resolution(&self, memo: Arc<crate::build::resolve::Memo>) {
+        *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = Some(memo);
     }
 
     /// Keeps the facts of `files` (a build's), and only those: what the tree no longer

@@ -8,6 +8,7 @@ mod load;
 pub use load::FactMemo;
 pub mod manifest;
 pub mod pipeline;
+pub mod resolution_cache;
 pub mod resolve;
 pub mod scip;
 pub mod session;

@@ -153,6 +153,9 @@ pub struct BuildReport {
     /// Files whose facts this process kept from its last build (`atlas watch`), not read
     /// from the cache.
     pub from_memory: usize,
+    /// Files whose references this build resolved; the others' resolution was reused
+    /// from the last build's (`build::resolution_cache`).
+    pub resolved: usize,
     pub symbols: usize,
     pub edges: usize,
     pub frontier: usize,
@@ -306,6 +309,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             cache_repaired,
             unread,
             from_memory,
+            resolved: 0,
             symbols: count(|m| m.symbols),
             edges: count(|m| m.edges),
             frontier: count(|m| m.frontier),
@@ -331,7 +335,24 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         timings.scip += ms(scip_stage);
         Some(facts)
     };
-    let resolved = super::resolve::resolve(&units, scip_facts.as_ref());
+    // An edit re-resolves only the files its change can reach (`resolve::incremental`).
+    let builder = builder_id();
+    let prior = match options.memo.as_ref().and_then(|m| m.resolution()) {
+        Some(kept) => Some(kept),
+        None => super::resolution_cache::read(&options.graph_dir, &builder).map(Arc::new),
+    };
+    let digests: Vec<[u8; 32]> = files
+        .iter()
+        .map(|f| super::resolve::fact_digest(&f.hash, f.language, f.facts.is_some()))
+        .collect();
+    let (resolved, memo, redone) = super::resolve::resolve_incremental(
+        &units,
+        &digests,
+        scip_facts.as_ref(),
+        prior.as_deref(),
+    );
+    free_aside(prior);
+    let memo = Arc::new(memo);
     timings.resolve = ms(stage);
 
     let stage = Instant::now();
@@ -402,6 +423,17 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         fingerprint_bytes,
         stamped_at,
     );
+    match &options.memo {
+        // A watcher keeps it, and writes it for later processes off its build's path.
+        Some(kept) => {
+            kept.keep_resolution(memo.clone());
+            let (dir, memo) = (options.graph_dir.clone(), memo.clone());
+            let _ = std::thread::Builder::new()
+                .name("atlas-resolution".into())
+                .spawn(move || super::resolution_cache::write(&dir, &builder, &memo));
+        }
+        None => super::resolution_cache::write(&options.graph_dir, &builder, &memo),
+    }
     timings.publish += ms(stage);
     timings.total = ms(started);
 
@@ -416,6 +448,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         cache_repaired,
         unread,
         from_memory,
+        resolved: redone.resolved,
         symbols,
         edges: resolved.edges.len(),
         frontier: resolved.frontier.len(),
@@ -428,7 +461,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         timings_ms: timings,
     };
     drop(units);
-    free_aside((files, resolved, encoded));
+    free_aside((files, resolved, encoded, memo));
     Ok(report)
 }
 

@@ -235,22 +235,35 @@ fn decode(bytes: &[u8]) -> Option<Stamps> {
     })
 }
 
-struct Reader<'a>(&'a [u8]);
+/// A little-endian reader over a cache file's bytes: every read is checked.
+pub(super) struct Reader<'a>(pub(super) &'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(super) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (head, rest) = self.0.split_at_checked(n)?;
         self.0 = rest;
         Some(head)
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(super) fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    pub(super) fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+    pub(super) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub(super) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
-    fn i64(&mut self) -> Option<i64> {
+    pub(super) fn i64(&mut self) -> Option<i64> {
         Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    /// A `u32` count of items at least `size` bytes each; `None` when the bytes left
+    /// cannot hold them (so that a damaged count never sizes an allocation).
+    pub(super) fn len_of(&mut self, size: usize) -> Option<usize> {
+        let count = self.u32()? as usize;
+        (count.checked_mul(size)? <= self.0.len()).then_some(count)
     }
 }
 

@@ -5,7 +5,7 @@ use super::*;
 
 impl<'a> Resolver<'a> {
     pub(super) fn candidate_count(&self, r: &Reference) -> u32 {
-        self.by_name.get(r.name.as_str()).map_or(0, |ids| {
+        self.named(r.name.as_str()).map_or(0, |ids| {
             ids.iter()
                 .filter(|&&id| self.compatible(r.role, id))
                 .count() as u32
@@ -17,10 +17,10 @@ impl<'a> Resolver<'a> {
     /// in every supported language a bare name from another file must be imported, so
     /// anything else would be a guess.
     pub(super) fn unique_global(&self, file: u32, r: &Reference) -> Result<Outcome, u32> {
-        let Some(ids) = self.by_name.get(r.name.as_str()) else {
+        let Some(ids) = self.named(r.name.as_str()) else {
             return Err(0);
         };
-        let (names, wildcard) = &self.opaque_imports[file as usize];
+        let (names, wildcard) = &self.opaque_imports_of(file);
         if !(*wildcard || names.contains(r.name.as_str())) {
             return Err(self.candidate_count(r));
         }
@@ -29,12 +29,7 @@ impl<'a> Resolver<'a> {
             .iter()
             .copied()
             .filter(|&id| self.compatible(r.role, id))
-            .filter(|&id| {
-                !matches!(
-                    self.out.nodes[id as usize].kind,
-                    SymbolKind::Method | SymbolKind::Field
-                )
-            })
+            .filter(|&id| !matches!(self.node(id).kind, SymbolKind::Method | SymbolKind::Field))
             .collect();
         let compatible = self.distinct_symbols(compatible);
         match compatible.as_slice() {
@@ -50,28 +45,21 @@ impl<'a> Resolver<'a> {
     /// A member call on a receiver of unknown type: only a method name unique in the graph
     /// whose file the caller can see (same file or imported) is accepted.
     pub(super) fn unique_member(&self, file: u32, r: &Reference) -> Result<Outcome, u32> {
-        let Some(ids) = self.by_name.get(r.name.as_str()) else {
+        let Some(ids) = self.named(r.name.as_str()) else {
             return Err(0);
         };
         let methods: Vec<u32> = ids
             .iter()
             .copied()
-            .filter(|&id| {
-                matches!(
-                    self.out.nodes[id as usize].kind,
-                    SymbolKind::Method | SymbolKind::Field
-                )
-            })
+            .filter(|&id| matches!(self.node(id).kind, SymbolKind::Method | SymbolKind::Field))
             .collect();
         let methods = self.distinct_symbols(methods);
         match methods.as_slice() {
             [only] => {
-                let target_file = self.out.nodes[*only as usize].file.unwrap_or(u32::MAX);
+                let target_file = self.node(*only).file.unwrap_or(u32::MAX);
                 let visible = target_file == file
-                    || self.bindings[file as usize].values().any(|t| match t {
-                        Target::Symbol(id) => {
-                            self.out.nodes[*id as usize].file == Some(target_file)
-                        }
+                    || self.bound_targets(file).any(|t| match t {
+                        Target::Symbol(id) => self.node(*id).file == Some(target_file),
                         Target::Files(fs) => fs.contains(&target_file),
                     });
                 if visible {
@@ -96,10 +84,10 @@ impl<'a> Resolver<'a> {
                 .copied()
                 .filter(|&f| f != file && self.language(f) == Some(Language::Go))
                 .collect(),
-            Some(Language::Java) => unit
-                .facts
+            Some(Language::Java) => self
+                .facts(file)
                 .and_then(|f| f.package.as_deref())
-                .and_then(|p| self.packages.get(p))
+                .and_then(|p| self.package_files(p))
                 .map(|files| files.iter().copied().filter(|&f| f != file).collect())
                 .unwrap_or_default(),
             _ => Vec::new(),
@@ -134,25 +122,24 @@ impl<'a> Resolver<'a> {
     }
 
     pub(super) fn member_scope_of(&self, id: u32) -> &str {
-        let node = &self.out.nodes[id as usize];
+        let node = &self.node(id);
         let file = node.file.unwrap_or(0) as usize;
         let index = id - self.def_base[file];
-        self.units[file]
-            .facts
+        self.facts(file as u32)
             .and_then(|f| f.defs.get(index as usize))
             .map_or(node.name.as_str(), |d| d.member_scope.as_str())
     }
 
     /// A member `name` of type `owner`, preferring the caller's file, then bases.
     pub(super) fn member_of(&self, file: u32, owner: &str, name: &str, depth: u32) -> Option<u32> {
-        if let Some(ids) = self.members.get(&(owner, name)) {
+        if let Some(ids) = self.members_named(owner, name) {
             let same_file = ids
                 .iter()
                 .copied()
-                .find(|&id| self.out.nodes[id as usize].file == Some(file));
-            let only = &self.out.nodes[ids[0] as usize];
+                .find(|&id| self.node(id).file == Some(file));
+            let only = &self.node(ids[0]);
             let one_symbol = ids.iter().all(|&id| {
-                let node = &self.out.nodes[id as usize];
+                let node = &self.node(id);
                 node.file == only.file && node.qualified == only.qualified
             });
             return same_file
@@ -164,7 +151,7 @@ impl<'a> Resolver<'a> {
         }
         // Inherited: follow the bases declared by the owner type.
         let owner_id = self.type_named(file, owner)?;
-        let owner_file = self.out.nodes[owner_id as usize].file?;
+        let owner_file = self.node(owner_id).file?;
         self.bases_of(owner_id)
             .iter()
             .find_map(|&(_, base)| self.member_of(owner_file, base, name, depth + 1))
@@ -179,38 +166,30 @@ impl<'a> Resolver<'a> {
 
     /// A type called `name` visible from `file`: same file, imported, or unique.
     pub(super) fn type_named(&self, file: u32, name: &str) -> Option<u32> {
-        let is_type = |id: &u32| {
-            self.out.nodes[*id as usize].kind.is_type()
-                || self.out.nodes[*id as usize].kind == SymbolKind::Impl
-        };
-        if let Some(ids) = self.top_level[file as usize].get(name)
-            && let Some(id) = ids
-                .iter()
-                .copied()
-                .find(|id| self.out.nodes[*id as usize].kind.is_type())
+        let is_type =
+            |id: &u32| self.node(*id).kind.is_type() || self.node(*id).kind == SymbolKind::Impl;
+        if let Some(ids) = self.top_level_of(file).get(name)
+            && let Some(id) = ids.iter().copied().find(|id| self.node(*id).kind.is_type())
         {
             return Some(id);
         }
-        if let Some(Target::Symbol(id)) = self.bindings.get(file as usize).and_then(|b| b.get(name))
+        if let Some(Target::Symbol(id)) = self.bound(file, name)
             && is_type(id)
         {
             return Some(*id);
         }
         for f in self.package_peers(file) {
-            if let Some(ids) = self.top_level[f as usize].get(name)
-                && let Some(id) = ids
-                    .iter()
-                    .copied()
-                    .find(|id| self.out.nodes[*id as usize].kind.is_type())
+            if let Some(ids) = self.top_level_of(f).get(name)
+                && let Some(id) = ids.iter().copied().find(|id| self.node(*id).kind.is_type())
             {
                 return Some(id);
             }
         }
-        let ids = self.by_name.get(name)?;
+        let ids = self.named(name)?;
         let types: Vec<u32> = ids
             .iter()
             .copied()
-            .filter(|id| self.out.nodes[*id as usize].kind.is_type())
+            .filter(|id| self.node(*id).kind.is_type())
             .collect();
         (types.len() == 1).then(|| types[0])
     }
@@ -223,7 +202,7 @@ impl<'a> Resolver<'a> {
     ) -> Option<u32> {
         match target {
             Target::Symbol(id) => {
-                let node = &self.out.nodes[*id as usize];
+                let node = &self.node(*id);
                 let file = node.file?;
                 if node.kind.is_type() {
                     let scope = self.member_scope_of(*id);
@@ -233,7 +212,7 @@ impl<'a> Resolver<'a> {
                 }
             }
             Target::Files(files) => files.iter().find_map(|&f| {
-                self.top_level[f as usize]
+                self.top_level_of(f)
                     .get(name)
                     .and_then(|ids| self.pick(role, ids))
                     .or_else(|| {
@@ -271,7 +250,7 @@ impl<'a> Resolver<'a> {
                 self.enclosing_type(facts, r.from)
                     .and_then(|t| self.type_named(file, t))
                     .map(Target::Symbol)
-            } else if let Some(t) = self.bindings[file as usize].get(first) {
+            } else if let Some(t) = self.bound(file, first) {
                 resolution = Resolution::Import;
                 Some(t.clone())
             } else if let Some(id) = self.type_named(file, first) {
@@ -313,15 +292,13 @@ impl<'a> Resolver<'a> {
                     } else {
                         files
                             .iter()
-                            .find_map(|&f| {
-                                self.top_level[f as usize].get(*segment).map(|ids| ids[0])
-                            })
+                            .find_map(|&f| self.top_level_of(f).get(*segment).map(|ids| ids[0]))
                             .map(Target::Symbol)
                     }
                 }
                 Target::Symbol(id) => {
                     let owner = self.member_scope_of(id);
-                    let file = self.out.nodes[id as usize].file?;
+                    let file = self.node(id).file?;
                     self.member_of(file, owner, segment, 0).map(Target::Symbol)
                 }
             };
@@ -339,7 +316,7 @@ impl<'a> Resolver<'a> {
         // Qualified-suffix lookup: `Type::method` anywhere in the graph, if unique.
         let last = segments.last()?;
         let key = format!("{last}{}{}", language.separator(), r.name);
-        let ids = self.by_qualified.get(key.as_str())?;
+        let ids = self.qualified_named(key.as_str())?;
         let compatible: Vec<u32> = ids
             .iter()
             .copied()

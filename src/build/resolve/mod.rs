@@ -24,9 +24,13 @@ use crate::syntax::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKi
 
 pub mod merge_scip;
 
+pub use incremental::{FileMemo, Memo, Redone, fact_digest, files_digest, resolve_incremental};
+
+mod incremental;
 mod lookup;
 mod modules;
 mod nodes;
+mod reads;
 mod types;
 mod values;
 
@@ -229,6 +233,8 @@ struct Resolver<'a> {
     overloaded: Vec<bool>,
     /// A set once `settle_edges` has run after the passes that add edges.
     edges: Vec<ResolvedEdge>,
+    /// Per file: the table keys its definitions are entered under (`reads::key`).
+    contributes: Vec<Vec<u64>>,
 }
 
 /// A directory holding an `__init__.py` (or `.pyi`).
@@ -294,11 +300,8 @@ impl<'a> Resolver<'a> {
             opaque_imports: Vec::new(),
             overloaded: Vec::new(),
             edges: Vec::new(),
+            contributes: Vec::new(),
         }
-    }
-
-    fn facts(&self, file: u32) -> Option<&'a FileFacts> {
-        self.units[file as usize].facts
     }
 
     fn language(&self, file: u32) -> Option<Language> {
@@ -363,7 +366,7 @@ impl<'a> Resolver<'a> {
                     .get(struct_scope)
                     .is_some_and(|have| required.iter().all(|m| have.contains(m)));
                 if satisfied && id != interface {
-                    let Some(file) = self.out.nodes[id as usize].file else {
+                    let Some(file) = self.node(id).file else {
                         continue;
                     };
                     self.edges.push(ResolvedEdge {
@@ -454,7 +457,7 @@ impl<'a> Resolver<'a> {
 
     /// The nodes of kinds a reference with this role may target.
     fn compatible(&self, role: RefRole, id: u32) -> bool {
-        let kind = self.out.nodes[id as usize].kind;
+        let kind = self.node(id).kind;
         match role {
             RefRole::Call => kind.is_callable() || kind.is_type(),
             RefRole::TypeUse | RefRole::Inherit | RefRole::Implement => kind.is_type(),
@@ -477,11 +480,11 @@ impl<'a> Resolver<'a> {
         let mut out = Vec::with_capacity(ids.len());
         let mut groups: HashMap<(Option<u32>, &str, SymbolKind), u32> = HashMap::default();
         for &id in &ids {
-            if !self.overloaded.get(id as usize).copied().unwrap_or(true) {
+            if !self.is_overloaded(id) {
                 out.push(id);
                 continue;
             }
-            let node = &self.out.nodes[id as usize];
+            let node = &self.node(id);
             let key = (node.file, node.qualified.as_str(), node.kind);
             let better = |current: u32| {
                 (self.implementation_weight(id), u32::MAX - id)
@@ -503,7 +506,7 @@ impl<'a> Resolver<'a> {
     /// How much of an implementation a definition is: a stub only declares (`...`);
     /// among bodies, the largest (a long signature is not a body).
     fn implementation_weight(&self, id: u32) -> (bool, u32, u32) {
-        let n = &self.out.nodes[id as usize];
+        let n = &self.node(id);
         (
             !n.declares_only,
             n.span.end_byte.saturating_sub(n.signature.end_byte),
@@ -516,14 +519,14 @@ impl<'a> Resolver<'a> {
     fn implementation_of(&self, id: u32, ids: &[u32]) -> u32 {
         // Alone in its group: itself, without a scan of `ids` (which may hold thousands of
         // same-named definitions in a large tree).
-        if !self.overloaded.get(id as usize).copied().unwrap_or(true) {
+        if !self.is_overloaded(id) {
             return id;
         }
-        let node = &self.out.nodes[id as usize];
+        let node = &self.node(id);
         ids.iter()
             .copied()
             .filter(|&other| {
-                let o = &self.out.nodes[other as usize];
+                let o = &self.node(other);
                 o.file == node.file && o.qualified == node.qualified && o.kind == node.kind
             })
             .max_by_key(|&other| (self.implementation_weight(other), u32::MAX - other))
@@ -560,12 +563,12 @@ impl<'a> Resolver<'a> {
                     return Err(self.candidate_count(r));
                 };
                 let owner = self.member_scope_of(type_node);
-                let owner_file = self.out.nodes[type_node as usize].file.unwrap_or(file);
+                let owner_file = self.node(type_node).file.unwrap_or(file);
                 return match self.member_of(owner_file, owner, &r.name, 0) {
                     Some(id) => ok(id, Resolution::Scope, 80),
                     None => Err(self.candidate_count(r)),
                 };
-            } else if let Some(target) = self.bindings[file as usize].get(receiver.as_str()) {
+            } else if let Some(target) = self.bound(file, receiver.as_str()) {
                 // An imported receiver is decisive: a member we cannot find on it is
                 // unknown, not a reason to guess by name.
                 return match self.lookup_in_target(target, &r.name, r.role) {
@@ -617,13 +620,13 @@ impl<'a> Resolver<'a> {
             }
             scope = def.parent;
         }
-        if let Some(ids) = self.top_level[file as usize].get(r.name.as_str())
+        if let Some(ids) = self.top_level_of(file).get(r.name.as_str())
             && let Some(id) = self.pick(r.role, ids)
         {
             return ok(id, Resolution::Scope, 90);
         }
         // 2. Imports.
-        if let Some(target) = self.bindings[file as usize].get(r.name.as_str()) {
+        if let Some(target) = self.bound(file, r.name.as_str()) {
             match target {
                 Target::Symbol(id) if self.compatible(r.role, *id) => {
                     return ok(*id, Resolution::Import, 95);
@@ -633,14 +636,14 @@ impl<'a> Resolver<'a> {
         }
         // Same package (Go directory, Java package) shares one namespace.
         for f in self.package_peers(file) {
-            if let Some(ids) = self.top_level[f as usize].get(r.name.as_str())
+            if let Some(ids) = self.top_level_of(f).get(r.name.as_str())
                 && let Some(id) = self.pick(r.role, ids)
             {
                 return ok(id, Resolution::Scope, 85);
             }
         }
-        for &f in &self.wildcards[file as usize] {
-            if let Some(ids) = self.top_level[f as usize].get(r.name.as_str())
+        for &f in self.wildcards_of(file) {
+            if let Some(ids) = self.top_level_of(f).get(r.name.as_str())
                 && let Some(id) = self.pick(r.role, ids)
             {
                 return ok(id, Resolution::Import, 80);

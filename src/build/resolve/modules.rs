@@ -11,18 +11,16 @@ impl<'a> Resolver<'a> {
     }
 
     pub(super) fn exported_at_depth(&self, file: u32, name: &str, depth: u32) -> Option<u32> {
-        if let Some(ids) = self.top_level[file as usize].get(name) {
+        if let Some(ids) = self.top_level_of(file).get(name) {
             return ids.first().map(|&id| self.implementation_of(id, ids));
         }
-        if let Some(Target::Symbol(id)) = self.bindings.get(file as usize).and_then(|b| b.get(name))
-        {
+        if let Some(Target::Symbol(id)) = self.bound(file, name) {
             return Some(*id);
         }
         if depth >= 4 {
             return None;
         }
-        self.wildcards
-            .get(file as usize)?
+        self.wildcards_of(file)
             .iter()
             .filter(|&&f| f != file)
             .find_map(|&f| self.exported_at_depth(f, name, depth + 1))
@@ -36,7 +34,7 @@ impl<'a> Resolver<'a> {
         };
         match language {
             Language::Python => self.python_module(unit.path, module),
-            Language::Java => match self.packages.get(module) {
+            Language::Java => match self.package_files(module) {
                 Some(files) => files.clone(),
                 None => self.dotted(module),
             },

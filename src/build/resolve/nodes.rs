@@ -1,6 +1,7 @@
 //! Building the resolver's tables: nodes (modules, files, definitions) with their
 //! containment, and the name indexes every lookup uses.
 
+use super::reads::{self, Table};
 use super::*;
 
 impl<'a> Resolver<'a> {
@@ -124,6 +125,7 @@ impl<'a> Resolver<'a> {
         self.overloaded = self.overload_groups();
         let units = self.units;
         self.top_level = vec![HashMap::default(); units.len()];
+        self.contributes = vec![Vec::new(); units.len()];
         for (file, unit) in units.iter().enumerate() {
             self.file_by_path.insert(unit.path, file as u32);
             if unit.path == "package.json" || unit.path.ends_with("/package.json") {
@@ -185,8 +187,11 @@ impl<'a> Resolver<'a> {
                 _ => {}
             }
             let Some(facts) = unit.facts else { continue };
+            // The keys this file's definitions are entered under (`reads`).
+            let contributed = &mut self.contributes[file];
             if let Some(package) = &facts.package {
                 self.packages.entry(package.as_str()).or_default().push(f);
+                contributed.push(reads::key(Table::Package, &[package]));
             }
             for binding in &facts.bindings {
                 let Some(scope) = binding.scope else { continue };
@@ -206,6 +211,7 @@ impl<'a> Resolver<'a> {
                 self.field_types
                     .entry((owner.member_scope.as_str(), name))
                     .or_insert((binding, f));
+                contributed.push(reads::key(Table::Field, &[&owner.member_scope, name]));
             }
             let base = self.def_base[file];
             self.bases.extend(facts.refs.iter().filter_map(|r| {
@@ -220,6 +226,8 @@ impl<'a> Resolver<'a> {
                     .entry(def.qualified.as_str())
                     .or_default()
                     .push(id);
+                contributed.push(reads::key(Table::Name, &[&def.name]));
+                contributed.push(reads::key(Table::Qualified, &[&def.qualified]));
                 match def.parent {
                     None => self.top_level[file]
                         .entry(def.name.as_str())
@@ -238,6 +246,10 @@ impl<'a> Resolver<'a> {
                                 .entry((parent.member_scope.as_str(), def.name.as_str()))
                                 .or_default()
                                 .push(id);
+                            contributed.push(reads::key(
+                                Table::Member,
+                                &[&parent.member_scope, &def.name],
+                            ));
                         }
                     }
                 }
@@ -248,6 +260,7 @@ impl<'a> Resolver<'a> {
                     && let Some((scope, _)) = def.qualified.rsplit_once('.')
                 {
                     let scope: &'a str = scope;
+                    contributed.push(reads::key(Table::Member, &[scope, &def.name]));
                     let list = self.members.entry((scope, def.name.as_str())).or_default();
                     if !list.contains(&id) {
                         list.push(id);

@@ -41,7 +41,7 @@ impl<'a> Resolver<'a> {
             };
             for field in fields.split('.') {
                 let owner = self.member_scope_of(current);
-                let (binding, binding_file) = self.field_types.get(&(owner, field)).copied()?;
+                let (binding, binding_file) = self.field_type(owner, field)?;
                 current = match self.binding_type(binding_file, binding) {
                     Ok(ty) => ty,
                     Err(()) => return Some(Err(())),
@@ -57,7 +57,7 @@ impl<'a> Resolver<'a> {
                 return None;
             }
             let owner = self.enclosing_type(facts, r.from)?;
-            let (binding, binding_file) = self.field_types.get(&(owner, field)).copied()?;
+            let (binding, binding_file) = self.field_type(owner, field)?;
             return Some(self.binding_type(binding_file, binding));
         } else {
             if !receiver
@@ -208,7 +208,7 @@ impl<'a> Resolver<'a> {
             .or_else(|| name.strip_prefix("this."))
         {
             let owner = self.enclosing_type(facts, scope)?;
-            return self.field_types.get(&(owner, field)).copied();
+            return self.field_type(owner, field);
         }
         if !name
             .chars()
@@ -287,7 +287,7 @@ impl<'a> Resolver<'a> {
             .resolve_reference(file, language, facts, locals, &probe)
             .ok()?
             .target;
-        let node = &self.out.nodes[target as usize];
+        let node = &self.node(target);
         if node.kind.is_type() && !element {
             return Some(target);
         }

@@ -1,0 +1,343 @@
+//! `<graph>/resolution.bin`: the last resolution's per-file results and recorded reads
+//! (`resolve::Memo`), so that the next build re-resolves only what an edit can change.
+//!
+//! A cache, never an authority: it is written whole and atomically after a build, and a
+//! missing, damaged or foreign file (another atlas build, another version) only means
+//! every file is resolved. Which files it may still serve is decided by the memo's own
+//! digests (`resolve::incremental`), not by the generation it was written with.
+//!
+//! Layout (little-endian): magic `ATLASRM1`, version `u32` (1), reserved `u32`, the
+//! builder id (`u16` length and bytes), the files' digest (32 bytes), the file count
+//! (`u32`), each file's node id (`u32`). Then each file: facts, interface and bindings
+//! digests (32 bytes each), external references (`u64`); read files (`u32` count,
+//! `u32`s); files whose bindings were read (the same); read keys and contributed keys
+//! (each a `u32` count and `u64`s); edges (`u32`
+//! count; from, to as `u32`; kind, subkind, provenance, resolution, confidence, flags as
+//! `u8`; the site: `1` and its four `u32`s when it is in the file itself, `2`, its file
+//! and its four `u32`s otherwise, `0` for none); frontier entries (`u32` count; name as
+//! `u32` length and bytes; role `u8`; from `u32`; site as four `u32`s; candidates `u32`).
+//! Last, the blake3 of everything before it (32 bytes).
+
+use std::path::Path;
+
+use super::resolve::{FileMemo, FrontierEntry, Memo, ResolvedEdge, Site, SpanKey};
+use super::stamps::Reader;
+use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
+use crate::syntax::facts::{RefRole, Span};
+
+pub const RESOLUTION_FILE: &str = "resolution.bin";
+const MAGIC: &[u8; 8] = b"ATLASRM1";
+const VERSION: u32 = 1;
+
+/// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies.
+pub fn read(graph_dir: &Path, builder: &str) -> Option<Memo> {
+    let bytes = std::fs::read(graph_dir.join(RESOLUTION_FILE)).ok()?;
+    decode(&bytes, builder)
+}
+
+/// Writes the memo atomically. Best effort: a read-only or full disk only means the next
+/// build resolves every file.
+pub fn write(graph_dir: &Path, builder: &str, memo: &Memo) {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let bytes = encode(memo, builder);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = graph_dir.join(format!("{RESOLUTION_FILE}.{}.{n}.tmp", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_err()
+        || std::fs::rename(&tmp, graph_dir.join(RESOLUTION_FILE)).is_err()
+    {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Removes the memo (a build that could not write a current one must not leave a stale
+/// one claiming files it no longer describes — though the digests would refuse it).
+pub fn remove(graph_dir: &Path) {
+    let _ = std::fs::remove_file(graph_dir.join(RESOLUTION_FILE));
+}
+
+fn encode(memo: &Memo, builder: &str) -> Vec<u8> {
+    let edges: usize = memo.files.iter().map(|f| f.edges.len()).sum();
+    let mut out = Vec::with_capacity(64 + memo.files.len() * 128 + edges * 26);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    let builder = &builder.as_bytes()[..builder.len().min(usize::from(u16::MAX))];
+    out.extend_from_slice(&(builder.len() as u16).to_le_bytes());
+    out.extend_from_slice(builder);
+    out.extend_from_slice(&memo.files_digest);
+    out.extend_from_slice(&(memo.files.len() as u32).to_le_bytes());
+    for &node in &memo.file_nodes {
+        out.extend_from_slice(&node.to_le_bytes());
+    }
+    let u32s = |out: &mut Vec<u8>, values: &[u32]| {
+        out.extend_from_slice(&(values.len() as u32).to_le_bytes());
+        values
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    };
+    let u64s = |out: &mut Vec<u8>, values: &[u64]| {
+        out.extend_from_slice(&(values.len() as u32).to_le_bytes());
+        values
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    };
+    let span = |out: &mut Vec<u8>, s: SpanKey| {
+        for v in [s.start_byte, s.end_byte, s.start_line, s.end_line] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    };
+    for (index, file) in memo.files.iter().enumerate() {
+        out.extend_from_slice(&file.digest);
+        out.extend_from_slice(&file.interface);
+        out.extend_from_slice(&file.bindings);
+        out.extend_from_slice(&file.external_references.to_le_bytes());
+        u32s(&mut out, &file.reads_files);
+        u32s(&mut out, &file.reads_bindings);
+        u64s(&mut out, &file.reads_keys);
+        u64s(&mut out, &file.contributes);
+        out.extend_from_slice(&(file.edges.len() as u32).to_le_bytes());
+        for e in &file.edges {
+            out.extend_from_slice(&e.from.to_le_bytes());
+            out.extend_from_slice(&e.to.to_le_bytes());
+            out.extend_from_slice(&[
+                e.kind.code(),
+                e.subkind.code(),
+                e.provenance.code(),
+                e.resolution.code(),
+                e.confidence,
+                e.flags,
+            ]);
+            match e.site {
+                Some(site) if site.file as usize == index => {
+                    out.push(1);
+                    span(&mut out, site.span);
+                }
+                Some(site) => {
+                    out.push(2);
+                    out.extend_from_slice(&site.file.to_le_bytes());
+                    span(&mut out, site.span);
+                }
+                None => out.push(0),
+            }
+        }
+        out.extend_from_slice(&(file.frontier.len() as u32).to_le_bytes());
+        for f in &file.frontier {
+            out.extend_from_slice(&(f.name.len() as u32).to_le_bytes());
+            out.extend_from_slice(f.name.as_bytes());
+            out.push(f.role.code());
+            out.extend_from_slice(&f.from.to_le_bytes());
+            out.extend_from_slice(&f.file.to_le_bytes());
+            span(&mut out, f.site.into());
+            out.extend_from_slice(&f.candidates.to_le_bytes());
+        }
+    }
+    let checksum = blake3::hash(&out);
+    out.extend_from_slice(checksum.as_bytes());
+    out
+}
+
+/// Reads `bytes` as a memo written by `builder`; `None` for anything that does not verify.
+fn decode(bytes: &[u8], builder: &str) -> Option<Memo> {
+    let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
+    if blake3::hash(body).as_bytes() != checksum {
+        return None;
+    }
+    let mut r = Reader(body);
+    if r.take(8)? != MAGIC || r.u32()? != VERSION {
+        return None;
+    }
+    r.u32()?;
+    let len = usize::from(r.u16()?);
+    if r.take(len)? != builder.as_bytes() {
+        return None;
+    }
+    let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let count = r.len_of(4)?;
+    let file_nodes = (0..count).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+    let span = |r: &mut Reader| -> Option<SpanKey> {
+        Some(SpanKey {
+            start_byte: r.u32()?,
+            end_byte: r.u32()?,
+            start_line: r.u32()?,
+            end_line: r.u32()?,
+        })
+    };
+    let mut files = Vec::with_capacity(count);
+    for index in 0..count as u32 {
+        let digest: [u8; 32] = r.take(32)?.try_into().ok()?;
+        let interface: [u8; 32] = r.take(32)?.try_into().ok()?;
+        let bindings: [u8; 32] = r.take(32)?.try_into().ok()?;
+        let external_references = r.u64()?;
+        let n = r.len_of(4)?;
+        let reads_files = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+        let n = r.len_of(4)?;
+        let reads_bindings = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+        let n = r.len_of(8)?;
+        let reads_keys = (0..n).map(|_| r.u64()).collect::<Option<Vec<u64>>>()?;
+        let n = r.len_of(8)?;
+        let contributes = (0..n).map(|_| r.u64()).collect::<Option<Vec<u64>>>()?;
+        let n = r.len_of(15)?;
+        let mut edges = Vec::with_capacity(n);
+        for _ in 0..n {
+            let from = r.u32()?;
+            let to = r.u32()?;
+            let codes = r.take(6)?;
+            let site = match r.u8()? {
+                0 => None,
+                1 => Some(Site {
+                    file: index,
+                    span: span(&mut r)?,
+                }),
+                2 => Some(Site {
+                    file: r.u32()?,
+                    span: span(&mut r)?,
+                }),
+                _ => return None,
+            };
+            edges.push(ResolvedEdge {
+                from,
+                to,
+                kind: EdgeKind::from_code(codes[0])?,
+                subkind: EdgeSubkind::from_code(codes[1])?,
+                provenance: Provenance::from_code(codes[2])?,
+                resolution: Resolution::from_code(codes[3])?,
+                confidence: codes[4],
+                flags: codes[5],
+                site,
+            });
+        }
+        let n = r.len_of(33)?;
+        let mut frontier = Vec::with_capacity(n);
+        for _ in 0..n {
+            let len = r.len_of(1)?;
+            let name = std::str::from_utf8(r.take(len)?).ok()?.to_string();
+            let role = RefRole::from_code(r.u8()?)?;
+            let from = r.u32()?;
+            let file = r.u32()?;
+            let site = span(&mut r)?;
+            frontier.push(FrontierEntry {
+                name,
+                role,
+                from,
+                file,
+                site: Span {
+                    start_byte: site.start_byte,
+                    end_byte: site.end_byte,
+                    start_line: site.start_line,
+                    end_line: site.end_line,
+                },
+                candidates: r.u32()?,
+            });
+        }
+        files.push(FileMemo {
+            digest,
+            interface,
+            bindings,
+            reads_files,
+            reads_bindings,
+            reads_keys,
+            contributes,
+            edges,
+            frontier,
+            external_references,
+        });
+    }
+    r.0.is_empty().then_some(Memo {
+        files_digest,
+        file_nodes,
+        files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memo() -> Memo {
+        let edge = ResolvedEdge {
+            from: 3,
+            to: 9,
+            kind: EdgeKind::Calls,
+            subkind: EdgeSubkind::None,
+            provenance: Provenance::TreeSitter,
+            resolution: Resolution::Import,
+            confidence: 95,
+            site: Some(Site {
+                file: 0,
+                span: SpanKey {
+                    start_byte: 10,
+                    end_byte: 14,
+                    start_line: 2,
+                    end_line: 2,
+                },
+            }),
+            flags: 4,
+        };
+        let frontier = FrontierEntry {
+            name: "helper".into(),
+            role: RefRole::Call,
+            from: 3,
+            file: 0,
+            site: Span {
+                start_byte: 20,
+                end_byte: 26,
+                start_line: 3,
+                end_line: 3,
+            },
+            candidates: 2,
+        };
+        Memo {
+            files_digest: [5; 32],
+            file_nodes: vec![2, 7],
+            files: vec![
+                FileMemo {
+                    digest: [1; 32],
+                    interface: [2; 32],
+                    bindings: [3; 32],
+                    reads_files: vec![0, 1],
+                    reads_bindings: vec![1],
+                    reads_keys: vec![11, 12],
+                    contributes: vec![13],
+                    edges: vec![
+                        edge,
+                        ResolvedEdge { site: None, ..edge },
+                        ResolvedEdge {
+                            site: edge.site.map(|s| Site { file: 1, ..s }),
+                            ..edge
+                        },
+                    ],
+                    frontier: vec![frontier],
+                    external_references: 4,
+                },
+                FileMemo::default(),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_memo_round_trips_and_damage_or_another_builder_reads_as_none() {
+        let m = memo();
+        let bytes = encode(&m, "b1");
+        assert_eq!(decode(&bytes, "b1"), Some(m));
+        assert_eq!(decode(&bytes, "b2"), None);
+        for i in [0, 9, 20, bytes.len() / 2, bytes.len() - 1] {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= 0x10;
+            assert_eq!(decode(&damaged, "b1"), None, "byte {i}");
+        }
+        assert_eq!(decode(&bytes[..bytes.len() - 5], "b1"), None);
+        assert_eq!(decode(b"", "b1"), None);
+    }
+
+    #[test]
+    fn counts_beyond_the_bytes_left_read_as_none_without_allocating_them() {
+        let mut bytes = encode(&memo(), "b1");
+        // The file count, just after magic, version, reserved, builder and digest.
+        let at = 8 + 4 + 4 + 2 + 2 + 32;
+        bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let body = bytes.len() - 32;
+        let checksum = *blake3::hash(&bytes[..body]).as_bytes();
+        bytes[body..].copy_from_slice(&checksum);
+        assert_eq!(decode(&bytes, "b1"), None);
+    }
+}

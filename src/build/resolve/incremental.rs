@@ -1,0 +1,483 @@
+//! Incremental resolution: an edit re-resolves only the files whose recorded reads
+//! (`reads`) meet what changed, and reuses every other file's edges and frontier from
+//! the last resolution, with node ids translated (graph-schema/README.md, "The edit path").
+//!
+//! A file is re-resolved when
+//! - its facts changed (its digest differs);
+//! - it read the facts of a *reshaped* file: one whose interface changed (what other
+//!   files can read of its facts: definitions, bindings, bases; byte offsets by rank, so
+//!   that a body edit which only shifts later definitions reshapes nothing);
+//! - it read the import bindings of a file whose bindings moved (compared through a
+//!   digest in stable terms: a bound symbol as its file and index there);
+//! - it looked up a key in the edit's delta: a key the reshaped files contributed before
+//!   or after the edit (a name defined, removed or redefined).
+//!
+//! Reuse needs the same files in the same order (node ids of unchanged files then differ
+//! only by the shift of the changed files' definitions): any other change resolves every
+//! file. The tables, import bindings and the whole-graph passes (containment, imports,
+//! Go implementations, SCIP) are rebuilt by every resolution.
+
+use super::reads::{self, Reads};
+use super::*;
+
+/// What resolving one file read and produced, kept for the next resolution.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileMemo {
+    /// The digest of the facts the file was resolved with (`fact_digest`).
+    pub digest: [u8; 32],
+    /// Digest of what other files' resolution can read of its facts (`interface_digest`).
+    pub interface: [u8; 32],
+    /// Digest of the file's import bindings in stable terms (`bindings_digest`).
+    pub bindings: [u8; 32],
+    /// Files whose facts the resolution read, sorted (the file itself included).
+    pub reads_files: Vec<u32>,
+    /// Files whose import bindings the resolution read, sorted.
+    pub reads_bindings: Vec<u32>,
+    /// Table keys the resolution looked up (`reads::key`), sorted.
+    pub reads_keys: Vec<u64>,
+    /// Table keys the file's definitions are entered under, sorted.
+    pub contributes: Vec<u64>,
+    /// The file's reference edges, in the memo's node ids; their sites are in the file.
+    pub edges: Vec<ResolvedEdge>,
+    pub frontier: Vec<FrontierEntry>,
+    pub external_references: u64,
+}
+
+/// A whole resolution's per-file results.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Memo {
+    /// Digest of the files resolved (paths and languages, in order).
+    pub files_digest: [u8; 32],
+    /// Node id of each file's node, in the memo's ids.
+    pub file_nodes: Vec<u32>,
+    pub files: Vec<FileMemo>,
+}
+
+/// How much of a resolution was redone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Redone {
+    /// Files whose references were resolved; the others' were reused.
+    pub resolved: usize,
+}
+
+/// The digest a memo keeps of a file's facts: its content hash, language, and whether
+/// it has facts (the facts are a function of these, for one extractor: the memo is kept
+/// per atlas build).
+pub fn fact_digest(content: &[u8; 32], language: Option<Language>, has_facts: bool) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(content);
+    hasher.update(&[language.map_or(0xff, |l| l.code()), u8::from(has_facts)]);
+    *hasher.finalize().as_bytes()
+}
+
+/// The digest of the files a resolution covers: paths and languages, in order.
+pub fn files_digest(units: &[SourceUnit]) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    for unit in units {
+        hasher.update(&(unit.path.len() as u64).to_le_bytes());
+        hasher.update(unit.path.as_bytes());
+        hasher.update(&[unit.language.map_or(0xff, |l| l.code())]);
+    }
+    *hasher.finalize().as_bytes()
+}
+
+/// Resolves all files, reusing `prior` where the edit leaves a file's resolution as it
+/// was. `digests` are the units' `fact_digest`s. The result equals `resolve`'s.
+pub fn resolve_incremental(
+    units: &[SourceUnit],
+    digests: &[[u8; 32]],
+    scip: Option<&ScipFacts>,
+    prior: Option<&Memo>,
+) -> (Resolved, Memo, Redone) {
+    let mut resolver = Resolver::new(units);
+    resolver.build_nodes();
+    resolver.build_indexes();
+    let (memo, redone) = resolver.resolve_reusing(digests, prior);
+    resolver.go_implementations();
+    if let Some(scip) = scip {
+        resolver.merge_scip(scip);
+    }
+    (resolver.finish(), memo, redone)
+}
+
+impl<'a> Resolver<'a> {
+    fn resolve_reusing(&mut self, digests: &[[u8; 32]], prior: Option<&Memo>) -> (Memo, Redone) {
+        use rayon::prelude::*;
+        let count = self.units.len();
+        let contributes: Vec<Vec<u64>> = std::mem::take(&mut self.contributes)
+            .into_par_iter()
+            .map(|mut keys| {
+                keys.sort_unstable();
+                keys.dedup();
+                keys
+            })
+            .collect();
+        let files_digest = files_digest(self.units);
+        let prior = prior.filter(|p| {
+            p.files_digest == files_digest
+                && p.files.len() == count
+                && p.file_nodes.len() == count
+                && digests.len() == count
+        });
+        // A file's interface is digested again only when its facts changed.
+        let interfaces: Vec<[u8; 32]> = (0..count)
+            .into_par_iter()
+            .map(|f| match prior {
+                Some(p) if p.files[f].digest == digests[f] => p.files[f].interface,
+                _ => interface_digest(self.units[f].facts),
+            })
+            .collect();
+        let bindings: Vec<[u8; 32]> = (0..count as u32)
+            .into_par_iter()
+            .map(|file| self.bindings_digest(file))
+            .collect();
+        let redo = match prior {
+            None => vec![true; count],
+            Some(prior) => to_redo(prior, digests, &interfaces, &bindings, &contributes),
+        };
+        let results: Vec<Option<(FileResolution, Reads)>> = (0..count as u32)
+            .into_par_iter()
+            .map(|file| {
+                redo[file as usize].then(|| {
+                    reads::start();
+                    let result = self.resolve_file(file);
+                    let mut reads = reads::finish();
+                    reads.files.insert(file);
+                    // Whatever an edge reaches was read, however the lookup got there.
+                    for edge in &result.edges {
+                        if let Some(target) = self.out.nodes[edge.to as usize].file {
+                            reads.files.insert(target);
+                        }
+                    }
+                    (result, reads)
+                })
+            })
+            .collect();
+        let translate = prior.map(|p| Translation::new(&p.file_nodes, &self.out.file_nodes));
+        let mut files = Vec::with_capacity(count);
+        let mut resolved = 0;
+        for (index, (result, contributes)) in results.into_iter().zip(contributes).enumerate() {
+            let memo = match (result, prior, &translate) {
+                (Some((result, reads)), _, _) => {
+                    resolved += 1;
+                    FileMemo {
+                        digest: digests.get(index).copied().unwrap_or_default(),
+                        interface: interfaces[index],
+                        bindings: bindings[index],
+                        reads_files: sorted(reads.files),
+                        reads_bindings: sorted(reads.bindings),
+                        reads_keys: sorted(reads.keys),
+                        contributes,
+                        edges: result.edges,
+                        frontier: result.frontier,
+                        external_references: result.external_references,
+                    }
+                }
+                (None, Some(prior), Some(translate)) => {
+                    let old = &prior.files[index];
+                    FileMemo {
+                        digest: old.digest,
+                        interface: old.interface,
+                        bindings: bindings[index],
+                        reads_files: old.reads_files.clone(),
+                        reads_bindings: old.reads_bindings.clone(),
+                        reads_keys: old.reads_keys.clone(),
+                        contributes,
+                        edges: old
+                            .edges
+                            .iter()
+                            .map(|e| ResolvedEdge {
+                                from: translate.id(e.from),
+                                to: translate.id(e.to),
+                                ..*e
+                            })
+                            .collect(),
+                        frontier: old
+                            .frontier
+                            .iter()
+                            .map(|f| FrontierEntry {
+                                from: translate.id(f.from),
+                                ..f.clone()
+                            })
+                            .collect(),
+                        external_references: old.external_references,
+                    }
+                }
+                // `redo` is all true without a prior.
+                (None, _, _) => FileMemo::default(),
+            };
+            self.edges.extend_from_slice(&memo.edges);
+            self.out.frontier.extend(memo.frontier.iter().cloned());
+            self.out.external_references += memo.external_references;
+            files.push(memo);
+        }
+        self.settle_edges();
+        let memo = Memo {
+            files_digest,
+            file_nodes: self.out.file_nodes.clone(),
+            files,
+        };
+        (memo, Redone { resolved })
+    }
+
+    /// A digest of what a file's imports bind, in terms that outlive node ids: a symbol
+    /// as (file, index in the file), files as file indices. (What a reader learns of a
+    /// bound symbol is covered by its file's interface: `reads::bound`.)
+    fn bindings_digest(&self, file: u32) -> [u8; 32] {
+        let stable = |id: u32| -> (u32, u32) {
+            match self.out.nodes[id as usize].file {
+                Some(f) => (f, id - self.out.file_nodes[f as usize]),
+                None => (u32::MAX, id),
+            }
+        };
+        let mut h = Digest::default();
+        if let Some(bindings) = self.bindings.get(file as usize) {
+            let mut entries: Vec<(&String, &Target)> = bindings.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            for (name, target) in entries {
+                h.write(name.as_bytes());
+                h.write_u8(0xff);
+                match target {
+                    Target::Symbol(id) => {
+                        let (f, i) = stable(*id);
+                        h.write_u8(1);
+                        h.write_u32(f);
+                        h.write_u32(i);
+                    }
+                    Target::Files(files) => {
+                        h.write_u8(2);
+                        h.write_usize(files.len());
+                        files.iter().for_each(|&f| h.write_u32(f));
+                    }
+                }
+            }
+        }
+        h.write_u8(0xfe);
+        if let Some(wildcards) = self.wildcards.get(file as usize) {
+            wildcards.iter().for_each(|&f| h.write_u32(f));
+        }
+        h.write_u8(0xfe);
+        if let Some((names, wildcard)) = self.opaque_imports.get(file as usize) {
+            let mut names: Vec<&String> = names.iter().collect();
+            names.sort_unstable();
+            for name in names {
+                h.write(name.as_bytes());
+                h.write_u8(0xff);
+            }
+            h.write_u8(u8::from(*wildcard));
+        }
+        h.finish()
+    }
+}
+
+/// A blake3 digest fed like a `Hasher` (a 64-bit hash could collide, and a collision
+/// here would reuse a resolution that changed).
+#[derive(Default)]
+struct Digest(blake3::Hasher);
+
+impl Digest {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.0.update(&[v]);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0.update(&v.to_le_bytes());
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0.update(&(v as u64).to_le_bytes());
+    }
+    fn write_str(&mut self, v: &str) {
+        self.write_usize(v.len());
+        self.write(v.as_bytes());
+    }
+    fn write_opt_str(&mut self, v: Option<&str>) {
+        match v {
+            Some(v) => {
+                self.write_u8(1);
+                self.write_str(v);
+            }
+            None => self.write_u8(0),
+        }
+    }
+    fn write_opt_u32(&mut self, v: Option<u32>) {
+        self.write_u32(v.map_or(u32::MAX, |v| v));
+    }
+    fn finish(&self) -> [u8; 32] {
+        *self.0.finalize().as_bytes()
+    }
+}
+
+/// A digest of what resolving *another* file can read of these facts: definitions,
+/// bindings, the package, the bases (`Inherit`/`Implement` references); not the other
+/// references, which only the file's own resolution reads. Byte offsets enter as their
+/// rank among the file's offsets: the resolver only compares offsets of one file with
+/// each other, so a body edit that shifts the definitions after it keeps the interface.
+/// Sizes do matter where overloads are told apart (`implementation_weight`), so those
+/// enter as they are.
+pub(super) fn interface_digest(facts: Option<&FileFacts>) -> [u8; 32] {
+    let mut h = Digest::default();
+    let Some(facts) = facts else {
+        h.write_u8(0);
+        return h.finish();
+    };
+    h.write_u8(1);
+    let mut offsets: Vec<u32> = vec![0];
+    for def in &facts.defs {
+        for span in [
+            Some(def.span),
+            Some(def.name_span),
+            Some(def.signature),
+            def.doc,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            offsets.extend([span.start_byte, span.end_byte]);
+        }
+    }
+    for binding in &facts.bindings {
+        offsets.extend([binding.site.start_byte, binding.site.end_byte]);
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+    let rank = |offset: u32| offsets.partition_point(|&o| o < offset) as u32;
+    let span = |h: &mut Digest, span: Span| {
+        h.write_u32(rank(span.start_byte));
+        h.write_u32(rank(span.end_byte));
+    };
+    h.write_opt_str(facts.package.as_deref());
+    h.write_usize(facts.defs.len());
+    let mut groups: HashMap<(&str, SymbolKind), u32> = HashMap::default();
+    for def in &facts.defs {
+        *groups
+            .entry((def.qualified.as_str(), def.kind))
+            .or_default() += 1;
+        h.write_u8(def.kind.code());
+        h.write_str(&def.name);
+        h.write_str(&def.qualified);
+        h.write_str(&def.member_scope);
+        span(&mut h, def.span);
+        span(&mut h, def.name_span);
+        span(&mut h, def.signature);
+        match def.doc {
+            Some(doc) => {
+                h.write_u8(1);
+                span(&mut h, doc);
+            }
+            None => h.write_u8(0),
+        }
+        h.write_opt_u32(def.parent);
+        h.write_u8(def.visibility.code());
+        h.write_u8(u8::from(def.in_test_scope));
+        h.write_opt_str(def.returns.as_deref());
+        h.write_u8(u8::from(def.declares_only));
+    }
+    for (index, def) in facts.defs.iter().enumerate() {
+        if groups[&(def.qualified.as_str(), def.kind)] > 1 {
+            h.write_usize(index);
+            h.write_u32(def.span.end_byte.saturating_sub(def.signature.end_byte));
+            h.write_u32(def.span.end_byte.saturating_sub(def.span.start_byte));
+        }
+    }
+    h.write_usize(facts.bindings.len());
+    for b in &facts.bindings {
+        h.write_opt_u32(b.scope);
+        h.write_str(&b.name);
+        h.write_opt_str(b.type_name.as_deref());
+        h.write_opt_str(b.items.as_deref());
+        h.write_opt_str(b.initializer.as_deref());
+        span(&mut h, b.site);
+        h.write_opt_str(b.value.as_deref());
+        h.write_opt_u32(b.value_scope);
+        h.write_u8(u8::from(b.element));
+    }
+    for r in &facts.refs {
+        if matches!(r.role, RefRole::Inherit | RefRole::Implement) {
+            h.write_u8(r.role.code());
+            h.write_opt_u32(r.from);
+            h.write_str(&r.name);
+        }
+    }
+    h.finish()
+}
+
+/// Which files to resolve again, given the last resolution of the same files.
+fn to_redo(
+    prior: &Memo,
+    digests: &[[u8; 32]],
+    interfaces: &[[u8; 32]],
+    bindings: &[[u8; 32]],
+    contributes: &[Vec<u64>],
+) -> Vec<bool> {
+    use rayon::prelude::*;
+    let changed: Vec<bool> = (0..prior.files.len())
+        .map(|f| prior.files[f].digest != digests[f])
+        .collect();
+    // What other files read of a file: its interface and its import bindings.
+    let reshaped: Vec<bool> = (0..prior.files.len())
+        .map(|f| prior.files[f].interface != interfaces[f])
+        .collect();
+    let rebound: Vec<bool> = (0..prior.files.len())
+        .map(|f| prior.files[f].bindings != bindings[f])
+        .collect();
+    let mut delta: HashSet<u64> = HashSet::default();
+    for (f, _) in reshaped.iter().enumerate().filter(|(_, c)| **c) {
+        delta.extend(prior.files[f].contributes.iter().copied());
+        delta.extend(contributes[f].iter().copied());
+    }
+    prior
+        .files
+        .par_iter()
+        .enumerate()
+        .map(|(f, memo)| {
+            changed[f]
+                || memo
+                    .reads_files
+                    .iter()
+                    .any(|&g| reshaped.get(g as usize).copied().unwrap_or(true))
+                || memo
+                    .reads_bindings
+                    .iter()
+                    .any(|&g| rebound.get(g as usize).copied().unwrap_or(true))
+                || (!delta.is_empty() && memo.reads_keys.iter().any(|k| delta.contains(k)))
+        })
+        .collect()
+}
+
+/// Old node ids to new ones, for files whose definitions are the same: module nodes keep
+/// their ids (same files, same directories), a file's nodes shift with its file node.
+struct Translation<'m> {
+    old: &'m [u32],
+    new: &'m [u32],
+    /// No file's definitions were added or removed: every id stays.
+    identity: bool,
+}
+
+impl<'m> Translation<'m> {
+    fn new(old: &'m [u32], new: &'m [u32]) -> Self {
+        Translation {
+            old,
+            new,
+            identity: old == new,
+        }
+    }
+
+    fn id(&self, id: u32) -> u32 {
+        if self.identity {
+            return id;
+        }
+        let file = self.old.partition_point(|&start| start <= id);
+        match file.checked_sub(1) {
+            Some(f) => self.new[f] + (id - self.old[f]),
+            None => id,
+        }
+    }
+}
+
+fn sorted<T: Ord>(set: HashSet<T>) -> Vec<T> {
+    let mut v: Vec<T> = set.into_iter().collect();
+    v.sort_unstable();
+    v
+}

@@ -229,6 +229,23 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let inventory = super::inventory::scan(&options.code_root, &options.limits)?;
     timings.inventory = ms(stage);
 
+    // The last resolution is read beside extraction (`resolve::incremental`).
+    let builder = builder_id();
+    let stop_prior = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let prior = {
+        let (kept, dir, builder, stop) = (
+            options.memo.as_ref().and_then(|m| m.resolution()),
+            options.graph_dir.clone(),
+            builder.clone(),
+            stop_prior.clone(),
+        );
+        std::thread::Builder::new()
+            .name("atlas-resolution".into())
+            .spawn(move || {
+                kept.or_else(|| super::resolution_cache::read(&dir, &builder, &stop).map(Arc::new))
+            })
+    };
+
     let stage = Instant::now();
     let counters = LoadCounters::default();
     let (files, skipped) = load_all(options, &store, &inventory, &counters);
@@ -279,6 +296,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         std::fs::remove_dir_all(&dir).at(&dir)?;
     }
     if committed_valid {
+        stop_prior.store(true, Ordering::Relaxed);
         let manifest = store.read_manifest(&fingerprint).ok();
         // The root and its segments, as the manifest lists them.
         let graph_bytes = manifest
@@ -336,11 +354,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         Some(facts)
     };
     // An edit re-resolves only the files its change can reach (`resolve::incremental`).
-    let builder = builder_id();
-    let prior = match options.memo.as_ref().and_then(|m| m.resolution()) {
-        Some(kept) => Some(kept),
-        None => super::resolution_cache::read(&options.graph_dir, &builder).map(Arc::new),
-    };
+    let prior = prior.ok().and_then(|reader| reader.join().ok()).flatten();
     let digests: Vec<[u8; 32]> = files
         .iter()
         .map(|f| super::resolve::fact_digest(&f.hash, f.language, f.facts.is_some()))
@@ -353,6 +367,16 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     );
     free_aside(prior);
     let memo = Arc::new(memo);
+    // Written beside compilation and publication; a watcher keeps it as well.
+    let memo_writer = {
+        let (dir, memo, builder) = (options.graph_dir.clone(), memo.clone(), builder.clone());
+        std::thread::Builder::new()
+            .name("atlas-resolution".into())
+            .spawn(move || super::resolution_cache::write(&dir, &builder, &memo))
+    };
+    if let Some(kept) = &options.memo {
+        kept.keep_resolution(memo.clone());
+    }
     timings.resolve = ms(stage);
 
     let stage = Instant::now();
@@ -423,16 +447,8 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         fingerprint_bytes,
         stamped_at,
     );
-    match &options.memo {
-        // A watcher keeps it, and writes it for later processes off its build's path.
-        Some(kept) => {
-            kept.keep_resolution(memo.clone());
-            let (dir, memo) = (options.graph_dir.clone(), memo.clone());
-            let _ = std::thread::Builder::new()
-                .name("atlas-resolution".into())
-                .spawn(move || super::resolution_cache::write(&dir, &builder, &memo));
-        }
-        None => super::resolution_cache::write(&options.graph_dir, &builder, &memo),
+    if let Ok(writer) = memo_writer {
+        let _ = writer.join();
     }
     timings.publish += ms(stage);
     timings.total = ms(started);

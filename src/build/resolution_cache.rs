@@ -19,6 +19,7 @@
 //! Last, the blake3 of everything before it (32 bytes).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::resolve::{FileMemo, FrontierEntry, Memo, ResolvedEdge, Site, SpanKey};
 use super::stamps::Reader;
@@ -27,12 +28,15 @@ use crate::syntax::facts::{RefRole, Span};
 
 pub const RESOLUTION_FILE: &str = "resolution.bin";
 const MAGIC: &[u8; 8] = b"ATLASRM1";
+/// Bumped when the layout, or what resolution records (`resolve::reads`), changes.
 const VERSION: u32 = 1;
 
-/// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies.
-pub fn read(graph_dir: &Path, builder: &str) -> Option<Memo> {
+/// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies; `None`
+/// as well once `stop` is set (a build that turns out to have nothing to resolve stops
+/// the read it started beside extraction).
+pub fn read(graph_dir: &Path, builder: &str, stop: &AtomicBool) -> Option<Memo> {
     let bytes = std::fs::read(graph_dir.join(RESOLUTION_FILE)).ok()?;
-    decode(&bytes, builder)
+    decode(&bytes, builder, stop)
 }
 
 /// Writes the memo atomically. Best effort: a read-only or full disk only means the next
@@ -137,9 +141,9 @@ fn encode(memo: &Memo, builder: &str) -> Vec<u8> {
 }
 
 /// Reads `bytes` as a memo written by `builder`; `None` for anything that does not verify.
-fn decode(bytes: &[u8], builder: &str) -> Option<Memo> {
+fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
     let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
-    if blake3::hash(body).as_bytes() != checksum {
+    if stop.load(Ordering::Relaxed) || blake3::hash(body).as_bytes() != checksum {
         return None;
     }
     let mut r = Reader(body);
@@ -164,6 +168,9 @@ fn decode(bytes: &[u8], builder: &str) -> Option<Memo> {
     };
     let mut files = Vec::with_capacity(count);
     for index in 0..count as u32 {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
         let digest: [u8; 32] = r.take(32)?.try_into().ok()?;
         let interface: [u8; 32] = r.take(32)?.try_into().ok()?;
         let bindings: [u8; 32] = r.take(32)?.try_into().ok()?;
@@ -318,15 +325,27 @@ mod tests {
     fn a_memo_round_trips_and_damage_or_another_builder_reads_as_none() {
         let m = memo();
         let bytes = encode(&m, "b1");
-        assert_eq!(decode(&bytes, "b1"), Some(m));
-        assert_eq!(decode(&bytes, "b2"), None);
+        assert_eq!(decode(&bytes, "b1", &AtomicBool::new(false)), Some(m));
+        assert_eq!(decode(&bytes, "b2", &AtomicBool::new(false)), None);
+        assert_eq!(
+            decode(&bytes, "b1", &AtomicBool::new(true)),
+            None,
+            "stopped"
+        );
         for i in [0, 9, 20, bytes.len() / 2, bytes.len() - 1] {
             let mut damaged = bytes.clone();
             damaged[i] ^= 0x10;
-            assert_eq!(decode(&damaged, "b1"), None, "byte {i}");
+            assert_eq!(
+                decode(&damaged, "b1", &AtomicBool::new(false)),
+                None,
+                "byte {i}"
+            );
         }
-        assert_eq!(decode(&bytes[..bytes.len() - 5], "b1"), None);
-        assert_eq!(decode(b"", "b1"), None);
+        assert_eq!(
+            decode(&bytes[..bytes.len() - 5], "b1", &AtomicBool::new(false)),
+            None
+        );
+        assert_eq!(decode(b"", "b1", &AtomicBool::new(false)), None);
     }
 
     #[test]
@@ -338,6 +357,6 @@ mod tests {
         let body = bytes.len() - 32;
         let checksum = *blake3::hash(&bytes[..body]).as_bytes();
         bytes[body..].copy_from_slice(&checksum);
-        assert_eq!(decode(&bytes, "b1"), None);
+        assert_eq!(decode(&bytes, "b1", &AtomicBool::new(false)), None);
     }
 }

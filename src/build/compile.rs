@@ -382,7 +382,7 @@ impl<'a> Part<'a> {
                 all.push(symbol);
             }
         }
-        all.extend(frontier.iter().map(|f| f.name.as_str()));
+        all.extend(frontier.iter().map(|f| &*f.name));
         all.extend(
             exact
                 .iter()

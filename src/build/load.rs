@@ -72,6 +72,11 @@ impl FactMemo {
             .clone()
     }
 
+    /// Lets go of the kept resolution (a build about to consume it).
+    pub(super) fn forget_resolution(&self) {
+        *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     pub(super) fn keep_resolution(&self, memo: Arc<crate::build::resolve::Memo>) {
         *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = Some(memo);
     }

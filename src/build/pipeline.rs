@@ -229,26 +229,13 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let inventory = super::inventory::scan(&options.code_root, &options.limits)?;
     timings.inventory = ms(stage);
 
-    // The last resolution is read beside extraction (`resolve::incremental`).
+    // The last resolution is read beside extraction, from the first file that changed.
     let builder = builder_id();
-    let stop_prior = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let prior = {
-        let (kept, dir, builder, stop) = (
-            options.memo.as_ref().and_then(|m| m.resolution()),
-            options.graph_dir.clone(),
-            builder.clone(),
-            stop_prior.clone(),
-        );
-        std::thread::Builder::new()
-            .name("atlas-resolution".into())
-            .spawn(move || {
-                kept.or_else(|| super::resolution_cache::read(&dir, &builder, &stop).map(Arc::new))
-            })
-    };
+    let prior = PriorRead::new(options, &builder);
 
     let stage = Instant::now();
     let counters = LoadCounters::default();
-    let (files, skipped) = load_all(options, &store, &inventory, &counters);
+    let (files, skipped) = load_all(options, &store, &inventory, &counters, &prior);
     timings.extract = ms(stage);
     inject(options, "after-extract")?;
 
@@ -296,7 +283,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         std::fs::remove_dir_all(&dir).at(&dir)?;
     }
     if committed_valid {
-        stop_prior.store(true, Ordering::Relaxed);
+        prior.stop();
         let manifest = store.read_manifest(&fingerprint).ok();
         // The root and its segments, as the manifest lists them.
         let graph_bytes = manifest
@@ -354,18 +341,19 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         Some(facts)
     };
     // An edit re-resolves only the files its change can reach (`resolve::incremental`).
-    let prior = prior.ok().and_then(|reader| reader.join().ok()).flatten();
+    // Resolution consumes the prior: a watcher lets go of its copy, so the memo is moved,
+    // not cloned, when nothing else holds it.
+    let prior = prior.take();
+    if let Some(kept) = &options.memo {
+        kept.forget_resolution();
+    }
+    let prior = prior.map(|p| Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone()));
     let digests: Vec<[u8; 32]> = files
         .iter()
         .map(|f| super::resolve::fact_digest(&f.hash, f.language, f.facts.is_some()))
         .collect();
-    let (resolved, memo, redone) = super::resolve::resolve_incremental(
-        &units,
-        &digests,
-        scip_facts.as_ref(),
-        prior.as_deref(),
-    );
-    free_aside(prior);
+    let (resolved, memo, redone) =
+        super::resolve::resolve_incremental(&units, &digests, scip_facts.as_ref(), prior);
     let memo = Arc::new(memo);
     // Written beside compilation and publication; a watcher keeps it as well.
     let memo_writer = {
@@ -682,6 +670,7 @@ fn load_all(
     store: &Store,
     inventory: &super::inventory::Inventory,
     counters: &LoadCounters,
+    prior: &PriorRead,
 ) -> (Vec<Loaded>, Vec<Skipped>) {
     let progress = options.progress.as_deref();
     if let Some(progress) = progress {
@@ -700,6 +689,9 @@ fn load_all(
                 .as_ref()
                 .zip(file.stamp.as_ref())
                 .and_then(|(stamps, stamp)| stamps.vouched(&file.path, stamp));
+            if known.is_none() {
+                prior.start();
+            }
             let result = load(
                 store,
                 &options.code_root,
@@ -732,6 +724,64 @@ fn load_all(
         memo.keep(&files);
     }
     (files, skipped)
+}
+
+/// The last resolution (`resolve::incremental`), read on a thread of its own once
+/// extraction meets a file the committed stamps do not vouch for: a no-op build (every
+/// file vouched for) never reads it, and one that turns out to be a no-op stops the read.
+/// A watcher's kept resolution needs no read.
+struct PriorRead {
+    kept: Option<Arc<super::resolve::Memo>>,
+    graph_dir: PathBuf,
+    builder: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    started: std::sync::Once,
+    reader: std::sync::Mutex<Option<std::thread::JoinHandle<Option<super::resolve::Memo>>>>,
+}
+
+impl PriorRead {
+    fn new(options: &BuildOptions, builder: &str) -> Self {
+        PriorRead {
+            kept: options.memo.as_ref().and_then(|m| m.resolution()),
+            graph_dir: options.graph_dir.clone(),
+            builder: builder.to_string(),
+            stop: Arc::default(),
+            started: std::sync::Once::new(),
+            reader: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn start(&self) {
+        if self.kept.is_some() {
+            return;
+        }
+        self.started.call_once(|| {
+            let (dir, builder, stop) = (
+                self.graph_dir.clone(),
+                self.builder.clone(),
+                self.stop.clone(),
+            );
+            let reader = std::thread::Builder::new()
+                .name("atlas-resolution".into())
+                .spawn(move || super::resolution_cache::read(&dir, &builder, &stop))
+                .ok();
+            *self.reader.lock().unwrap_or_else(|p| p.into_inner()) = reader;
+        });
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The prior, waiting for its read (started now if nothing started it).
+    fn take(self) -> Option<Arc<super::resolve::Memo>> {
+        if self.kept.is_some() {
+            return self.kept;
+        }
+        self.start();
+        let reader = self.reader.into_inner().unwrap_or_else(|p| p.into_inner());
+        reader.and_then(|r| r.join().ok()).flatten().map(Arc::new)
+    }
 }
 
 /// Files extracted with syntax errors or cut by a limit, for the report.

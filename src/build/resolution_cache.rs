@@ -223,7 +223,7 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
             let file = r.u32()?;
             let site = span(&mut r)?;
             frontier.push(FrontierEntry {
-                name,
+                name: name.into(),
                 role,
                 from,
                 file,

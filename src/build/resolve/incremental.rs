@@ -87,7 +87,7 @@ pub fn resolve_incremental(
     units: &[SourceUnit],
     digests: &[[u8; 32]],
     scip: Option<&ScipFacts>,
-    prior: Option<&Memo>,
+    prior: Option<Memo>,
 ) -> (Resolved, Memo, Redone) {
     let mut resolver = Resolver::new(units);
     resolver.build_nodes();
@@ -101,7 +101,7 @@ pub fn resolve_incremental(
 }
 
 impl<'a> Resolver<'a> {
-    fn resolve_reusing(&mut self, digests: &[[u8; 32]], prior: Option<&Memo>) -> (Memo, Redone) {
+    fn resolve_reusing(&mut self, digests: &[[u8; 32]], prior: Option<Memo>) -> (Memo, Redone) {
         use rayon::prelude::*;
         let count = self.units.len();
         let contributes: Vec<Vec<u64>> = std::mem::take(&mut self.contributes)
@@ -113,7 +113,7 @@ impl<'a> Resolver<'a> {
             })
             .collect();
         let files_digest = files_digest(self.units);
-        let prior = prior.filter(|p| {
+        let mut prior = prior.filter(|p| {
             p.files_digest == files_digest
                 && p.files.len() == count
                 && p.file_nodes.len() == count
@@ -122,7 +122,7 @@ impl<'a> Resolver<'a> {
         // A file's interface is digested again only when its facts changed.
         let interfaces: Vec<[u8; 32]> = (0..count)
             .into_par_iter()
-            .map(|f| match prior {
+            .map(|f| match &prior {
                 Some(p) if p.files[f].digest == digests[f] => p.files[f].interface,
                 _ => interface_digest(self.units[f].facts),
             })
@@ -131,7 +131,7 @@ impl<'a> Resolver<'a> {
             .into_par_iter()
             .map(|file| self.bindings_digest(file))
             .collect();
-        let redo = match prior {
+        let redo = match &prior {
             None => vec![true; count],
             Some(prior) => to_redo(prior, digests, &interfaces, &bindings, &contributes),
         };
@@ -153,11 +153,17 @@ impl<'a> Resolver<'a> {
                 })
             })
             .collect();
-        let translate = prior.map(|p| Translation::new(&p.file_nodes, &self.out.file_nodes));
+        // The prior's results are moved into the new memo, ids translated in place.
+        let old_file_nodes = prior.as_ref().map(|p| p.file_nodes.clone());
+        let translate = old_file_nodes
+            .as_deref()
+            .map(|old| Translation::new(old, &self.out.file_nodes));
+        let mut old_files = prior.take().map(|p| p.files.into_iter());
         let mut files = Vec::with_capacity(count);
         let mut resolved = 0;
         for (index, (result, contributes)) in results.into_iter().zip(contributes).enumerate() {
-            let memo = match (result, prior, &translate) {
+            let old = old_files.as_mut().and_then(Iterator::next);
+            let memo = match (result, old, &translate) {
                 (Some((result, reads)), _, _) => {
                     resolved += 1;
                     FileMemo {
@@ -173,45 +179,31 @@ impl<'a> Resolver<'a> {
                         external_references: result.external_references,
                     }
                 }
-                (None, Some(prior), Some(translate)) => {
-                    let old = &prior.files[index];
+                (None, Some(mut old), Some(translate)) => {
+                    if !translate.identity {
+                        for edge in &mut old.edges {
+                            edge.from = translate.id(edge.from);
+                            edge.to = translate.id(edge.to);
+                        }
+                        for entry in &mut old.frontier {
+                            entry.from = translate.id(entry.from);
+                        }
+                    }
                     FileMemo {
-                        digest: old.digest,
-                        interface: old.interface,
                         bindings: bindings[index],
-                        reads_files: old.reads_files.clone(),
-                        reads_bindings: old.reads_bindings.clone(),
-                        reads_keys: old.reads_keys.clone(),
                         contributes,
-                        edges: old
-                            .edges
-                            .iter()
-                            .map(|e| ResolvedEdge {
-                                from: translate.id(e.from),
-                                to: translate.id(e.to),
-                                ..*e
-                            })
-                            .collect(),
-                        frontier: old
-                            .frontier
-                            .iter()
-                            .map(|f| FrontierEntry {
-                                from: translate.id(f.from),
-                                ..f.clone()
-                            })
-                            .collect(),
-                        external_references: old.external_references,
+                        ..old
                     }
                 }
                 // `redo` is all true without a prior.
-                (None, _, _) => FileMemo::default(),
+                _ => FileMemo::default(),
             };
             self.edges.extend_from_slice(&memo.edges);
             self.out.frontier.extend(memo.frontier.iter().cloned());
             self.out.external_references += memo.external_references;
             files.push(memo);
         }
-        self.settle_edges();
+        // The edges are settled once, by `finish`, after the whole-graph passes.
         let memo = Memo {
             files_digest,
             file_nodes: self.out.file_nodes.clone(),

@@ -1106,6 +1106,39 @@ fn a_go_import_path_resolves_to_the_package_directory_of_the_module() {
     );
 }
 
+#[test]
+fn a_go_import_path_takes_the_longest_directory_it_ends_with() {
+    // `price` and `internal/price` both end the import path at a `/`; the longer one is
+    // the package. (`go_package` looks suffixes up longest first.)
+    check(
+        r#"
+        //- /go.mod
+        module example.com/shop
+        //- /price/price.go
+        package price
+
+        func Total(xs []int) int {
+            return 0
+        }
+        //- /internal/price/price.go
+        package price
+
+        func Total(xs []int) int {
+            return len(xs)
+        }
+        //- /cmd/shop/main.go
+        package main
+
+        import "example.com/shop/internal/price"
+
+        func main() {
+            price.Total(nil)
+        //        ^ calls: internal/price/price.go::Total (import)
+        }
+        "#,
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Known receivers are decisive (docs/ARCHITECTURE.md: "a receiver that is a known local or
 // an import is decisive — an unknown member on it is frontier, never a guess").

@@ -163,25 +163,25 @@ impl<'a> Resolver<'a> {
     }
 
     pub(super) fn go_package(&self, import_path: &str) -> Vec<u32> {
-        // The longest directory that is a suffix of the import path.
-        let mut best: Option<(&str, &Vec<u32>)> = None;
-        for (dir, files) in &self.dir_files {
-            if dir.is_empty() {
-                continue;
-            }
-            let matches = import_path == *dir || import_path.ends_with(&format!("/{dir}"));
-            if matches && best.is_none_or(|(b, _)| dir.len() > b.len()) {
-                best = Some((dir, files));
-            }
-        }
-        best.map(|(_, files)| {
-            files
-                .iter()
-                .copied()
-                .filter(|&f| self.language(f) == Some(Language::Go))
-                .collect()
-        })
-        .unwrap_or_default()
+        // The longest directory that is a suffix of the import path at a `/`: looked up
+        // suffix by suffix, longest first (a scan of every directory per import was
+        // quadratic: 32 s of a 13k-file tree's resolution).
+        let suffixes = std::iter::once(import_path).chain(
+            import_path
+                .match_indices('/')
+                .map(|(at, _)| &import_path[at + 1..]),
+        );
+        suffixes
+            .filter(|dir| !dir.is_empty())
+            .find_map(|dir| self.dir_files.get(dir))
+            .map(|files| {
+                files
+                    .iter()
+                    .copied()
+                    .filter(|&f| self.language(f) == Some(Language::Go))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     pub(super) fn rust_module(&self, from_path: &str, path: &str) -> Option<u32> {

@@ -248,13 +248,36 @@ proptest! {
         let key = blake3::Hash::from_hex(format!("{shard}{}", name.trim_end_matches(".facts"))).unwrap();
         std::fs::create_dir_all(temp.path().join("cache").join(&shard)).unwrap();
         std::fs::write(temp.path().join("cache").join(&shard).join(&name), &bytes).unwrap();
-        if let atlas::build::store::CachedFacts::Hit(facts) = store.load_facts(&key) {
+        let whole = store.load_facts(&key);
+        let lazy = store.load_facts_lazily(&key);
+        // Both reads trust the same entries: the lazy one checks the references it holds
+        // back as the whole one checks them.
+        prop_assert_eq!(
+            matches!(whole, atlas::build::store::Cached::Hit(_)),
+            matches!(lazy, atlas::build::store::Cached::Hit(_))
+        );
+        if let atlas::build::store::CachedFacts::Hit(facts) = whole {
             let units = [atlas::build::resolve::SourceUnit {
                 path: "a.py",
                 language: Some(Language::Python),
                 facts: Some(&facts),
+                refs: None,
             }];
-            let _ = atlas::build::resolve::resolve(&units, None);
+            let resolved = atlas::build::resolve::resolve(&units, None);
+            if let atlas::build::store::Cached::Hit((head, refs)) = lazy {
+                prop_assert_eq!(refs.get(), facts.refs.as_slice());
+                let units = [atlas::build::resolve::SourceUnit {
+                    path: "a.py",
+                    language: Some(Language::Python),
+                    facts: Some(&head),
+                    refs: Some(&refs),
+                }];
+                let again = atlas::build::resolve::resolve(&units, None);
+                prop_assert_eq!(&again.nodes, &resolved.nodes);
+                prop_assert_eq!(&again.edges, &resolved.edges);
+                prop_assert_eq!(&again.frontier, &resolved.frontier);
+                prop_assert_eq!(again.external_references, resolved.external_references);
+            }
         }
     }
 

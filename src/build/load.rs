@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::inventory::{FileRole, SkipReason, Skipped};
 use crate::build::stamps::Known;
-use crate::build::store::{CachedFacts, Store};
+use crate::build::store::{Cached, LazyRefs, Store};
 use crate::graph::codes::FileClass;
 use crate::syntax::extract::{self, EXTRACTOR_VERSION};
 use crate::syntax::facts::FileFacts;
@@ -35,7 +35,7 @@ pub(super) struct LoadCounters {
 /// (`resolve::Memo`), so that the next build does not read it back from disk.
 #[derive(Default)]
 pub struct FactMemo {
-    entries: std::sync::Mutex<rustc_hash::FxHashMap<[u8; 32], Arc<FileFacts>>>,
+    entries: std::sync::Mutex<rustc_hash::FxHashMap<[u8; 32], Held>>,
     resolution: std::sync::Mutex<Option<Arc<crate::build::resolve::Memo>>>,
 }
 
@@ -55,12 +55,12 @@ impl FactMemo {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, rustc_hash::FxHashMap<[u8; 32], Arc<FileFacts>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, rustc_hash::FxHashMap<[u8; 32], Held>> {
         // A panic while holding it leaves a map that is still whole.
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn get(&self, key: &blake3::Hash) -> Option<Arc<FileFacts>> {
+    fn get(&self, key: &blake3::Hash) -> Option<Held> {
         self.lock().get(key.as_bytes()).cloned()
     }
 
@@ -88,12 +88,16 @@ impl FactMemo {
             .iter()
             .filter_map(|f| {
                 let key = fact_key(&f.hash, f.language?);
-                Some((*key.as_bytes(), f.facts.clone()?))
+                Some((*key.as_bytes(), (f.facts.clone()?, f.refs.clone())))
             })
             .collect();
         *self.lock() = kept;
     }
 }
+
+/// A file's facts and, when they came from the cache, its references held back
+/// (`Loaded::refs`).
+type Held = (Arc<FileFacts>, Option<Arc<LazyRefs>>);
 
 /// A file after reading and extraction.
 pub(super) struct Loaded {
@@ -103,7 +107,11 @@ pub(super) struct Loaded {
     pub(super) hash: [u8; 32],
     pub(super) size: u64,
     pub(super) lines: u32,
+    /// Facts taken from the cache hold only their bases in `facts.refs`: every
+    /// reference is here, decoded on first use (`Store::load_facts_lazily`). `None`
+    /// when `facts.refs` is whole (facts just extracted).
     pub(super) facts: Option<Arc<FileFacts>>,
+    pub(super) refs: Option<Arc<LazyRefs>>,
 }
 
 /// Cache key of a file's facts (R-EXT-3).
@@ -160,19 +168,23 @@ pub(super) fn load(
         size: bytes.len() as u64,
         lines,
         facts: None,
+        refs: None,
     };
     if let FileRole::Code(language) = file.role {
         loaded.language = Some(language);
         let key = fact_key(&hash, language);
-        if let Some(facts) = memo.and_then(|memo| memo.get(&key)) {
+        if let Some((facts, refs)) = memo.and_then(|memo| memo.get(&key)) {
             counters.from_memory.fetch_add(1, Ordering::Relaxed);
-            loaded.facts = Some(facts);
+            (loaded.facts, loaded.refs) = (Some(facts), refs);
             return Ok(loaded);
         }
-        let facts = match store.load_facts(&key) {
-            CachedFacts::Hit(facts) => facts,
+        let facts = match store.load_facts_lazily(&key) {
+            Cached::Hit((facts, refs)) => {
+                loaded.refs = Some(Arc::new(refs));
+                facts
+            }
             damaged_or_missing => {
-                if matches!(damaged_or_missing, CachedFacts::Damaged(_)) {
+                if matches!(damaged_or_missing, Cached::Damaged(_)) {
                     counters.repaired.fetch_add(1, Ordering::Relaxed);
                 }
                 let facts = extract::extract(language, text)
@@ -198,21 +210,21 @@ fn load_known(
     counters: &LoadCounters,
 ) -> Option<Loaded> {
     let class = FileClass::from_code(known.class)?;
-    let facts = match file.language() {
+    let (facts, refs) = match file.language() {
         Some(language) => {
             let key = fact_key(&known.hash, language);
             match memo.and_then(|memo| memo.get(&key)) {
-                Some(facts) => {
+                Some((facts, refs)) => {
                     counters.from_memory.fetch_add(1, Ordering::Relaxed);
-                    Some(facts)
+                    (Some(facts), refs)
                 }
-                None => match store.load_facts(&key) {
-                    CachedFacts::Hit(facts) => Some(Arc::new(facts)),
+                None => match store.load_facts_lazily(&key) {
+                    Cached::Hit((facts, refs)) => (Some(Arc::new(facts)), Some(Arc::new(refs))),
                     _ => return None,
                 },
             }
         }
-        None => None,
+        None => (None, None),
     };
     Some(Loaded {
         path: file.path.clone(),
@@ -222,6 +234,7 @@ fn load_known(
         size: file.stamp?.size,
         lines: known.lines,
         facts,
+        refs,
     })
 }
 

@@ -858,6 +858,7 @@ fn source_units(files: &[Loaded]) -> Vec<SourceUnit<'_>> {
             path: &f.path,
             language: f.language,
             facts: f.facts.as_deref(),
+            refs: f.refs.as_deref(),
         })
         .collect()
 }

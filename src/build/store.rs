@@ -22,7 +22,7 @@ use super::manifest::Manifest;
 use crate::config::Placement;
 use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::reader::Graph;
-use crate::syntax::facts::FileFacts;
+use crate::syntax::facts::{ArchivedFileFacts, ArchivedRefRole, FileFacts, Reference};
 
 /// An exclusive lock on `path` (created when missing), held while the returned file is
 /// open and released by the system when its process ends, however it ends: `Ok(None)` when
@@ -499,12 +499,34 @@ impl Store {
     pub fn load_facts(&self, key: &blake3::Hash) -> CachedFacts {
         let bytes = match read_aligned(&self.cache_path(key)) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CachedFacts::Miss,
-            Err(e) => return CachedFacts::Damaged(e.to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Cached::Miss,
+            Err(e) => return Cached::Damaged(e.to_string()),
         };
         match decode_facts(&bytes, key) {
-            Ok(facts) => CachedFacts::Hit(facts),
-            Err(reason) => CachedFacts::Damaged(reason),
+            Ok(facts) => Cached::Hit(facts),
+            Err(reason) => Cached::Damaged(reason),
+        }
+    }
+
+    /// Cached facts for `key` as a build holds them: checked as [`Store::load_facts`]
+    /// checks them (every reference included), but decoded without the references that
+    /// are not bases, which [`LazyRefs`] decodes on first use. Those are most of an
+    /// entry, and a build reads them only for the files it resolves.
+    pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(FileFacts, LazyRefs)> {
+        let bytes = match read_aligned(&self.cache_path(key)) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Cached::Miss,
+            Err(e) => return Cached::Damaged(e.to_string()),
+        };
+        match decode_head(&bytes, key) {
+            Ok(facts) => Cached::Hit((
+                facts,
+                LazyRefs {
+                    entry: bytes,
+                    decoded: std::sync::OnceLock::new(),
+                },
+            )),
+            Err(reason) => Cached::Damaged(reason),
         }
     }
 
@@ -556,11 +578,48 @@ impl Store {
 }
 
 /// What the fact cache holds for a key.
-pub enum CachedFacts {
-    Hit(FileFacts),
+pub enum Cached<T> {
+    Hit(T),
     Miss,
     /// An entry exists but cannot be trusted (the reason says why).
     Damaged(String),
+}
+
+/// A whole cache entry's facts.
+pub type CachedFacts = Cached<FileFacts>;
+
+/// The references of facts read by [`Store::load_facts_lazily`], decoded on first use
+/// from their cache entry, kept whole (it was checked when it was read, and is never
+/// written).
+pub struct LazyRefs {
+    entry: rkyv::util::AlignedVec<FACTS_ALIGN>,
+    decoded: std::sync::OnceLock<Vec<Reference>>,
+}
+
+impl LazyRefs {
+    /// Every reference of the file, in extraction order.
+    pub fn get(&self) -> &[Reference] {
+        self.decoded.get_or_init(|| {
+            // The entry passed these very checks when it was read, so neither can fail;
+            // were one to, the file would resolve no references rather than stop the build.
+            rkyv::access::<ArchivedFileFacts, rkyv::rancor::Error>(&self.entry[FACTS_HEADER..])
+                .and_then(|archived| {
+                    rkyv::deserialize::<Vec<Reference>, rkyv::rancor::Error>(&archived.refs)
+                })
+                .unwrap_or_default()
+        })
+    }
+}
+
+impl std::fmt::Debug for LazyRefs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LazyRefs({} bytes, decoded: {})",
+            self.entry.len(),
+            self.decoded.get().is_some()
+        )
+    }
 }
 
 /// A cache entry: `magic(8) version(4) reserved(4) key(32) blake3(payload)(32)
@@ -582,7 +641,11 @@ fn read_aligned(path: &Path) -> std::io::Result<rkyv::util::AlignedVec<FACTS_ALI
     Ok(bytes)
 }
 
-fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFacts, String> {
+/// The payload of a cache entry whose header names `key` and whose checksum holds.
+fn checked_payload<'b>(
+    bytes: &'b [u8],
+    key: &blake3::Hash,
+) -> std::result::Result<&'b [u8], String> {
     if bytes.len() < FACTS_HEADER || &bytes[..8] != FACTS_MAGIC {
         return Err("not a fact cache entry".into());
     }
@@ -601,6 +664,11 @@ fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFac
     if blake3::hash(payload).as_bytes() != &bytes[48..80] {
         return Err("payload checksum mismatch".into());
     }
+    Ok(payload)
+}
+
+fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFacts, String> {
+    let payload = checked_payload(bytes, key)?;
     // Read by `read_aligned`, the payload is aligned in place (the header is a multiple
     // of the alignment); anything else is copied first.
     let copied;
@@ -615,6 +683,55 @@ fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFac
     let facts = rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(payload)
         .map_err(|e| format!("archive: {e}"))?;
     facts.validate().map_err(|e| e.to_string())?;
+    Ok(facts)
+}
+
+/// An entry's facts with only the references that are bases (inheritance and
+/// implementation): what every build reads of every file. The entry is checked whole,
+/// the other references included, on their archived form.
+fn decode_head(
+    bytes: &rkyv::util::AlignedVec<FACTS_ALIGN>,
+    key: &blake3::Hash,
+) -> std::result::Result<FileFacts, String> {
+    use rkyv::rancor::Error;
+    let payload = checked_payload(bytes, key)?;
+    let archived =
+        rkyv::access::<ArchivedFileFacts, Error>(payload).map_err(|e| format!("archive: {e}"))?;
+    let archive = |e: Error| format!("archive: {e}");
+    let is_base = |role: &ArchivedRefRole| {
+        matches!(role, ArchivedRefRole::Inherit | ArchivedRefRole::Implement)
+    };
+    let facts = FileFacts {
+        parse_status: rkyv::deserialize(&archived.parse_status).map_err(archive)?,
+        limit: rkyv::deserialize(&archived.limit).map_err(archive)?,
+        error_count: archived.error_count.to_native(),
+        error_lines: rkyv::deserialize(&archived.error_lines).map_err(archive)?,
+        line_count: archived.line_count.to_native(),
+        package: rkyv::deserialize(&archived.package).map_err(archive)?,
+        defs: rkyv::deserialize(&archived.defs).map_err(archive)?,
+        refs: archived
+            .refs
+            .iter()
+            .filter(|r| is_base(&r.role))
+            .map(|r| rkyv::deserialize::<Reference, Error>(r).map_err(archive))
+            .collect::<std::result::Result<_, _>>()?,
+        imports: rkyv::deserialize(&archived.imports).map_err(archive)?,
+        bindings: rkyv::deserialize(&archived.bindings).map_err(archive)?,
+    };
+    facts.validate().map_err(|e| e.to_string())?;
+    // The references held back hold together as `FileFacts::validate` requires.
+    let defs = facts.defs.len();
+    for (at, r) in archived.refs.iter().enumerate() {
+        let site = &r.site;
+        let ordered = site.start_byte <= site.end_byte && site.start_line <= site.end_line;
+        let in_range = r
+            .from
+            .as_ref()
+            .is_none_or(|f| (f.to_native() as usize) < defs);
+        if !ordered || !in_range {
+            return Err(format!("reference {at} is out of range"));
+        }
+    }
     Ok(facts)
 }
 

@@ -167,7 +167,7 @@ impl Resolver<'_> {
             };
             // Tree-sitter references of this file by site start, to type each occurrence.
             let mut by_start: HashMap<u32, (RefRole, u8)> = HashMap::default();
-            for r in &facts.refs {
+            for r in self.references(file) {
                 by_start
                     .entry(r.site.start_byte)
                     .or_insert((r.role, r.site_flags));

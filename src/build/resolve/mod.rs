@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::build::scip::ScipFacts;
+use crate::build::store::LazyRefs;
 use crate::syntax::extract::{collection_items, first_of_tuple};
 use crate::syntax::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKind, Visibility};
 
@@ -48,7 +49,12 @@ pub const RESOLVER_VERSION: u32 = 4;
 pub struct SourceUnit<'a> {
     pub path: &'a str,
     pub language: Option<Language>,
+    /// With `refs`, `facts.refs` holds only the bases (inheritance and implementation
+    /// references): read a file's references through `Resolver::references`.
     pub facts: Option<&'a FileFacts>,
+    /// Every reference of facts read from the cache, decoded when the file is resolved
+    /// (`Store::load_facts_lazily`); `None` when `facts.refs` is whole.
+    pub refs: Option<&'a LazyRefs>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -397,7 +403,7 @@ impl<'a> Resolver<'a> {
         };
         let base = self.def_base[file as usize];
         let locals = self.locals_of(file);
-        for reference in &facts.refs {
+        for reference in self.references(file) {
             let from = reference
                 .from
                 .map(|f| base + f)

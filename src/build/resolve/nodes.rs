@@ -3,6 +3,7 @@
 
 use super::reads::{self, Table};
 use super::*;
+use crate::syntax::facts::{Definition, TypeBinding};
 
 impl<'a> Resolver<'a> {
     pub(super) fn build_nodes(&mut self) {
@@ -107,25 +108,51 @@ impl<'a> Resolver<'a> {
     }
 
     /// Marks the nodes that share (file, qualified name, kind) with another: overloads.
+    /// A group never spans files, so each file's nodes (its file node, then its
+    /// definitions) are grouped on their own, files in parallel; module nodes are one per
+    /// directory, never grouped.
     fn overload_groups(&self) -> Vec<bool> {
-        let mut sizes: HashMap<(Option<u32>, &str, SymbolKind), u32> = HashMap::default();
-        for node in &self.out.nodes {
-            *sizes
-                .entry((node.file, node.qualified.as_str(), node.kind))
-                .or_default() += 1;
+        use rayon::prelude::*;
+        let nodes = &self.out.nodes;
+        let per_file: Vec<Vec<bool>> = self
+            .out
+            .file_nodes
+            .par_iter()
+            .zip(&self.def_base)
+            .zip(self.units)
+            .map(|((&file_node, &base), unit)| {
+                let end = base as usize + unit.facts.map_or(0, |f| f.defs.len());
+                let range = &nodes[file_node as usize..end];
+                let mut sizes: HashMap<(&str, SymbolKind), u32> = HashMap::default();
+                for node in range {
+                    *sizes
+                        .entry((node.qualified.as_str(), node.kind))
+                        .or_default() += 1;
+                }
+                range
+                    .iter()
+                    .map(|node| sizes[&(node.qualified.as_str(), node.kind)] > 1)
+                    .collect()
+            })
+            .collect();
+        let mut overloaded = vec![
+            false;
+            self.out
+                .file_nodes
+                .first()
+                .map_or(nodes.len(), |&f| f as usize)
+        ];
+        overloaded.reserve(nodes.len() - overloaded.len());
+        for group in per_file {
+            overloaded.extend(group);
         }
-        self.out
-            .nodes
-            .iter()
-            .map(|node| sizes[&(node.file, node.qualified.as_str(), node.kind)] > 1)
-            .collect()
+        overloaded
     }
 
     pub(super) fn build_indexes(&mut self) {
+        use rayon::prelude::*;
         self.overloaded = self.overload_groups();
         let units = self.units;
-        self.top_level = vec![HashMap::default(); units.len()];
-        self.contributes = vec![Vec::new(); units.len()];
         for (file, unit) in units.iter().enumerate() {
             self.file_by_path.insert(unit.path, file as u32);
             if unit.path == "package.json" || unit.path.ends_with("/package.json") {
@@ -134,140 +161,44 @@ impl<'a> Resolver<'a> {
                 self.package_dirs.entry(name).or_default().push(dir);
             }
         }
-        for (file, unit) in units.iter().enumerate() {
-            let f = file as u32;
-            self.dir_files.entry(dir_of(unit.path)).or_default().push(f);
-            let Some(language) = unit.language else {
-                continue;
-            };
-            match language {
-                Language::Python => {
-                    // A module's name is its path from its source root: the nearest
-                    // ancestor directory that is not a package (`src/flask/app.py` →
-                    // `flask.app`). Arbitrary path suffixes are not module names — a
-                    // local `typing.py` must not capture `import typing`.
-                    let stem = strip_ext(unit.path);
-                    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
-                    let mut root = dir_of(unit.path);
-                    while !root.is_empty() && is_python_package(&self.file_by_path, root) {
-                        root = dir_of(root);
-                    }
-                    let relative = if root.is_empty() {
-                        stem
-                    } else {
-                        &stem[root.len() + 1..]
-                    };
-                    self.dotted_full
-                        .entry(stem.replace('/', "."))
-                        .or_default()
-                        .push(f);
-                    if relative != stem && !relative.is_empty() {
-                        self.dotted_full
-                            .entry(relative.replace('/', "."))
-                            .or_default()
-                            .push(f);
-                    }
-                }
-                Language::Java => {
-                    let stem = strip_ext(unit.path);
-                    let dotted = stem.replace('/', ".");
-                    self.dotted_full.entry(dotted.clone()).or_default().push(f);
-                    let mut rest = dotted.as_str();
-                    while let Some((_, tail)) = rest.split_once('.') {
-                        self.dotted_suffix
-                            .entry(tail.to_string())
-                            .or_default()
-                            .push(f);
-                        rest = tail;
-                    }
-                }
-                Language::Rust => {
-                    self.rust_modules.insert(rust_module_of(unit.path), f);
-                }
-                _ => {}
-            }
-            let Some(facts) = unit.facts else { continue };
-            // The keys this file's definitions are entered under (`reads`).
-            let contributed = &mut self.contributes[file];
-            if let Some(package) = &facts.package {
-                self.packages.entry(package.as_str()).or_default().push(f);
-                contributed.push(reads::key(Table::Package, &[package]));
-            }
-            for binding in &facts.bindings {
-                let Some(scope) = binding.scope else { continue };
-                let owner = &facts.defs[scope as usize];
-                if !owner.kind.is_type_container()
-                    || (binding.type_name.is_none()
-                        && binding.initializer.is_none()
-                        && binding.value.is_none())
-                {
-                    continue;
-                }
-                let name = binding
-                    .name
-                    .strip_prefix("self.")
-                    .or_else(|| binding.name.strip_prefix("this."))
-                    .unwrap_or(&binding.name);
-                self.field_types
-                    .entry((owner.member_scope.as_str(), name))
-                    .or_insert((binding, f));
-                contributed.push(reads::key(Table::Field, &[&owner.member_scope, name]));
-            }
-            let base = self.def_base[file];
-            self.bases.extend(facts.refs.iter().filter_map(|r| {
-                let from = r.from?;
-                matches!(r.role, RefRole::Inherit | RefRole::Implement)
-                    .then(|| (base + from, r.name.as_str()))
-            }));
-            for (i, def) in facts.defs.iter().enumerate() {
-                let id = base + i as u32;
-                self.by_name.entry(def.name.as_str()).or_default().push(id);
-                self.by_qualified
-                    .entry(def.qualified.as_str())
-                    .or_default()
-                    .push(id);
-                contributed.push(reads::key(Table::Name, &[&def.name]));
-                contributed.push(reads::key(Table::Qualified, &[&def.qualified]));
-                match def.parent {
-                    None => self.top_level[file]
-                        .entry(def.name.as_str())
-                        .or_default()
-                        .push(id),
-                    Some(p) => {
-                        if def.kind != SymbolKind::Impl {
-                            self.children
-                                .entry((base + p, def.name.as_str()))
-                                .or_default()
-                                .push(id);
-                        }
-                        let parent = &facts.defs[p as usize];
-                        if parent.kind.is_type_container() {
-                            self.members
-                                .entry((parent.member_scope.as_str(), def.name.as_str()))
-                                .or_default()
-                                .push(id);
-                            contributed.push(reads::key(
-                                Table::Member,
-                                &[&parent.member_scope, &def.name],
-                            ));
-                        }
-                    }
-                }
-                // Go methods are declared outside their type but belong to it.
-                if def.parent.is_some()
-                    && language == Language::Go
-                    && def.kind == SymbolKind::Method
-                    && let Some((scope, _)) = def.qualified.rsplit_once('.')
-                {
-                    let scope: &'a str = scope;
-                    contributed.push(reads::key(Table::Member, &[scope, &def.name]));
-                    let list = self.members.entry((scope, def.name.as_str())).or_default();
-                    if !list.contains(&id) {
-                        list.push(id);
-                    }
-                }
-            }
+        // The tables are independent of each other: each file's own (top-level names,
+        // contributed keys, bases) in parallel, and the name-keyed ones in two passes
+        // beside each other. Every pass visits files and definitions in order, so each
+        // table's lists are in id order, as one sequential pass made them.
+        let definitions = self.out.nodes.len();
+        let this = &*self;
+        let ((own, (by_name, by_qualified)), (scoped, paths)) = rayon::join(
+            || {
+                rayon::join(
+                    || {
+                        (0..units.len())
+                            .into_par_iter()
+                            .map(|file| this.file_tables(file))
+                            .collect::<Vec<_>>()
+                    },
+                    || this.name_tables(definitions),
+                )
+            },
+            || rayon::join(|| this.scoped_tables(), || this.path_tables()),
+        );
+        self.by_name = by_name;
+        self.by_qualified = by_qualified;
+        (self.members, self.children, self.field_types, self.packages) = scoped;
+        (
+            self.dir_files,
+            self.dotted_full,
+            self.dotted_suffix,
+            self.rust_modules,
+        ) = paths;
+        let mut top_level = Vec::with_capacity(own.len());
+        let mut contributes = Vec::with_capacity(own.len());
+        for (names, keys, bases) in own {
+            top_level.push(names);
+            contributes.push(keys);
+            self.bases.extend(bases);
         }
+        self.top_level = top_level;
+        self.contributes = contributes;
         // Stable: each type's bases keep their source order.
         self.bases.sort_by_key(|&(id, _)| id);
         // Imports are bound in passes so that re-exports (`from .app import Flask` in a
@@ -315,4 +246,228 @@ impl<'a> Resolver<'a> {
             }
         }
     }
+    /// One file's own tables: its top-level definitions by name, the keys its
+    /// definitions are entered under (`reads`), and the bases its definitions declare.
+    #[allow(clippy::type_complexity)]
+    fn file_tables(
+        &self,
+        file: usize,
+    ) -> (HashMap<&'a str, Vec<u32>>, Vec<u64>, Vec<(u32, &'a str)>) {
+        let mut top_level: HashMap<&'a str, Vec<u32>> = HashMap::default();
+        let mut contributed = Vec::new();
+        let mut bases = Vec::new();
+        let unit = &self.units[file];
+        let (Some(language), Some(facts)) = (unit.language, unit.facts) else {
+            return (top_level, contributed, bases);
+        };
+        if let Some(package) = &facts.package {
+            contributed.push(reads::key(Table::Package, &[package]));
+        }
+        for binding in &facts.bindings {
+            if let Some((scope, name)) = field_of(facts, binding) {
+                contributed.push(reads::key(Table::Field, &[scope, name]));
+            }
+        }
+        let base = self.def_base[file];
+        bases.extend(facts.refs.iter().filter_map(|r| {
+            let from = r.from?;
+            matches!(r.role, RefRole::Inherit | RefRole::Implement)
+                .then(|| (base + from, r.name.as_str()))
+        }));
+        for (i, def) in facts.defs.iter().enumerate() {
+            let id = base + i as u32;
+            contributed.push(reads::key(Table::Name, &[&def.name]));
+            contributed.push(reads::key(Table::Qualified, &[&def.qualified]));
+            match def.parent {
+                None => top_level.entry(def.name.as_str()).or_default().push(id),
+                Some(p) => {
+                    let parent = &facts.defs[p as usize];
+                    if parent.kind.is_type_container() {
+                        contributed.push(reads::key(
+                            Table::Member,
+                            &[&parent.member_scope, &def.name],
+                        ));
+                    }
+                }
+            }
+            if let Some(scope) = go_method_scope(language, def) {
+                contributed.push(reads::key(Table::Member, &[scope, &def.name]));
+            }
+        }
+        (top_level, contributed, bases)
+    }
+
+    /// Every definition by name and by qualified name.
+    fn name_tables(&self, definitions: usize) -> (NameTable<'a>, NameTable<'a>) {
+        let mut by_name: HashMap<&'a str, Vec<u32>> =
+            HashMap::with_capacity_and_hasher(definitions / 2, Default::default());
+        let mut by_qualified: HashMap<&'a str, Vec<u32>> =
+            HashMap::with_capacity_and_hasher(definitions, Default::default());
+        for (file, unit) in self.units.iter().enumerate() {
+            let (Some(_), Some(facts)) = (unit.language, unit.facts) else {
+                continue;
+            };
+            let base = self.def_base[file];
+            for (i, def) in facts.defs.iter().enumerate() {
+                let id = base + i as u32;
+                by_name.entry(def.name.as_str()).or_default().push(id);
+                by_qualified
+                    .entry(def.qualified.as_str())
+                    .or_default()
+                    .push(id);
+            }
+        }
+        (by_name, by_qualified)
+    }
+
+    /// The tables keyed by scope: members of types (Go methods, declared outside their
+    /// type, included), nested definitions, field types and packages.
+    #[allow(clippy::type_complexity)]
+    fn scoped_tables(
+        &self,
+    ) -> (
+        HashMap<(&'a str, &'a str), Vec<u32>>,
+        HashMap<(u32, &'a str), Vec<u32>>,
+        HashMap<(&'a str, &'a str), FieldType<'a>>,
+        HashMap<&'a str, Vec<u32>>,
+    ) {
+        let mut members: HashMap<(&'a str, &'a str), Vec<u32>> = HashMap::default();
+        let mut children: HashMap<(u32, &'a str), Vec<u32>> = HashMap::default();
+        let mut field_types: HashMap<(&'a str, &'a str), FieldType<'a>> = HashMap::default();
+        let mut packages: HashMap<&'a str, Vec<u32>> = HashMap::default();
+        for (file, unit) in self.units.iter().enumerate() {
+            let (Some(language), Some(facts)) = (unit.language, unit.facts) else {
+                continue;
+            };
+            let f = file as u32;
+            if let Some(package) = &facts.package {
+                packages.entry(package.as_str()).or_default().push(f);
+            }
+            for binding in &facts.bindings {
+                if let Some(key) = field_of(facts, binding) {
+                    field_types.entry(key).or_insert((binding, f));
+                }
+            }
+            let base = self.def_base[file];
+            for (i, def) in facts.defs.iter().enumerate() {
+                let id = base + i as u32;
+                if let Some(p) = def.parent {
+                    if def.kind != SymbolKind::Impl {
+                        children
+                            .entry((base + p, def.name.as_str()))
+                            .or_default()
+                            .push(id);
+                    }
+                    let parent = &facts.defs[p as usize];
+                    if parent.kind.is_type_container() {
+                        members
+                            .entry((parent.member_scope.as_str(), def.name.as_str()))
+                            .or_default()
+                            .push(id);
+                    }
+                }
+                if let Some(scope) = go_method_scope(language, def) {
+                    let list = members.entry((scope, def.name.as_str())).or_default();
+                    if !list.contains(&id) {
+                        list.push(id);
+                    }
+                }
+            }
+        }
+        (members, children, field_types, packages)
+    }
+
+    /// The tables derived from paths: each directory's files, Python and Java module
+    /// names, Rust module paths.
+    #[allow(clippy::type_complexity)]
+    fn path_tables(
+        &self,
+    ) -> (
+        HashMap<&'a str, Vec<u32>>,
+        HashMap<String, Vec<u32>>,
+        HashMap<String, Vec<u32>>,
+        HashMap<(String, String), u32>,
+    ) {
+        let mut dir_files: HashMap<&'a str, Vec<u32>> = HashMap::default();
+        let mut dotted_full: HashMap<String, Vec<u32>> = HashMap::default();
+        let mut dotted_suffix: HashMap<String, Vec<u32>> = HashMap::default();
+        let mut rust_modules: HashMap<(String, String), u32> = HashMap::default();
+        for (file, unit) in self.units.iter().enumerate() {
+            let f = file as u32;
+            dir_files.entry(dir_of(unit.path)).or_default().push(f);
+            match unit.language {
+                Some(Language::Python) => {
+                    // A module's name is its path from its source root: the nearest
+                    // ancestor directory that is not a package (`src/flask/app.py` →
+                    // `flask.app`). Arbitrary path suffixes are not module names — a
+                    // local `typing.py` must not capture `import typing`.
+                    let stem = strip_ext(unit.path);
+                    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+                    let mut root = dir_of(unit.path);
+                    while !root.is_empty() && is_python_package(&self.file_by_path, root) {
+                        root = dir_of(root);
+                    }
+                    let relative = if root.is_empty() {
+                        stem
+                    } else {
+                        &stem[root.len() + 1..]
+                    };
+                    dotted_full
+                        .entry(stem.replace('/', "."))
+                        .or_default()
+                        .push(f);
+                    if relative != stem && !relative.is_empty() {
+                        dotted_full
+                            .entry(relative.replace('/', "."))
+                            .or_default()
+                            .push(f);
+                    }
+                }
+                Some(Language::Java) => {
+                    let stem = strip_ext(unit.path);
+                    let dotted = stem.replace('/', ".");
+                    dotted_full.entry(dotted.clone()).or_default().push(f);
+                    let mut rest = dotted.as_str();
+                    while let Some((_, tail)) = rest.split_once('.') {
+                        dotted_suffix.entry(tail.to_string()).or_default().push(f);
+                        rest = tail;
+                    }
+                }
+                Some(Language::Rust) => {
+                    rust_modules.insert(rust_module_of(unit.path), f);
+                }
+                _ => {}
+            }
+        }
+        (dir_files, dotted_full, dotted_suffix, rust_modules)
+    }
 }
+
+/// The (type member scope, field name) a binding types, when it types a field of a type:
+/// `self.x` / `this.x` in a method's class, or a declared field.
+fn field_of<'a>(facts: &'a FileFacts, binding: &'a TypeBinding) -> Option<(&'a str, &'a str)> {
+    let owner = &facts.defs[binding.scope? as usize];
+    if !owner.kind.is_type_container()
+        || (binding.type_name.is_none() && binding.initializer.is_none() && binding.value.is_none())
+    {
+        return None;
+    }
+    let name = binding
+        .name
+        .strip_prefix("self.")
+        .or_else(|| binding.name.strip_prefix("this."))
+        .unwrap_or(&binding.name);
+    Some((owner.member_scope.as_str(), name))
+}
+
+/// The type a Go method belongs to: declared outside its type, it is still its member.
+fn go_method_scope(language: Language, def: &Definition) -> Option<&str> {
+    if def.parent.is_some() && language == Language::Go && def.kind == SymbolKind::Method {
+        def.qualified.rsplit_once('.').map(|(scope, _)| scope)
+    } else {
+        None
+    }
+}
+
+/// Definitions by a name of theirs.
+type NameTable<'a> = HashMap<&'a str, Vec<u32>>;

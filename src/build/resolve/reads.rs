@@ -115,6 +115,17 @@ impl<'a> Resolver<'a> {
         self.units[file as usize].facts
     }
 
+    /// Every reference of `file` (decoded now when its facts came from the cache).
+    pub(super) fn references(&self, file: u32) -> &'a [Reference] {
+        file_read(file);
+        let unit = &self.units[file as usize];
+        match (unit.refs, unit.facts) {
+            (Some(refs), _) => refs.get(),
+            (None, Some(facts)) => &facts.refs,
+            (None, None) => &[],
+        }
+    }
+
     pub(super) fn top_level_of(&self, file: u32) -> &HashMap<&'a str, Vec<u32>> {
         file_read(file);
         &self.top_level[file as usize]

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Build benchmark: cold build, peak RSS, graph size and one-file-edit republish time.
 
-Usage: bench/build.py REPO [--runs N] [--edit PATH] [--atlas BIN] [--baseline BIN]
+Usage: bench/build.py REPO [--runs N] [--edit PATH] [--atlas BIN] [--baseline BIN] [--search]
 
 Runs the release binary (cargo build --release first) as a whole process, the way an
 agent or CI would, and prints medians. The machine is shared and noisy: quote medians.
 With --baseline, every build runs with both binaries, interleaved (each on its own graph
-directory), and both sides are printed.
+directory), and both sides are printed. Builds skip the search index (`--no-search`)
+unless --search is given: then each build also publishes its generation's search index,
+as `atlas build` does by default.
 """
 import argparse
 import json
@@ -22,12 +24,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BIN = os.path.join(HERE, "..", "target", "release", "atlas")
 
 
+SEARCH = False  # --search: builds publish the search index too
+
+
 def run_build(atlas, repo, graph):
     """Runs one build; returns (wall seconds, peak RSS KiB, report)."""
     fd, timing = tempfile.mkstemp()
     os.close(fd)
     cmd = ["/usr/bin/time", "-f", "%e %M", "-o", timing, atlas, "--code", repo,
-           "--graph", graph, "build", "--format", "json", "--no-progress", "--no-search"]
+           "--graph", graph, "build", "--format", "json", "--no-progress"]
+    if not SEARCH:
+        cmd.append("--no-search")
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -57,7 +64,10 @@ def main():
     parser.add_argument("--edit", help="file (relative to REPO) to edit for the republish test")
     parser.add_argument("--atlas", default=DEFAULT_BIN)
     parser.add_argument("--baseline", help="another atlas binary, run interleaved")
+    parser.add_argument("--search", action="store_true", help="build the search index too")
     args = parser.parse_args()
+    global SEARCH
+    SEARCH = args.search
     if args.baseline:
         compare(args)
         return
@@ -121,7 +131,7 @@ def compare(args):
     repo = os.path.abspath(args.repo)
     sides = {"baseline": args.baseline, "atlas": args.atlas}
     graphs = {name: tempfile.mkdtemp(prefix=f"atlas-bench-{name}-") for name in sides}
-    results = {name: {"cold": [], "edit": [], "noop": [], "timings": []} for name in sides}
+    results = {name: {"cold": [], "edit": [], "noop": [], "timings": [], "rss": []} for name in sides}
     order = list(sides)
     for i in range(args.runs):
         for name in order if i % 2 == 0 else order[::-1]:
@@ -137,9 +147,10 @@ def compare(args):
             with open(edit_path, "wb") as f:
                 f.write(original + b"\n" + comment + b" atlas bench edit %d\n" % i)
             for name in order if i % 2 == 0 else order[::-1]:
-                w, _, r = run_build(sides[name], repo, graphs[name])
+                w, rss, r = run_build(sides[name], repo, graphs[name])
                 assert r["parsed"] == 1, r
                 results[name]["edit"].append(w)
+                results[name]["rss"].append(rss)
                 results[name]["timings"].append(r["timings_ms"])
                 w, _, r = run_build(sides[name], repo, graphs[name])
                 assert r["unchanged"], r
@@ -158,6 +169,7 @@ def compare(args):
             "edit_wall_s_median": round(statistics.median(r["edit"]), 4),
             "edit_wall_s_all": [round(w, 4) for w in r["edit"]],
             "noop_wall_s_median": round(statistics.median(r["noop"]), 4),
+            "edit_peak_rss_mib_median": round(statistics.median(r["rss"]) / 1024, 1),
             "edit_stage_ms_median": {
                 s: round(statistics.median(t[s] for t in r["timings"]), 1) for s in stages
             },

@@ -595,6 +595,32 @@ fn the_index_is_updated_incrementally_and_matches_a_full_build() {
     assert_eq!(meta.base.as_deref(), Some(first.as_str()));
     assert_eq!(meta.files_indexed, 2, "{meta:?}");
     assert!(meta.embedded < meta.symbols / 2, "{meta:?}");
+    // Every recorded artifact matches its bytes, those shared with the base by hard
+    // link (which keep the base's entries) as well as those written anew.
+    let dir = s.graph().join("search").join(&second);
+    for (name, artifact) in &meta.artifacts {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        assert_eq!(bytes.len() as u64, artifact.bytes, "{name}");
+        assert_eq!(
+            blake3::hash(&bytes).to_hex().to_string(),
+            artifact.blake3,
+            "{name}"
+        );
+    }
+    // The base's tantivy segments are shared, not copied.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let base = s.graph().join("search").join(&first);
+        let inode = |p: std::path::PathBuf| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        let shared = meta
+            .artifacts
+            .keys()
+            .filter(|name| name.starts_with("tantivy/"))
+            .filter(|name| inode(base.join(name)).is_some_and(|i| Some(i) == inode(dir.join(name))))
+            .count();
+        assert!(shared > 0, "no segment shared with {}", base.display());
+    }
 
     // The same tree indexed from scratch answers identically.
     let fresh = Sandbox::new();

@@ -102,10 +102,56 @@ def rows_of(queries, file_weight=0.0):
     return X, y, w
 
 
-def fit(queries, file_weight):
+def classifier(model):
+    """The model family: logistic regression (L2, C = 1) or gradient-boosted trees (100
+    trees of depth 3, learning rate 0.1: scikit-learn's defaults)."""
+    if model == 'gbdt':
+        from sklearn.ensemble import GradientBoostingClassifier
+        return GradientBoostingClassifier(n_estimators=100, max_depth=3, learning_rate=0.1, random_state=0)
     from sklearn.linear_model import LogisticRegression
+    return LogisticRegression(C=1.0, max_iter=3000)
+
+
+class Listwise:
+    """A linear scorer fitted per query: softmax cross-entropy of each query's gold
+    candidates against its own pool (L2, scale 1 as logistic regression's C = 1), so a
+    weight orders candidates within a query rather than across queries."""
+
+    def __init__(self, groups, l2=1.0):
+        import numpy as np
+        from scipy.optimize import minimize
+        groups = [(np.asarray(X, float), np.asarray(y, float)) for X, y in groups if sum(y)]
+        d = groups[0][0].shape[1]
+
+        def loss(w):
+            total, grad = l2 * w @ w / 2, l2 * w
+            for X, y in groups:
+                z = X @ w
+                z -= z.max()
+                p = np.exp(z)
+                p /= p.sum()
+                t = y / y.sum()
+                total -= t @ np.log(p + 1e-300)
+                grad = grad + X.T @ (p - t)
+            return total, grad
+        self.coef_ = np.array([minimize(loss, np.zeros(d), jac=True, method='L-BFGS-B').x])
+        self.intercept_ = np.array([0.0])
+
+    def decision_function(self, X):
+        import numpy as np
+        return np.asarray(X, float) @ self.coef_[0] + self.intercept_[0]
+
+
+def fit(queries, file_weight, model='lr'):
+    if model == 'listwise':
+        groups = []
+        for q in queries:
+            gold = set(q['fns'])
+            groups.append(([c['x'] for c in q['candidates']],
+                           [int(f"{c['path']}::{c['symbol']}" in gold) for c in q['candidates']]))
+        return Listwise([g for g in groups if g[0]])
     X, y, w = rows_of(queries, file_weight)
-    return LogisticRegression(C=1.0, max_iter=2000).fit(X, y, sample_weight=w)
+    return classifier(model).fit(X, y, sample_weight=w)
 
 
 def metrics(queries, order):
@@ -153,16 +199,16 @@ def file_features(q, names):
     return out
 
 
-def fit_files(queries):
+def fit_files(queries, model='lr'):
     """The file scorer: a changed file is positive."""
-    from sklearn.linear_model import LogisticRegression
+    model = 'lr' if model == 'listwise' else model
     X, y = [], []
     for q in queries:
         names = q['features']
         for f, x in file_features(q, names).items():
             X.append(x)
             y.append(int(f in q['files']))
-    return LogisticRegression(C=1.0, max_iter=3000).fit(X, y)
+    return classifier(model).fit(X, y)
 
 
 def split(rrf, learned, files=None):
@@ -190,7 +236,10 @@ def split(rrf, learned, files=None):
 
 def report(label, queries, names, model, files):
     rrf = rrf_order(names)
-    learned = lambda c: model.decision_function([c['x']])[0]  # noqa: E731
+    for q in filter(lambda q: q['candidates'], queries):  # scored in one batch per query
+        for c, s in zip(q['candidates'], model.decision_function([c['x'] for c in q['candidates']])):
+            c['learned'] = float(s)
+    learned = lambda c: c['learned']  # noqa: E731
     print(f'  {label:22s} n={len(queries):3d}  (file Acc@1 / Acc@5 / MRR, function@5 / @10)')
     for name, order in (('rrf', by_score(rrf)), ('learned', by_score(learned)), ('split', split(rrf, learned)),
                         ('split+files', split(rrf, learned, files))):
@@ -216,15 +265,19 @@ def train(args):
           'dedup and top_k):')
     for held in repos:
         rest = [q for q in queries if q['repo'] != held]
-        report(held, [q for q in queries if q['repo'] == held], names, fit(rest, args.file_weight),
-               fit_files(rest))
-    model = fit(queries, args.file_weight)
-    files = fit_files(queries)
+        report(held, [q for q in queries if q['repo'] == held], names, fit(rest, args.file_weight, args.model),
+               fit_files(rest, args.model))
+    model = fit(queries, args.file_weight, args.model)
+    files = fit_files(queries, args.model)
     for path in filter(None, (args.eval or '').split(',')):
         pools = load(path)
         print(f'{path}: the models trained on every training query')
         for repo in sorted({q['repo'] for q in pools}):
             report(repo, [q for q in pools if q['repo'] == repo], names, model, files)
+    if args.model == 'gbdt':
+        for n, w in sorted(zip(names, model.feature_importances_), key=lambda p: -p[1]):
+            print(f'  {n:16s} {w:.4f}')
+        return
     weights = [round(float(w), 6) for w in model.coef_[0]]
     bias = round(float(model.intercept_[0]), 6)
     for n, w in zip(names, weights):
@@ -257,6 +310,7 @@ def main():
     t = sub.add_parser('train')
     t.add_argument('--data', default='/tmp/atlas-fusion.jsonl')
     t.add_argument('--write', action='store_true')
+    t.add_argument('--model', choices=('lr', 'gbdt', 'listwise'), default='lr')
     t.add_argument('--eval', help='pools collected with `collect --repos` (comma-separated files) to '
                    'report with the model trained on every training query')
     t.add_argument('--file-weight', type=float, default=0.0,

@@ -721,6 +721,15 @@ pub struct IndexMeta {
     pub commits: usize,
     pub embedded: usize,
     pub head: Option<String>,
+    /// Relative path → `{bytes, blake3}`.
+    #[serde(default)]
+    pub artifacts: std::collections::BTreeMap<String, IndexArtifact>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IndexArtifact {
+    pub bytes: u64,
+    pub blake3: String,
 }
 
 impl Sandbox {

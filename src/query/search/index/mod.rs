@@ -14,7 +14,7 @@
 //! mostly-changed tree are rebuilt in full). Either way the result is written into a
 //! temporary directory and renamed into place, so a killed build leaves no half index.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -169,9 +169,10 @@ pub struct IndexMeta {
     /// Why history is absent, when git was there but failed.
     pub history_error: Option<String>,
     /// Every file of the index (relative path → length and blake3), recorded by the
-    /// build after it read them back: what readers check before trusting the index.
+    /// build (files it shares with the base by hard link keep the base's entries): what
+    /// readers check before trusting the index.
     #[serde(default)]
-    pub artifacts: std::collections::BTreeMap<String, Artifact>,
+    pub artifacts: BTreeMap<String, Artifact>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -188,12 +189,51 @@ fn is_artifact(relative: &str) -> bool {
     !(lock || matches!(name, "index.json" | "COMPLETE"))
 }
 
-/// Every artifact of `dir` with its length and blake3.
-pub fn artifacts(dir: &Path) -> Result<std::collections::BTreeMap<String, Artifact>> {
+/// The artifacts of a freshly built index: `vectors` as its writer hashed it, the files
+/// still linked from the base with the entries the base recorded (so damage the base
+/// carried is not laundered into a fresh checksum), and the rest read and hashed.
+fn artifacts_of(
+    dir: &Path,
+    linked: &BTreeMap<String, (Artifact, Inode)>,
+    (vectors_name, vectors): (String, Artifact),
+) -> Result<BTreeMap<String, Artifact>> {
+    let known = |relative: &str, path: &Path| -> Option<Artifact> {
+        if relative == vectors_name {
+            return Some(vectors.clone());
+        }
+        let (artifact, linked_inode) = linked.get(relative)?;
+        // Still the base's file: tantivy renames new metadata over a name (same length
+        // or not), so only the same inode vouches for the content.
+        (inode(path).as_ref() == Some(linked_inode)).then(|| artifact.clone())
+    };
+    walk_artifacts(dir, &known)
+}
+
+/// A file's identity on its filesystem: `(device, inode)`.
+type Inode = (u64, u64);
+
+#[cfg(unix)]
+fn inode(path: &Path) -> Option<Inode> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Elsewhere no identity is read, and every file is hashed again.
+#[cfg(not(unix))]
+fn inode(_path: &Path) -> Option<Inode> {
+    None
+}
+
+/// Every artifact of `dir`: `known`'s entry where it has one, else read and hashed.
+fn walk_artifacts(
+    dir: &Path,
+    known: &dyn Fn(&str, &Path) -> Option<Artifact>,
+) -> Result<BTreeMap<String, Artifact>> {
     fn walk(
         dir: &Path,
         prefix: &str,
-        out: &mut std::collections::BTreeMap<String, Artifact>,
+        known: &dyn Fn(&str, &Path) -> Option<Artifact>,
+        out: &mut BTreeMap<String, Artifact>,
     ) -> Result<()> {
         for entry in fs::read_dir(dir).at(dir)? {
             let entry = entry.at(dir)?;
@@ -201,22 +241,25 @@ pub fn artifacts(dir: &Path) -> Result<std::collections::BTreeMap<String, Artifa
             let relative = format!("{prefix}{name}");
             let path = entry.path();
             if entry.file_type().at(&path)?.is_dir() {
-                walk(&path, &format!("{relative}/"), out)?;
+                walk(&path, &format!("{relative}/"), known, out)?;
             } else if is_artifact(&relative) {
-                let bytes = fs::read(&path).at(&path)?;
-                out.insert(
-                    relative,
-                    Artifact {
-                        bytes: bytes.len() as u64,
-                        blake3: blake3::hash(&bytes).to_hex().to_string(),
-                    },
-                );
+                let artifact = match known(&relative, &path) {
+                    Some(artifact) => artifact,
+                    None => {
+                        let bytes = fs::read(&path).at(&path)?;
+                        Artifact {
+                            bytes: bytes.len() as u64,
+                            blake3: checksum(&bytes),
+                        }
+                    }
+                };
+                out.insert(relative, artifact);
             }
         }
         Ok(())
     }
-    let mut out = std::collections::BTreeMap::new();
-    walk(dir, "", &mut out)?;
+    let mut out = BTreeMap::new();
+    walk(dir, "", known, &mut out)?;
     Ok(out)
 }
 
@@ -281,13 +324,18 @@ pub fn verify_where(dir: &Path, meta: &IndexMeta, which: impl Fn(&str) -> bool) 
 
 /// blake3 of `bytes` as hex, on every core for large inputs.
 pub fn checksum(bytes: &[u8]) -> String {
+    hash(bytes).to_hex().to_string()
+}
+
+/// blake3 of `bytes`, on every core for large inputs.
+fn hash(bytes: &[u8]) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     if bytes.len() > 1 << 20 {
         hasher.update_rayon(bytes);
     } else {
         hasher.update(bytes);
     }
-    hasher.finalize().to_hex().to_string()
+    hasher.finalize()
 }
 
 /// The previous generation's index an update starts from.
@@ -299,7 +347,7 @@ pub struct Base<'g> {
 }
 
 /// `(kind, file, local)`: a document's identity that survives generations.
-type Key = (&'static str, String, u32);
+type Key<'a> = (&'static str, &'a str, u32);
 
 /// The file text when it still matches the generation; stale or unreadable files give
 /// `None` (their symbols are indexed by name only).
@@ -455,6 +503,9 @@ pub fn build(
     }
 
     let tantivy_dir = dir.join("tantivy");
+    // The base's artifacts this index shares by hard link, with the entries the base
+    // recorded for them.
+    let mut linked: BTreeMap<String, (Artifact, Inode)> = BTreeMap::new();
     let index = match &base {
         Some(b) => {
             fs::create_dir_all(&tantivy_dir).at(&tantivy_dir)?;
@@ -466,7 +517,21 @@ pub fn build(
                     if name.to_string_lossy().starts_with(".tantivy") {
                         continue; // lock files
                     }
-                    fs::copy(entry.path(), tantivy_dir.join(&name)).at(entry.path())?;
+                    // Linked, not copied: tantivy never writes a file it did not create
+                    // (`open_write` is create-new, `atomic_write` renames a temporary
+                    // file over the name), so the base's copy cannot change under it.
+                    // Where links are refused (some filesystems), a copy.
+                    let target = tantivy_dir.join(&name);
+                    let relative = format!("tantivy/{}", name.to_string_lossy());
+                    if fs::hard_link(entry.path(), &target).is_ok() {
+                        if let (Some(artifact), Some(inode)) =
+                            (b.meta.artifacts.get(&relative), inode(&target))
+                        {
+                            linked.insert(relative, (artifact.clone(), inode));
+                        }
+                    } else {
+                        fs::copy(entry.path(), &target).at(entry.path())?;
+                    }
                 }
             }
             Index::open_in_dir(&tantivy_dir).map_err(|e| tantivy_error(&tantivy_dir, e))?
@@ -585,7 +650,7 @@ pub fn build(
         .wait_merging_threads()
         .map_err(|e| tantivy_error(dir, e))?;
 
-    let embedded = write_vectors(
+    let (embedded, vectors) = write_vectors(
         dir,
         graph,
         root,
@@ -616,7 +681,7 @@ pub fn build(
         embedded,
         head,
         history_error,
-        artifacts: artifacts(dir)?,
+        artifacts: artifacts_of(dir, &linked, vectors)?,
     };
     let meta_path = dir.join("index.json");
     fs::write(

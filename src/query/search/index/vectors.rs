@@ -4,8 +4,9 @@
 use super::*;
 
 /// Writes `vectors-<model>.bin`: rows for every searchable node, then every section.
-/// Rows of unchanged files are copied from the base's vectors; the rest are embedded.
-/// Returns how many were embedded.
+/// Rows of unchanged files are copied from the base's vectors as bytes; the rest are
+/// embedded. Returns how many were embedded and the file's name and artifact entry, hashed from
+/// the bytes written (the file is not read back: 48 MB on sympy).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn write_vectors(
     dir: &Path,
@@ -17,8 +18,9 @@ pub(super) fn write_vectors(
     changed: &HashSet<FileId>,
     base: Option<&Base>,
     texts: &mut HashMap<FileId, Option<String>>,
-) -> Result<usize> {
+) -> Result<(usize, (String, Artifact))> {
     let dim = embedder.dim;
+    let row_bytes = dim * 4;
     let old = base.and_then(|b| OldVectors::open(b, dim, &embedder.identity));
     let mut items: Vec<u32> = Vec::new();
     let mut keys: Vec<Key> = Vec::new();
@@ -26,27 +28,36 @@ pub(super) fn write_vectors(
         for &node in nodes {
             if let Some((file, local)) = local_of(graph, node) {
                 items.push(node.0);
-                keys.push((KIND_SYMBOL, graph.file_path(file).to_string(), local));
+                keys.push((KIND_SYMBOL, graph.file_path(file), local));
             }
         }
     }
     let node_count = graph.node_count() as u32;
     for (i, section) in sections.iter().enumerate() {
         items.push(node_count + i as u32);
-        keys.push((KIND_SECTION, section.path.clone(), section.ordinal));
+        keys.push((KIND_SECTION, section.path.as_str(), section.ordinal));
+    }
+    // The whole file in one buffer: header, row → item table, rows.
+    let data = vector_data_offset(items.len());
+    let mut bytes = vec![0u8; data + items.len() * row_bytes];
+    for (row, item) in items.iter().enumerate() {
+        let at = VECTOR_HEADER + row * 4;
+        bytes[at..at + 4].copy_from_slice(&item.to_le_bytes());
     }
     let path_to_file = file_lookup(graph);
-    let mut rows: Vec<Option<Vec<f32>>> = vec![None; items.len()];
     let mut to_embed: Vec<usize> = Vec::new();
     for (i, key) in keys.iter().enumerate() {
         let unchanged = path_to_file
-            .get(key.1.as_str())
+            .get(key.1)
             .is_some_and(|f| !changed.contains(f));
         let carried = unchanged
             .then(|| old.as_ref().and_then(|o| o.row(key)))
             .flatten();
         match carried {
-            Some(vector) => rows[i] = Some(vector),
+            Some(row) => {
+                let at = data + i * row_bytes;
+                bytes[at..at + row_bytes].copy_from_slice(row);
+            }
             None => to_embed.push(i),
         }
     }
@@ -73,43 +84,42 @@ pub(super) fn write_vectors(
     }
     let embedded = embedder.embed(&inputs)?;
     for (n, &i) in to_embed.iter().enumerate() {
-        rows[i] = Some(embedded[n * dim..(n + 1) * dim].to_vec());
-    }
-
-    let mut payload = Vec::with_capacity(vector_data_offset(items.len()) + items.len() * dim * 4);
-    for &item in &items {
-        payload.extend_from_slice(&item.to_le_bytes());
-    }
-    payload.resize(vector_data_offset(items.len()) - VECTOR_HEADER, 0);
-    for row in rows {
-        for value in row.unwrap_or_else(|| vec![0.0; dim]) {
-            payload.extend_from_slice(&value.to_le_bytes());
+        let at = data + i * row_bytes;
+        for (d, value) in embedded[n * dim..(n + 1) * dim].iter().enumerate() {
+            bytes[at + d * 4..at + d * 4 + 4].copy_from_slice(&value.to_le_bytes());
         }
     }
-    let mut bytes = Vec::with_capacity(VECTOR_HEADER + payload.len());
-    bytes.extend_from_slice(VECTOR_MAGIC);
-    bytes.extend_from_slice(&VECTOR_FORMAT.to_le_bytes());
-    bytes.extend_from_slice(&(dim as u32).to_le_bytes());
-    bytes.extend_from_slice(&(items.len() as u32).to_le_bytes());
-    bytes.extend_from_slice(&[0; 4]);
-    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
-    bytes.extend_from_slice(&payload);
-    let path = dir.join(format!("vectors-{}.bin", embedder.identity));
-    fs::write(&path, bytes).at(&path)?;
-    Ok(to_embed.len())
+    let payload = (bytes.len() - VECTOR_HEADER) as u64;
+    bytes[..8].copy_from_slice(VECTOR_MAGIC);
+    bytes[8..12].copy_from_slice(&VECTOR_FORMAT.to_le_bytes());
+    bytes[12..16].copy_from_slice(&(dim as u32).to_le_bytes());
+    bytes[16..20].copy_from_slice(&(items.len() as u32).to_le_bytes());
+    bytes[24..32].copy_from_slice(&payload.to_le_bytes());
+    let sum = hash(&bytes[VECTOR_HEADER..]);
+    bytes[32..64].copy_from_slice(sum.as_bytes());
+    let name = format!("vectors-{}.bin", embedder.identity);
+    let path = dir.join(&name);
+    fs::write(&path, &bytes).at(&path)?;
+    let artifact = Artifact {
+        bytes: bytes.len() as u64,
+        blake3: hash(&bytes).to_hex().to_string(),
+    };
+    Ok((to_embed.len(), (name, artifact)))
 }
 
 /// The base generation's vectors, addressable by document key.
-pub(super) struct OldVectors {
+pub(super) struct OldVectors<'g> {
     mmap: memmap2::Mmap,
-    dim: usize,
+    row_bytes: usize,
     offset: usize,
-    rows: HashMap<Key, usize>,
+    /// `(file, local)` of the base graph's symbols → row.
+    symbols: HashMap<(&'g str, u32), usize>,
+    /// `(file, ordinal)` of the base's sections → row.
+    sections: HashMap<(String, u32), usize>,
 }
 
-impl OldVectors {
-    fn open(base: &Base, dim: usize, model: &str) -> Option<OldVectors> {
+impl<'g> OldVectors<'g> {
+    fn open(base: &Base<'g>, dim: usize, model: &str) -> Option<OldVectors<'g>> {
         let path = base.dir.join(format!("vectors-{model}.bin"));
         let file = fs::File::open(path).ok()?;
         // SAFETY: vector files are written once and renamed into place, never modified.
@@ -118,39 +128,39 @@ impl OldVectors {
         if !vector_checksum_ok(&mmap) {
             return None;
         }
-        let sections: Vec<Section> =
+        let table: Vec<Section> =
             serde_json::from_slice(&fs::read(base.dir.join("sections.json")).ok()?).ok()?;
         let graph = base.graph;
         let node_count = graph.node_count() as u32;
-        let mut rows = HashMap::with_capacity(items.len());
+        let mut symbols = HashMap::with_capacity(items.len());
+        let mut sections = HashMap::with_capacity(table.len());
         for (row, &item) in items.iter().enumerate() {
-            let key = if item < node_count {
+            if item < node_count {
                 let (file, local) = local_of(graph, NodeId(item))?;
-                (KIND_SYMBOL, graph.file_path(file).to_string(), local)
+                symbols.insert((graph.file_path(file), local), row);
             } else {
-                let section = sections.get((item - node_count) as usize)?;
-                (KIND_SECTION, section.path.clone(), section.ordinal)
-            };
-            rows.insert(key, row);
+                let section = table.get((item - node_count) as usize)?;
+                sections.insert((section.path.clone(), section.ordinal), row);
+            }
         }
         Some(OldVectors {
             offset: vector_data_offset(items.len()),
             mmap,
-            dim,
-            rows,
+            row_bytes: dim * 4,
+            symbols,
+            sections,
         })
     }
 
-    fn row(&self, key: &Key) -> Option<Vec<f32>> {
-        let row = *self.rows.get(key)?;
-        let start = self.offset + row * self.dim * 4;
-        let bytes = self.mmap.get(start..start + self.dim * 4)?;
-        Some(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        )
+    /// The row's bytes (little-endian `f32`s), as the base wrote them.
+    fn row(&self, &(kind, file, local): &Key) -> Option<&[u8]> {
+        let row = if kind == KIND_SECTION {
+            *self.sections.get(&(file.to_string(), local))?
+        } else {
+            *self.symbols.get(&(file, local))?
+        };
+        let start = self.offset + row * self.row_bytes;
+        self.mmap.get(start..start + self.row_bytes)
     }
 }
 
@@ -203,6 +213,5 @@ pub struct VectorsDefect(pub String);
 
 /// Whether a vector file's payload matches the checksum in its header.
 pub fn vector_checksum_ok(bytes: &[u8]) -> bool {
-    bytes.len() >= VECTOR_HEADER
-        && blake3::hash(&bytes[VECTOR_HEADER..]).as_bytes() == &bytes[32..64]
+    bytes.len() >= VECTOR_HEADER && hash(&bytes[VECTOR_HEADER..]).as_bytes() == &bytes[32..64]
 }

@@ -298,7 +298,7 @@ proptest! {
 
     #[test]
     fn vectors_and_index_metadata_never_panic_a_search(
-        target in 0u8..3,
+        target in 0u8..4,
         edits in mutations(),
         query in any::<String>(),
     ) {
@@ -310,6 +310,7 @@ proptest! {
         let dir = graph_dir.join("search").join(b.sandbox.current());
         let file = match target {
             0 => files_ending(&dir, ".bin").remove(0),
+            3 => files_ending(&dir, ".pack").remove(0),
             1 => dir.join("index.json"),
             _ => dir.join("sections.json"),
         };

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use atlas::build::manifest::{MANIFEST_VERSION, Manifest};
 use atlas::query::search::embed::Embedder;
 use atlas::query::search::index::{
-    INDEX_VERSION, IndexMeta, VECTOR_FORMAT, parse_vector_header, vector_checksum_ok,
+    INDEX_VERSION, IndexMeta, VECTOR_FORMAT, checksum, pack_name, parse_pack_header,
+    parse_vector_table, vector_checksum_ok,
 };
 
 fn golden(relative: &str) -> PathBuf {
@@ -40,49 +41,116 @@ fn manifests_of_every_version_are_read() {
 }
 
 #[test]
-fn the_search_index_metadata_and_vectors_of_version_4_are_read() {
+fn the_search_index_metadata_and_vectors_of_version_5_are_read() {
+    let dir = golden("search/v5");
+    let meta: IndexMeta =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(meta.version, 5);
+    assert_eq!(
+        (INDEX_VERSION, VECTOR_FORMAT),
+        (5, 3),
+        "a new index version keeps tests/golden/search/v5 and this test refuses it"
+    );
+    // An update's index: a table over the first build's pack and the update's own.
+    assert_eq!((meta.symbols, meta.mode.as_str()), (22, "incremental"));
+    let embedder = Embedder::load(&Default::default()).unwrap();
+    let name = format!("vectors-{}.bin", embedder.identity);
+    let read = |name: &str| {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        assert_eq!(meta.artifacts[name].bytes, bytes.len() as u64, "{name}");
+        assert_eq!(meta.artifacts[name].blake3, checksum(&bytes), "{name}");
+        assert!(vector_checksum_ok(&bytes), "{name}");
+        bytes
+    };
+    let table = parse_vector_table(&read(&name), embedder.dim).unwrap();
+    assert_eq!(table.packs.len(), 2);
+    assert!(table.items.len() >= 22, "{} rows", table.items.len());
+    let sizes: Vec<usize> = table
+        .packs
+        .iter()
+        .map(|id| {
+            parse_pack_header(&read(&pack_name(&embedder.identity, id)), embedder.dim).unwrap()
+        })
+        .collect();
+    // Every row in its pack, and the packs together hold each row once at most.
+    assert!(
+        table
+            .locations
+            .iter()
+            .all(|&(p, r)| (r as usize) < sizes[p as usize])
+    );
+    let mut places = table.locations.clone();
+    places.sort_unstable();
+    places.dedup();
+    assert_eq!(places.len(), table.locations.len());
+}
+
+#[test]
+fn the_search_index_of_version_4_is_refused_typed() {
+    // Version 4 (one vector file of rows) is refused as a whole: readers read only
+    // `INDEX_VERSION` metadata (`atlas-search-corrupt`, and a build rebuilds it), and its
+    // vector file is of another format.
     let dir = golden("search/v4");
     let meta: IndexMeta =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
     assert_eq!(meta.version, 4);
-    assert_eq!(
-        INDEX_VERSION, 4,
-        "a new index version keeps tests/golden/search/v4 and this test refuses it"
-    );
-    assert_eq!(meta.symbols, 21);
-    let vectors = meta
-        .artifacts
-        .keys()
-        .find(|name| name.starts_with("vectors-"))
-        .expect("index.json lists its vectors");
-    let bytes = std::fs::read(dir.join(vectors)).unwrap();
-    assert_eq!(meta.artifacts[vectors].bytes, bytes.len() as u64);
-    assert_eq!(
-        meta.artifacts[vectors].blake3,
-        atlas::query::search::index::checksum(&bytes)
-    );
+    assert_ne!(meta.version, INDEX_VERSION);
     let embedder = Embedder::load(&Default::default()).unwrap();
-    assert_eq!(vectors, &format!("vectors-{}.bin", embedder.identity));
-    let rows = parse_vector_header(&bytes, embedder.dim).unwrap();
-    assert!(rows.len() >= 21, "{} rows", rows.len());
-    assert!(vector_checksum_ok(&bytes));
-    assert_eq!(VECTOR_FORMAT, 2);
+    let bytes = std::fs::read(dir.join(format!("vectors-{}.bin", embedder.identity))).unwrap();
+    assert_eq!(
+        meta.artifacts[&format!("vectors-{}.bin", embedder.identity)].blake3,
+        checksum(&bytes)
+    );
+    let err = parse_vector_table(&bytes, embedder.dim).unwrap_err();
+    assert!(
+        err.0.contains("vector format 2 (this build reads 3)"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_vector_file_of_another_format_or_model_is_refused_typed() {
-    let bytes = std::fs::read(
-        std::fs::read_dir(golden("search/v4"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.to_string_lossy().contains("vectors-"))
-            .unwrap(),
-    )
-    .unwrap();
-    let mut other_format = bytes.clone();
+    let dir = golden("search/v5");
+    let file = |suffix: &str| {
+        std::fs::read(
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.to_string_lossy().ends_with(suffix))
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let (table, pack) = (file(".bin"), file(".pack"));
+    let mut other_format = table.clone();
     other_format[8] = 9;
-    let err = parse_vector_header(&other_format, 256).unwrap_err();
+    let err = parse_vector_table(&other_format, 256).unwrap_err();
     assert!(err.0.contains("vector format 9"), "{err}");
-    let err = parse_vector_header(&bytes, 7).unwrap_err();
+    let err = parse_vector_table(&table, 7).unwrap_err();
     assert!(err.0.contains("the model has 7"), "{err}");
+    // A pack is not a table, nor the other way round.
+    assert!(
+        parse_vector_table(&pack, 256)
+            .unwrap_err()
+            .0
+            .contains("not a vector table")
+    );
+    assert!(
+        parse_pack_header(&table, 256)
+            .unwrap_err()
+            .0
+            .contains("not a vector pack")
+    );
+    // A table whose rows changed fails its checksum; one cut short, its length.
+    let mut flipped = table.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    assert!(
+        parse_vector_table(&flipped, 256)
+            .unwrap_err()
+            .0
+            .contains("checksum")
+    );
+    assert!(parse_vector_table(&table[..table.len() - 12], 256).is_err());
+    assert!(parse_pack_header(&pack[..pack.len() - 4], 256).is_err());
 }

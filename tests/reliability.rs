@@ -246,11 +246,16 @@ fn a_damaged_tantivy_index_is_search_corrupt_under_frozen_and_rebuilt_by_a_build
 
 #[test]
 fn damaged_or_missing_vectors_disable_only_the_vector_arm_and_say_so() {
-    for damage in ["nan", "flip", "delete", "truncate"] {
+    // The rows (a pack) and the row table over them.
+    let cases = ["nan", "flip", "delete", "truncate"]
+        .into_iter()
+        .flat_map(|damage| [(damage, ".pack"), (damage, ".bin")]);
+    for (damage, file) in cases {
+        let damage = format!("{damage} {file}");
         let s = built("python");
-        let vectors = files_under(&search_dir(&s), ".bin").remove(0);
+        let vectors = files_under(&search_dir(&s), file).remove(0);
         let mut bytes = std::fs::read(&vectors).unwrap();
-        match damage {
+        match damage.split(' ').next().unwrap() {
             "nan" => {
                 let at = bytes.len() - 64;
                 for i in 0..4 {

@@ -644,6 +644,74 @@ fn the_index_is_updated_incrementally_and_matches_a_full_build() {
 }
 
 #[test]
+fn updates_share_vector_packs_fold_small_ones_and_answer_as_a_full_build() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let packs = |s: &Sandbox| -> Vec<String> {
+        let meta = s.index_meta();
+        let dir = s.graph().join("search").join(s.current());
+        for (name, artifact) in &meta.artifacts {
+            let bytes = std::fs::read(dir.join(name)).unwrap();
+            assert_eq!(
+                blake3::hash(&bytes).to_hex().to_string(),
+                artifact.blake3,
+                "{name}"
+            );
+        }
+        meta.artifacts
+            .keys()
+            .filter(|name| name.ends_with(".pack"))
+            .cloned()
+            .collect()
+    };
+    let first = packs(&s);
+    assert_eq!(first.len(), 1, "a full build writes one pack");
+    let mut most = 0;
+    // Each update adds a file: a new pack each time, until they are folded.
+    for n in 0..12 {
+        s.write(
+            &format!("shop/extra_{n}.py"),
+            format!("def extra_quince_{n}(amount):\n    \"\"\"Quince {n}.\"\"\"\n    return amount + {n}\n"),
+        );
+        s.build_json();
+        let meta = s.index_meta();
+        assert_eq!(meta.mode, "incremental", "{n}: {meta:?}");
+        let now = packs(&s);
+        assert!(now.len() <= 8, "{n}: {now:?}");
+        // The first build's pack, the largest, stays shared throughout.
+        assert!(now.contains(&first[0]), "{n}: {now:?}");
+        most = most.max(now.len());
+    }
+    assert_eq!(most, 8, "small packs accumulate up to the limit, then fold");
+
+    let fresh = Sandbox::new();
+    common::copy_dir(&s.repo(), &fresh.repo());
+    std::fs::remove_dir_all(fresh.graph()).unwrap();
+    fresh.build_json();
+    // The vector arm, which the packs serve, answers as from a full build. (BM25 is not
+    // compared after twelve updates: tantivy counts deleted documents in its statistics
+    // until segments merge, so near-tied scores can reorder.)
+    for query in [
+        "quince amount",
+        "extra quince 7",
+        "cart total",
+        "apply discount",
+    ] {
+        let hits = |s: &Sandbox| {
+            s.search(query)
+                .top_k(8)
+                .json()
+                .env("ATLAS_SEARCH_ARMS", "vector")
+                .run()
+                .success()
+                .json()["hits"]
+                .clone()
+        };
+        assert_eq!(hits(&s), hits(&fresh), "{query}");
+    }
+}
+
+#[test]
 fn a_path_in_the_text_names_its_file_to_the_graph_arm() {
     let s = Sandbox::with_fixture("python");
     s.build_json();

@@ -79,10 +79,8 @@ const SCOPE_PRIOR: f64 = 1.5;
 pub struct SearchIndex {
     reader: IndexReader,
     fields: Fields,
-    vectors: Option<Mmap>,
+    vectors: Option<Vectors>,
     dim: usize,
-    /// Vector row → item (a node id, or `node_count + i` for section `i`).
-    rows: Vec<u32>,
     sections: Vec<Section>,
     /// `(path, ordinal)` → section index.
     section_index: HashMap<(String, u32), u32>,
@@ -569,17 +567,16 @@ impl SearchIndex {
             Ok((reader, fields))
         });
         let (reader, fields) = opened.map_err(|panic| corrupt(format!("tantivy: {panic}")))??;
-        let (vectors, rows, vectors_unavailable) =
+        let (vectors, vectors_unavailable) =
             match open_vectors(dir, &meta, &vectors_name, embedder.dim) {
-                Ok((mmap, rows)) => (Some(mmap), rows, None),
-                Err(reason) => (None, Vec::new(), Some(reason)),
+                Ok(vectors) => (Some(vectors), None),
+                Err(reason) => (None, Some(reason)),
             };
         Ok(SearchIndex {
             reader,
             fields,
             vectors,
             dim: embedder.dim,
-            rows,
             sections,
             section_index,
             meta,
@@ -797,7 +794,7 @@ impl SearchIndex {
         query: &str,
         nearest_of: Option<u32>,
     ) -> std::result::Result<Vec<(f32, u32)>, String> {
-        let Some(mmap) = &self.vectors else {
+        let Some(vectors) = &self.vectors else {
             return Err(self
                 .vectors_unavailable
                 .clone()
@@ -806,12 +803,11 @@ impl SearchIndex {
         let q = embedder
             .embed(&[query.to_string()])
             .map_err(|e| e.to_string())?;
-        let offset = index::vector_data_offset(self.rows.len());
         let width = self.dim * 4;
+        let items = &vectors.table.items;
         let mut row_values = vec![0f32; self.dim];
         let mut cosine_of = |row: usize| -> std::result::Result<Option<(f32, u32)>, String> {
-            let start = offset + row * width;
-            let Some(bytes) = mmap.get(start..start + width) else {
+            let Some(bytes) = vectors.row(row, width) else {
                 return Ok(None);
             };
             for (value, chunk) in row_values.iter_mut().zip(bytes.chunks_exact(4)) {
@@ -822,24 +818,23 @@ impl SearchIndex {
             if cosine.is_nan() || cosine.abs() > 1.001 {
                 return Err(format!("vector row {row} is damaged (cosine {cosine})"));
             }
-            Ok(Some((cosine, self.rows[row])))
+            Ok(Some((cosine, items[row])))
         };
         if let Some(node_count) = nearest_of
             && LOADED.get().is_some()
         {
             let quantized = self.quantized.get_or_init(|| {
-                let payload = mmap.get(offset..).unwrap_or_default();
-                quantized::Quantized::build(payload, self.rows.len(), self.dim)
+                quantized::Quantized::build(items.len(), self.dim, |row| vectors.row(row, width))
             });
             let quantized = quantized.as_ref().map_err(Clone::clone)?;
             let mut scored = Vec::new();
-            for row in quantized.candidates(&q, POOL, |row| self.rows[row] >= node_count) {
+            for row in quantized.candidates(&q, POOL, |row| items[row] >= node_count) {
                 scored.extend(cosine_of(row)?);
             }
             return Ok(scored);
         }
-        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(self.rows.len());
-        for row in 0..self.rows.len() {
+        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(items.len());
+        for row in 0..items.len() {
             match cosine_of(row)? {
                 Some(scored_row) => scored.push(scored_row),
                 None => break,
@@ -888,33 +883,75 @@ fn read_meta(dir: &Path) -> Option<IndexMeta> {
         .filter(|m| m.version == index::INDEX_VERSION)
 }
 
-/// The generation's vectors for this model, mmapped, after the cheap checks: listed in
-/// `index.json` with this length, and a header that fits the model. Why not, otherwise.
+/// A generation's vectors: its row table and the packs it refers to, mmapped.
+struct Vectors {
+    table: index::VectorTable,
+    packs: Vec<Mmap>,
+}
+
+impl Vectors {
+    /// Row `row`'s bytes (`width` of them), `None` past the table.
+    fn row(&self, row: usize, width: usize) -> Option<&[u8]> {
+        let &(pack, in_pack) = self.table.locations.get(row)?;
+        let start = 64 + in_pack as usize * width;
+        self.packs.get(pack as usize)?.get(start..start + width)
+    }
+}
+
+/// The generation's vectors for this model after the cheap checks: the table and every
+/// pack listed in `index.json` with this length, headers that fit the model, the table's
+/// checksum, and every row's place inside its pack. Why not, otherwise.
 fn open_vectors(
     dir: &Path,
     meta: &IndexMeta,
     name: &str,
     dim: usize,
-) -> std::result::Result<(Mmap, Vec<u32>), String> {
-    let recorded = meta
-        .artifacts
-        .get(name)
-        .ok_or_else(|| format!("no vectors for this model ({name})"))?;
-    let path = dir.join(name);
-    let file = fs::File::open(&path).map_err(|e| format!("{name}: {e}"))?;
-    let length = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
-    if length != recorded.bytes {
-        return Err(format!(
-            "{name} is {length} bytes, the index recorded {}",
-            recorded.bytes
-        ));
+) -> std::result::Result<Vectors, String> {
+    let opened = |name: &str| -> std::result::Result<Mmap, String> {
+        let recorded = meta
+            .artifacts
+            .get(name)
+            .ok_or_else(|| format!("{name} is not listed in index.json"))?;
+        let path = dir.join(name);
+        let file = fs::File::open(&path).map_err(|e| format!("{name}: {e}"))?;
+        let length = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
+        if length != recorded.bytes {
+            return Err(format!(
+                "{name} is {length} bytes, the index recorded {}",
+                recorded.bytes
+            ));
+        }
+        // SAFETY: vector files are written once into a temporary directory and renamed
+        // into place, packs shared by hard link; none is modified afterwards (a file
+        // damaged under us reads as wrong values, which the scan detects, never as
+        // out-of-bounds memory: lengths are checked).
+        unsafe { Mmap::map(&file) }.map_err(|e| format!("{name}: {e}"))
+    };
+    if !meta.artifacts.contains_key(name) {
+        return Err(format!("no vectors for this model ({name})"));
     }
-    // SAFETY: vector files are written once into a temporary directory and renamed into
-    // place; they are never modified afterwards (a file damaged under us reads as wrong
-    // values, which the scan detects, never as out-of-bounds memory: lengths are checked).
-    let mmap = unsafe { Mmap::map(&file) }.map_err(|e| format!("{name}: {e}"))?;
-    let rows = index::parse_vector_header(&mmap, dim).map_err(|e| format!("{name}: {e}"))?;
-    Ok((mmap, rows))
+    let table =
+        index::parse_vector_table(&opened(name)?, dim).map_err(|e| format!("{name}: {e}"))?;
+    let model = name
+        .strip_prefix("vectors-")
+        .and_then(|n| n.strip_suffix(".bin"))
+        .unwrap_or_default();
+    let mut packs = Vec::with_capacity(table.packs.len());
+    let mut sizes = Vec::with_capacity(table.packs.len());
+    for id in &table.packs {
+        let pack = index::pack_name(model, id);
+        let mmap = opened(&pack)?;
+        sizes.push(index::parse_pack_header(&mmap, dim).map_err(|e| format!("{pack}: {e}"))?);
+        packs.push(mmap);
+    }
+    if let Some(row) = table
+        .locations
+        .iter()
+        .position(|&(pack, row)| row as usize >= sizes[pack as usize])
+    {
+        return Err(format!("{name}: row {row} lies outside its pack"));
+    }
+    Ok(Vectors { table, packs })
 }
 
 fn symbol_hit(graph: &Graph, node: NodeId) -> Hit {

@@ -41,18 +41,20 @@ fn code(value: f32, scale: f32) -> i8 {
 }
 
 impl Quantized {
-    /// Quantises `rows` vectors of `dim` little-endian f32 from `payload`. A row that is
-    /// not finite or longer than a unit vector is damaged: the error names it.
-    pub(super) fn build(payload: &[u8], rows: usize, dim: usize) -> Result<Quantized, String> {
-        let width = dim * 4;
+    /// Quantises `rows` vectors of `dim` little-endian f32, row `r`'s bytes being
+    /// `row(r)`. A row that is missing, not finite or longer than a unit vector is
+    /// damaged: the error names it.
+    pub(super) fn build<'a>(
+        rows: usize,
+        dim: usize,
+        row_bytes: impl Fn(usize) -> Option<&'a [u8]>,
+    ) -> Result<Quantized, String> {
         let mut codes = Vec::with_capacity(rows * dim);
         let mut scales = Vec::with_capacity(rows);
         let mut l1 = Vec::with_capacity(rows);
         let mut values = vec![0f32; dim];
         for row in 0..rows {
-            let bytes = payload
-                .get(row * width..(row + 1) * width)
-                .ok_or_else(|| format!("vector row {row} is missing"))?;
+            let bytes = row_bytes(row).ok_or_else(|| format!("vector row {row} is missing"))?;
             for (value, chunk) in values.iter_mut().zip(bytes.as_chunks::<4>().0) {
                 *value = f32::from_le_bytes(*chunk);
             }
@@ -192,6 +194,12 @@ mod tests {
         out
     }
 
+    /// `Quantized::build` over rows laid end to end in `payload`.
+    fn from_payload(payload: &[u8], rows: usize, dim: usize) -> Result<Quantized, String> {
+        let width = dim * 4;
+        Quantized::build(rows, dim, |r| payload.get(r * width..(r + 1) * width))
+    }
+
     fn payload(rows: &[Vec<f32>]) -> Vec<u8> {
         rows.iter()
             .flat_map(|r| r.iter().flat_map(|x| x.to_le_bytes()))
@@ -212,7 +220,7 @@ mod tests {
     fn the_kept_rows_hold_the_exact_best() {
         let dim = 64;
         let rows = unit_rows(3_000, dim, 0x9e37_79b9);
-        let quantized = Quantized::build(&payload(&rows), rows.len(), dim).unwrap();
+        let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
         let queries = unit_rows(40, dim, 0x1234_5678);
         let second = |row: usize| row.is_multiple_of(7);
         for (i, q) in queries.iter().chain(rows.iter().take(10)).enumerate() {
@@ -244,21 +252,21 @@ mod tests {
         let dim = 8;
         let mut rows = unit_rows(4, dim, 7);
         rows[2][3] = f32::NAN;
-        let error = Quantized::build(&payload(&rows), 4, dim).err().unwrap();
+        let error = from_payload(&payload(&rows), 4, dim).err().unwrap();
         assert!(error.contains("vector row 2 is damaged"), "{error}");
         rows[2] = vec![1.0; dim];
-        let error = Quantized::build(&payload(&rows), 4, dim).err().unwrap();
+        let error = from_payload(&payload(&rows), 4, dim).err().unwrap();
         assert!(error.contains("vector row 2 is damaged"), "{error}");
         // Short payload: a row missing.
         let bytes = payload(&rows[..3]);
-        assert!(Quantized::build(&bytes, 4, dim).is_err());
+        assert!(from_payload(&bytes, 4, dim).is_err());
     }
 
     #[test]
     fn a_zero_query_keeps_every_row() {
         let dim = 16;
         let rows = unit_rows(50, dim, 99);
-        let quantized = Quantized::build(&payload(&rows), rows.len(), dim).unwrap();
+        let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
         let kept = quantized.candidates(&vec![0.0; dim], 5, |_| false);
         assert_eq!(kept.len(), rows.len());
     }

@@ -36,19 +36,32 @@ use crate::syntax::facts::SymbolKind;
 mod vectors;
 
 use vectors::write_vectors;
-pub use vectors::{VectorsDefect, parse_vector_header, vector_checksum_ok, vector_data_offset};
+pub use vectors::{
+    Location, VectorTable, VectorsDefect, pack_name, parse_pack_header, parse_vector_table,
+    vector_checksum_ok,
+};
 
 /// Bumped when documents or the layout change: older indexes are rebuilt, not updated.
 /// v4: vectors behind a checksummed header, `index.json` lists every artifact with its
-/// length and blake3.
-pub const INDEX_VERSION: u32 = 4;
+/// length and blake3. v5: vectors as a row table over packs shared between generations.
+pub const INDEX_VERSION: u32 = 5;
 pub const TOKENIZER: &str = "atlas_ident";
+/// The row table's magic (`vectors-<model>.bin`).
 const VECTOR_MAGIC: &[u8; 8] = b"ATLASVEC";
-/// Vector file layout version (graph-schema/README.md, "Search index").
-pub const VECTOR_FORMAT: u32 = 2;
-/// `magic(8) format(4) dim(4) rows(4) reserved(4) payload-length(8) blake3(payload)(32)`,
-/// then the payload: the row → item table (padded to 8 bytes) and the rows.
+/// A pack's magic (`vectors-<model>-<id>.pack`).
+const PACK_MAGIC: &[u8; 8] = b"ATLASVPK";
+/// Vector layout version (graph-schema/README.md, "Search index"). 3: a row table over
+/// packs of rows (2: one file of rows).
+pub const VECTOR_FORMAT: u32 = 3;
+/// Both kinds of vector file: `magic(8) format(4) dim(4) rows(4) packs(4)
+/// payload-length(8) blake3(payload)(32)`, then the payload. A pack's is its rows
+/// (`rows × dim` little-endian `f32`, packs 0); a table's, its packs' ids (16 hex
+/// characters each), then per row `item, pack, row in pack` (three `u32`).
 const VECTOR_HEADER: usize = 64;
+/// A pack id's bytes in a table.
+const PACK_ID: usize = 16;
+/// A table row's bytes.
+const TABLE_ROW: usize = 12;
 /// Lines of a symbol's body the embedding sees (a static model averages its tokens:
 /// longer text blurs it).
 const EXCERPT_LINES: usize = 12;
@@ -189,17 +202,18 @@ fn is_artifact(relative: &str) -> bool {
     !(lock || matches!(name, "index.json" | "COMPLETE"))
 }
 
-/// The artifacts of a freshly built index: `vectors` as its writer hashed it, the files
-/// still linked from the base with the entries the base recorded (so damage the base
+/// The artifacts of a freshly built index: the vector files as their writer hashed them
+/// (`written`), the files still linked from the base with the entries the base recorded (so damage the base
 /// carried is not laundered into a fresh checksum), and the rest read and hashed.
 fn artifacts_of(
     dir: &Path,
     linked: &BTreeMap<String, (Artifact, Inode)>,
-    (vectors_name, vectors): (String, Artifact),
+    written: Vec<(String, Artifact)>,
 ) -> Result<BTreeMap<String, Artifact>> {
+    let written: HashMap<String, Artifact> = written.into_iter().collect();
     let known = |relative: &str, path: &Path| -> Option<Artifact> {
-        if relative == vectors_name {
-            return Some(vectors.clone());
+        if let Some(artifact) = written.get(relative) {
+            return Some(artifact.clone());
         }
         let (artifact, linked_inode) = linked.get(relative)?;
         // Still the base's file: tantivy renames new metadata over a name (same length
@@ -650,7 +664,7 @@ pub fn build(
         .wait_merging_threads()
         .map_err(|e| tantivy_error(dir, e))?;
 
-    let (embedded, vectors) = write_vectors(
+    let vectors = write_vectors(
         dir,
         graph,
         root,
@@ -660,6 +674,7 @@ pub fn build(
         &changed_set,
         base.as_ref(),
         &mut texts,
+        &mut linked,
     )?;
     let table = serde_json::to_vec(&sections).map_err(internal)?;
     let table_path = dir.join("sections.json");
@@ -678,10 +693,10 @@ pub fn build(
         symbols: by_file.iter().map(Vec::len).sum(),
         sections: sections.len(),
         commits,
-        embedded,
+        embedded: vectors.embedded,
         head,
         history_error,
-        artifacts: artifacts_of(dir, &linked, vectors)?,
+        artifacts: artifacts_of(dir, &linked, vectors.written)?,
     };
     let meta_path = dir.join("index.json");
     fs::write(

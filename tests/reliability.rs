@@ -289,6 +289,42 @@ fn damaged_or_missing_vectors_disable_only_the_vector_arm_and_say_so() {
     }
 }
 
+#[cfg(unix)]
+#[test]
+fn damage_to_a_file_generations_share_is_repaired_from_scratch_once() {
+    use std::os::unix::fs::MetadataExt;
+    // A vector pack and a tantivy file, both shared by hard link after an update.
+    for suffix in [".pack", ".term"] {
+        let s = built("python");
+        s.write("shop/extra.py", "def quince(amount):\n    return amount\n");
+        s.build_json();
+        // The first build's largest file of the kind is linked into the update's
+        // index: damaged through either name, both generations see it.
+        let shared = files_under(&search_dir(&s), suffix)
+            .into_iter()
+            .filter(|p| std::fs::metadata(p).unwrap().nlink() > 1)
+            .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+            .unwrap_or_else(|| panic!("no shared {suffix}"));
+        let mut bytes = std::fs::read(&shared).unwrap();
+        let at = bytes.len() - 64;
+        for byte in &mut bytes[at..] {
+            *byte ^= 0xff;
+        }
+        std::fs::write(&shared, bytes).unwrap();
+        // A build finds it and rebuilds the index in full, not from the damaged sibling.
+        let report = s.build_json();
+        assert_eq!(report["unchanged"], true);
+        assert_eq!(s.index_meta().mode, "full", "{suffix}");
+        let out = search_frozen(&s).success().json();
+        assert!(out["arms"].get("unavailable").is_none(), "{suffix}: {out}");
+        // Repaired once: the next build trusts it and writes nothing.
+        let index_json = search_dir(&s).join("index.json");
+        let before = std::fs::read(&index_json).unwrap();
+        s.build_json();
+        assert_eq!(std::fs::read(&index_json).unwrap(), before, "{suffix}");
+    }
+}
+
 #[test]
 fn a_frozen_search_writes_nothing_into_the_graph_directory() {
     let s = built("python");

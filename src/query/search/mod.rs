@@ -471,19 +471,23 @@ impl SearchIndex {
         let vectors = format!("vectors-{}.bin", embedder.identity);
         // An existing index is trusted only when every byte verifies (a build repairs
         // what damage left behind, issue 10 C).
-        if let Some(meta) = read_meta(&dir)
-            && dir.join("COMPLETE").is_file()
+        let existing = read_meta(&dir).filter(|_| dir.join("COMPLETE").is_file());
+        if let Some(meta) = &existing
             && meta.artifacts.contains_key(&vectors)
-            && index::verify(&dir, &meta).is_ok()
+            && index::verify(&dir, meta).is_ok()
         {
             return Ok(None);
         }
+        // A complete index that fails its checks may share the damaged file with the
+        // others (packs and tantivy's files are hard links): repaired from scratch, not
+        // from one of them, or the damage would come back with its old checksum.
+        let repairing = existing.is_some();
         // Removed again if anything below fails (a full disk, a kill leaves it to the
         // next lock holder).
         let tmp = crate::build::store::Scratch::create(
             dir.with_extension(format!("tmp{}", std::process::id())),
         )?;
-        let base = newest_base(store, fingerprint, &vectors);
+        let base = newest_base(store, fingerprint, &vectors).filter(|_| !repairing);
         let base_graph = base
             .as_ref()
             .and_then(|(_, fp, _)| Graph::open(&store.graph_path(fp)).ok());

@@ -2,7 +2,7 @@
 """The watcher's edit path: how long `atlas watch` takes to publish after a one-file edit.
 
 Usage: bench/watch_edit.py REPO --edit PATH [--edits N] [--rounds R] [--atlas BIN]
-                           [--baseline BIN] [--gap-s S]
+                           [--baseline BIN] [--gap-s S] [--search]
 
 Each run cold-builds a fresh graph directory, starts `atlas watch --no-search
 --debounce-ms 100 --format json` on it, appends a comment to PATH N times, GAP seconds
@@ -10,7 +10,9 @@ apart, and reads the watcher's report of each build (`latency_ms`: from the end 
 debounce to the commit). The watcher's start-up build and the first edit's build of a
 run are dropped: they warm the watcher's memory. With --baseline, runs alternate between the two binaries (a, b, b, a, ...), so
 both sides see the same hours of this shared machine. Prints medians per run and over
-all runs, and each watcher's peak RSS (VmHWM) before it is stopped.
+all runs, and each watcher's peak RSS (VmHWM) before it is stopped. With --search the
+cold build and the watcher also publish the search index, as `atlas watch` does by
+default.
 """
 import argparse
 import json
@@ -28,17 +30,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BIN = os.path.join(HERE, "..", "target", "release", "atlas")
 
 
+NO_SEARCH = ["--no-search"]  # emptied by --search
+
+
 def one_run(atlas, repo, edit_path, edits, gap_s):
     """Latencies (ms) of the watcher's builds after the first, and its peak RSS (MiB)."""
     graph = tempfile.mkdtemp(prefix="atlas-watch-bench-")
     cold = subprocess.run(
-        [atlas, "--code", repo, "--graph", graph, "build", "--no-progress", "--no-search"],
+        [atlas, "--code", repo, "--graph", graph, "build", "--no-progress"] + NO_SEARCH,
         capture_output=True, text=True)
     if cold.returncode != 0:
         sys.exit(f"cold build failed:\n{cold.stderr}")
     watch = subprocess.Popen(
-        [atlas, "--code", repo, "--graph", graph, "watch", "--no-search",
-         "--debounce-ms", "100", "--format", "json"],
+        [atlas, "--code", repo, "--graph", graph, "watch"] + NO_SEARCH +
+        ["--debounce-ms", "100", "--format", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(l) for l in watch.stdout], daemon=True).start()
@@ -85,7 +90,10 @@ def main():
     parser.add_argument("--gap-s", type=float, default=2.5)
     parser.add_argument("--atlas", default=DEFAULT_BIN)
     parser.add_argument("--baseline", help="another atlas binary, run alternately")
+    parser.add_argument("--search", action="store_true", help="publish the search index too")
     args = parser.parse_args()
+    if args.search:
+        NO_SEARCH.clear()
     repo = os.path.abspath(args.repo)
     edit_path = os.path.join(repo, args.edit)
     sides = {"atlas": args.atlas}

@@ -525,7 +525,6 @@ impl SearchIndex {
                 index::INDEX_VERSION
             ))
         })?;
-        let vectors_name = format!("vectors-{}.bin", embedder.identity);
         // Cheap checks of everything but the vectors, which only disable their arm.
         let lexical = IndexMeta {
             artifacts: meta
@@ -572,7 +571,7 @@ impl SearchIndex {
         });
         let (reader, fields) = opened.map_err(|panic| corrupt(format!("tantivy: {panic}")))??;
         let (vectors, vectors_unavailable) =
-            match open_vectors(dir, &meta, &vectors_name, embedder.dim) {
+            match open_vectors(dir, &meta, &embedder.identity, embedder.dim) {
                 Ok(vectors) => (Some(vectors), None),
                 Err(reason) => (None, Some(reason)),
             };
@@ -897,8 +896,7 @@ impl Vectors {
     /// Row `row`'s bytes (`width` of them), `None` past the table.
     fn row(&self, row: usize, width: usize) -> Option<&[u8]> {
         let &(pack, in_pack) = self.table.locations.get(row)?;
-        let start = 64 + in_pack as usize * width;
-        self.packs.get(pack as usize)?.get(start..start + width)
+        index::pack_row(self.packs.get(pack as usize)?, in_pack, width)
     }
 }
 
@@ -908,9 +906,10 @@ impl Vectors {
 fn open_vectors(
     dir: &Path,
     meta: &IndexMeta,
-    name: &str,
+    model: &str,
     dim: usize,
 ) -> std::result::Result<Vectors, String> {
+    let name = &format!("vectors-{model}.bin");
     let opened = |name: &str| -> std::result::Result<Mmap, String> {
         let recorded = meta
             .artifacts
@@ -936,10 +935,6 @@ fn open_vectors(
     }
     let table =
         index::parse_vector_table(&opened(name)?, dim).map_err(|e| format!("{name}: {e}"))?;
-    let model = name
-        .strip_prefix("vectors-")
-        .and_then(|n| n.strip_suffix(".bin"))
-        .unwrap_or_default();
     let mut packs = Vec::with_capacity(table.packs.len());
     let mut sizes = Vec::with_capacity(table.packs.len());
     for id in &table.packs {

@@ -37,8 +37,8 @@ mod vectors;
 
 use vectors::write_vectors;
 pub use vectors::{
-    Location, VectorTable, VectorsDefect, pack_name, parse_pack_header, parse_vector_table,
-    vector_checksum_ok,
+    Location, VectorTable, VectorsDefect, pack_name, pack_row, parse_pack_header,
+    parse_vector_table, vector_checksum_ok,
 };
 
 /// Bumped when documents or the layout change: older indexes are rebuilt, not updated.
@@ -360,6 +360,28 @@ pub struct Base<'g> {
     pub meta: IndexMeta,
 }
 
+impl Base<'_> {
+    /// Hard-links the base's artifact `relative` into `dir` and records the entry the
+    /// base has for it in `linked`; copies it where links are refused (some
+    /// filesystems), and the copy is hashed with the new files.
+    fn share(
+        &self,
+        relative: &str,
+        dir: &Path,
+        linked: &mut BTreeMap<String, (Artifact, Inode)>,
+    ) -> Result<()> {
+        let (from, target) = (self.dir.join(relative), dir.join(relative));
+        if fs::hard_link(&from, &target).is_err() {
+            fs::copy(&from, &target).at(&from)?;
+        } else if let (Some(artifact), Some(identity)) =
+            (self.meta.artifacts.get(relative), inode(&target))
+        {
+            linked.insert(relative.to_string(), (artifact.clone(), identity));
+        }
+        Ok(())
+    }
+}
+
 /// `(kind, file, local)`: a document's identity that survives generations.
 type Key<'a> = (&'static str, &'a str, u32);
 
@@ -531,21 +553,14 @@ pub fn build(
                     if name.to_string_lossy().starts_with(".tantivy") {
                         continue; // lock files
                     }
-                    // Linked, not copied: tantivy never writes a file it did not create
+                    // Shared: tantivy never writes a file it did not create
                     // (`open_write` is create-new, `atomic_write` renames a temporary
                     // file over the name), so the base's copy cannot change under it.
-                    // Where links are refused (some filesystems), a copy.
-                    let target = tantivy_dir.join(&name);
-                    let relative = format!("tantivy/{}", name.to_string_lossy());
-                    if fs::hard_link(entry.path(), &target).is_ok() {
-                        if let (Some(artifact), Some(inode)) =
-                            (b.meta.artifacts.get(&relative), inode(&target))
-                        {
-                            linked.insert(relative, (artifact.clone(), inode));
-                        }
-                    } else {
-                        fs::copy(entry.path(), &target).at(entry.path())?;
-                    }
+                    b.share(
+                        &format!("tantivy/{}", name.to_string_lossy()),
+                        dir,
+                        &mut linked,
+                    )?;
                 }
             }
             Index::open_in_dir(&tantivy_dir).map_err(|e| tantivy_error(&tantivy_dir, e))?

@@ -115,14 +115,15 @@ pub(super) fn write_vectors(
         .filter(|&i| carried[i].is_none_or(|(p, _)| !kept.contains(&p)))
         .collect();
     let mut pack = vec![0u8; VECTOR_HEADER + in_pack.len() * row_bytes];
-    let mut fresh: HashMap<usize, usize> = HashMap::with_capacity(to_embed.len());
+    // Row → its place among the embedded rows.
+    let mut fresh: Vec<Option<usize>> = vec![None; items.len()];
     for (n, &i) in to_embed.iter().enumerate() {
-        fresh.insert(i, n);
+        fresh[i] = Some(n);
     }
     for (slot, &i) in in_pack.iter().enumerate() {
         let at = VECTOR_HEADER + slot * row_bytes;
-        match (fresh.get(&i), carried[i], &old) {
-            (Some(&n), _, _) => {
+        match (fresh[i], carried[i], &old) {
+            (Some(n), _, _) => {
                 for (d, value) in embedded[n * dim..(n + 1) * dim].iter().enumerate() {
                     pack[at + d * 4..at + d * 4 + 4].copy_from_slice(&value.to_le_bytes());
                 }
@@ -143,18 +144,8 @@ pub(super) fn write_vectors(
     if let (Some(old), Some(base)) = (&old, base) {
         for &p in &kept {
             let id = &old.packs[p as usize].id;
-            let name = pack_name(model, id);
-            let (from, target) = (base.dir.join(&name), dir.join(&name));
             // Packs are written once and never modified: shared, not copied.
-            if fs::hard_link(&from, &target).is_ok() {
-                if let (Some(artifact), Some(identity)) =
-                    (base.meta.artifacts.get(&name), inode(&target))
-                {
-                    linked.insert(name, (artifact.clone(), identity));
-                }
-            } else {
-                fs::copy(&from, &target).at(&from)?;
-            }
+            base.share(&pack_name(model, id), dir, linked)?;
             renumber.insert(p, pack_ids.len() as u32);
             pack_ids.push(id.clone());
         }
@@ -162,21 +153,12 @@ pub(super) fn write_vectors(
     let new_pack = if in_pack.is_empty() {
         None
     } else {
-        let payload = (pack.len() - VECTOR_HEADER) as u64;
-        write_header(&mut pack, PACK_MAGIC, dim, in_pack.len(), 0, payload);
+        write_header(&mut pack, PACK_MAGIC, dim, in_pack.len(), 0);
         let id = hash(&pack[VECTOR_HEADER..]).to_hex()[..16].to_string();
         let name = pack_name(model, &id);
-        let path = dir.join(&name);
         // The same id is the same rows: a linked pack already holds them.
-        if !path.exists() {
-            fs::write(&path, &pack).at(&path)?;
-            written.push((
-                name,
-                Artifact {
-                    bytes: pack.len() as u64,
-                    blake3: checksum(&pack),
-                },
-            ));
+        if !dir.join(&name).exists() {
+            written.push(write_artifact(dir, name, &pack)?);
         }
         let index = match pack_ids.iter().position(|p| *p == id) {
             Some(index) => index as u32,
@@ -190,9 +172,9 @@ pub(super) fn write_vectors(
     drop(pack);
 
     // The table: pack ids, then per row its item and place.
-    let mut slots: HashMap<usize, u32> = HashMap::with_capacity(in_pack.len());
+    let mut slots: Vec<Option<u32>> = vec![None; items.len()];
     for (slot, &i) in in_pack.iter().enumerate() {
-        slots.insert(i, slot as u32);
+        slots[i] = Some(slot as u32);
     }
     let mut table = vec![0u8; VECTOR_HEADER + pack_ids.len() * PACK_ID + items.len() * TABLE_ROW];
     for (n, id) in pack_ids.iter().enumerate() {
@@ -201,8 +183,8 @@ pub(super) fn write_vectors(
     }
     let rows_at = VECTOR_HEADER + pack_ids.len() * PACK_ID;
     for (i, &item) in items.iter().enumerate() {
-        let (pack, row) = match (slots.get(&i), new_pack) {
-            (Some(&slot), Some(pack)) => (pack, slot),
+        let (pack, row) = match (slots[i], new_pack) {
+            (Some(slot), Some(pack)) => (pack, slot),
             _ => carried[i]
                 .and_then(|(p, r)| Some((*renumber.get(&p)?, r)))
                 .ok_or_else(|| internal("a vector row outside the new pack and the kept ones"))?,
@@ -212,25 +194,8 @@ pub(super) fn write_vectors(
         table[at + 4..at + 8].copy_from_slice(&pack.to_le_bytes());
         table[at + 8..at + 12].copy_from_slice(&row.to_le_bytes());
     }
-    let payload = (table.len() - VECTOR_HEADER) as u64;
-    write_header(
-        &mut table,
-        VECTOR_MAGIC,
-        dim,
-        items.len(),
-        pack_ids.len(),
-        payload,
-    );
-    let name = format!("vectors-{model}.bin");
-    let path = dir.join(&name);
-    fs::write(&path, &table).at(&path)?;
-    written.push((
-        name,
-        Artifact {
-            bytes: table.len() as u64,
-            blake3: checksum(&table),
-        },
-    ));
+    write_header(&mut table, VECTOR_MAGIC, dim, items.len(), pack_ids.len());
+    written.push(write_artifact(dir, format!("vectors-{model}.bin"), &table)?);
     Ok(WrittenVectors {
         embedded: to_embed.len(),
         written,
@@ -263,15 +228,20 @@ fn kept_packs(carried: &[Option<Location>], old: Option<&OldVectors>) -> Vec<u32
     }
 }
 
-/// The 64-byte header of a table or a pack; the payload after it is already in `bytes`.
-fn write_header(
-    bytes: &mut [u8],
-    magic: &[u8; 8],
-    dim: usize,
-    rows: usize,
-    packs: usize,
-    payload: u64,
-) {
+/// Writes `bytes` as `dir/name`; its `index.json` entry, hashed from the bytes written.
+fn write_artifact(dir: &Path, name: String, bytes: &[u8]) -> Result<(String, Artifact)> {
+    let path = dir.join(&name);
+    fs::write(&path, bytes).at(&path)?;
+    let artifact = Artifact {
+        bytes: bytes.len() as u64,
+        blake3: checksum(bytes),
+    };
+    Ok((name, artifact))
+}
+
+/// Fills the 64-byte header of a table or a pack whose payload is already in `bytes`.
+fn write_header(bytes: &mut [u8], magic: &[u8; 8], dim: usize, rows: usize, packs: usize) {
+    let payload = (bytes.len() - VECTOR_HEADER) as u64;
     bytes[..8].copy_from_slice(magic);
     bytes[8..12].copy_from_slice(&VECTOR_FORMAT.to_le_bytes());
     bytes[12..16].copy_from_slice(&(dim as u32).to_le_bytes());
@@ -356,12 +326,14 @@ impl<'g> OldVectors<'g> {
 
     /// The row's bytes (little-endian `f32`s), as the base wrote them.
     fn row(&self, (pack, row): Location) -> Option<&[u8]> {
-        let start = VECTOR_HEADER + row as usize * self.row_bytes;
-        self.packs
-            .get(pack as usize)?
-            .mmap
-            .get(start..start + self.row_bytes)
+        pack_row(&self.packs.get(pack as usize)?.mmap, row, self.row_bytes)
     }
+}
+
+/// Row `row` of a pack's bytes (`width` of them), `None` past its end.
+pub fn pack_row(pack: &[u8], row: u32, width: usize) -> Option<&[u8]> {
+    let start = VECTOR_HEADER + row as usize * width;
+    pack.get(start..start + width)
 }
 
 /// The fields every header shares, after checking magic, format and dimension:

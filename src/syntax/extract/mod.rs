@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use tree_sitter::{Node, Parser, QueryCursor, StreamingIterator};
+use tree_sitter::{Node, Parser};
 
 use crate::error::Result;
 use crate::syntax::facts::{
@@ -29,7 +29,7 @@ use type_text::{strip_generics, type_name_and_qualifier};
 
 /// Bumped whenever extraction output changes for the same input; part of the cache key
 /// and of the fingerprint.
-pub const EXTRACTOR_VERSION: u32 = 6;
+pub const EXTRACTOR_VERSION: u32 = 7;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
@@ -44,9 +44,26 @@ thread_local! {
     static PARSERS: RefCell<Vec<(Language, Parser)>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Every match of a language's query under a root, handed on as (capture name, node)
+/// pairs; true when a limit cut matches short.
+type MatchSource<'a> =
+    &'a dyn for<'t> Fn(Node<'t>, &str, &mut dyn FnMut(&[(&str, Node<'t>)])) -> bool;
+
 /// Extracts the facts of one source file.
 pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
-    let query = &language.query()?.query;
+    let patterns = &language.query()?.patterns;
+    let names = patterns.capture_names();
+    extract_with(language, source, &|root, source, each| {
+        let mut captures: Vec<(&str, Node)> = Vec::new();
+        patterns.for_each_match(root, source.as_bytes(), MAX_NESTING, |m| {
+            captures.clear();
+            captures.extend(m.iter().map(|&(c, node)| (names[usize::from(c)], node)));
+            each(&captures);
+        })
+    })
+}
+
+fn extract_with(language: Language, source: &str, matches: MatchSource) -> Result<FileFacts> {
     let tree = PARSERS.with(|parsers| {
         let mut parsers = parsers.borrow_mut();
         let index = match parsers.iter().position(|(l, _)| *l == language) {
@@ -84,19 +101,7 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
 
     let depth = max_depth(root);
     let mut collector = Collector::new(language, source);
-    let mut cursor = QueryCursor::new();
-    cursor.set_max_start_depth(Some(MAX_NESTING));
-    let mut matches = cursor.matches(query, root, source.as_bytes());
-    let names = query.capture_names();
-    while let Some(m) = matches.next() {
-        let captures: Vec<(&str, Node)> = m
-            .captures()
-            .iter()
-            .map(|c| (names[c.index as usize], c.node))
-            .collect();
-        collector.add_match(&captures);
-    }
-    drop(matches);
+    let cut = matches(root, source, &mut |captures| collector.add_match(captures));
     let mut facts = collector.finish();
     facts.line_count = line_count;
     facts.error_count = error_count;
@@ -112,9 +117,12 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
         facts.limit = Some(format!(
             "syntax nested {depth} deep; nothing deeper than {MAX_NESTING} is extracted"
         ));
-    } else if cursor.did_exceed_match_limit() {
+    } else if cut {
         facts.parse_status = ParseStatus::Truncated;
-        facts.limit = Some("tree-sitter's query match limit was exceeded".into());
+        facts.limit = Some(format!(
+            "a pattern matched one node more than {} ways; the rest are not extracted",
+            crate::syntax::lang::pattern::MAX_MATCHES_PER_NODE
+        ));
     }
     Ok(facts)
 }
@@ -649,6 +657,7 @@ fn bindings_in_scope(defs: &[Definition], mut raw: Vec<RawBinding>) -> Vec<TypeB
         match merged.last_mut() {
             Some(a) if a.site == b.site && a.name == b.name => {
                 a.type_name = a.type_name.take().or(b.type_name);
+                a.items = a.items.take().or(b.items);
                 a.initializer = a.initializer.take().or(b.initializer);
                 a.value = a.value.take().or(b.value);
                 a.element |= b.element;

@@ -401,3 +401,139 @@ fn garbage_input_never_panics() {
         }
     }
 }
+
+/// Facts as tree-sitter's own query engine finds them: what the pattern engine
+/// (`lang::pattern`) replaced, and must agree with.
+fn extract_by_tree_sitter(language: Language, source: &str) -> FileFacts {
+    use tree_sitter::{QueryCursor, StreamingIterator};
+    let query = crate::syntax::lang::LanguageQuery::tree_sitter(language);
+    let names = query.capture_names();
+    extract_with(language, source, &|root, source, each| {
+        let mut cursor = QueryCursor::new();
+        cursor.set_max_start_depth(Some(MAX_NESTING));
+        let mut matches = cursor.matches(&query, root, source.as_bytes());
+        while let Some(m) = matches.next() {
+            let captures: Vec<(&str, Node)> = m
+                .captures()
+                .iter()
+                .map(|c| (names[c.index as usize], c.node))
+                .collect();
+            each(&captures);
+        }
+        drop(matches);
+        cursor.did_exceed_match_limit()
+    })
+    .expect("the embedded queries compile")
+}
+
+/// Source files under `dir` (sorted, hidden directories and `target` skipped) with
+/// their language.
+fn sources_under(dir: &Path, out: &mut Vec<(std::path::PathBuf, Language)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                sources_under(&path, out);
+            }
+        } else if let Some(language) = Language::from_path(name) {
+            out.push((path, language));
+        }
+    }
+}
+
+/// Where the two engines' facts for one file differ, if they do.
+fn engines_disagree(language: Language, source: &str) -> Option<String> {
+    let ours = extract(language, source).expect("extraction never fails");
+    let theirs = extract_by_tree_sitter(language, source);
+    if ours == theirs {
+        return None;
+    }
+    let parts = |f: &FileFacts| -> Vec<String> {
+        let mut out = vec![format!(
+            "{:?} {:?} {} {:?} {:?}",
+            f.parse_status, f.limit, f.error_count, f.error_lines, f.package
+        )];
+        out.extend(f.defs.iter().map(|d| format!("{d:?}")));
+        out.extend(f.refs.iter().map(|r| format!("{r:?}")));
+        out.extend(f.imports.iter().map(|i| format!("{i:?}")));
+        out.extend(f.bindings.iter().map(|b| format!("{b:?}")));
+        out
+    };
+    let (a, b) = (parts(&ours), parts(&theirs));
+    let first = a
+        .iter()
+        .zip(&b)
+        .find(|(x, y)| x != y)
+        .map(|(x, y)| format!("ours:   {x}\ntheirs: {y}"))
+        .unwrap_or_else(|| format!("{} facts against {}", a.len(), b.len()));
+    Some(first)
+}
+
+#[test]
+fn the_pattern_engine_extracts_what_tree_sitter_queries_extract() {
+    // Every fixture and corpus source, the garbage inputs, and (for a wider check by
+    // hand) every source under the tree named by ATLAS_PATTERN_TREE when the test is
+    // compiled: see docs/PERFORMANCE.md.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources_under(&root.join("fixtures"), &mut files);
+    sources_under(&root.join("corpus"), &mut files);
+    if let Some(tree) = option_env!("ATLAS_PATTERN_TREE") {
+        sources_under(Path::new(tree), &mut files);
+    }
+    assert!(files.len() >= 20, "the fixtures hold sources");
+    let mut compared = 0;
+    let mut disagreements = Vec::new();
+    for (path, language) in &files {
+        let Ok(source) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        compared += 1;
+        if let Some(difference) = engines_disagree(*language, &source) {
+            disagreements.push(format!("{}:\n{difference}", path.display()));
+        }
+    }
+    for language in Language::ALL {
+        for source in [
+            "",
+            "}}}{{{((",
+            "class def fn func (",
+            "import from export *",
+        ] {
+            if let Some(difference) = engines_disagree(language, source) {
+                disagreements.push(format!("{language:?} {source:?}:\n{difference}"));
+            }
+        }
+    }
+    eprintln!("{compared} files compared");
+    assert!(
+        disagreements.is_empty(),
+        "{} of {compared} files differ; first ones:\n{}",
+        disagreements.len(),
+        disagreements
+            .iter()
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn a_node_matched_more_ways_than_the_cap_is_truncated_and_says_so() {
+    use crate::syntax::lang::pattern::MAX_MATCHES_PER_NODE;
+    let names: Vec<String> = (0..=MAX_MATCHES_PER_NODE)
+        .map(|i| format!("n{i}"))
+        .collect();
+    let source = format!("from m import ({})\n", names.join(", "));
+    let facts = extract(Language::Python, &source).expect("extraction never fails");
+    assert_eq!(facts.parse_status, ParseStatus::Truncated);
+    let limit = facts.limit.expect("the cut is reported");
+    assert!(limit.contains(&MAX_MATCHES_PER_NODE.to_string()), "{limit}");
+    assert_eq!(facts.imports.len(), MAX_MATCHES_PER_NODE);
+}

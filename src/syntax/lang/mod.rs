@@ -4,6 +4,8 @@
 
 use std::sync::OnceLock;
 
+pub(crate) mod pattern;
+
 use crate::code_enum::code_enum;
 use crate::error::{AtlasError, Result};
 
@@ -151,22 +153,22 @@ const ALLOWED_CAPTURES: &[&str] = &[
 ];
 
 pub(crate) struct LanguageQuery {
-    pub query: tree_sitter::Query,
+    pub patterns: pattern::Patterns,
 }
 
 impl LanguageQuery {
     fn load(language: Language) -> std::result::Result<LanguageQuery, QueryDefect> {
-        let query =
-            tree_sitter::Query::new(&language.grammar(), language.query_source()).map_err(|e| {
-                QueryDefect(format!(
-                    "line {}: {:?} error at {:?}",
-                    e.row + 1,
-                    e.kind,
-                    e.message
-                ))
-            })?;
-        validate_capture_names(query.capture_names())?;
-        Ok(LanguageQuery { query })
+        let patterns = pattern::Patterns::compile(&language.grammar(), language.query_source())?;
+        validate_capture_names(patterns.capture_names())?;
+        Ok(LanguageQuery { patterns })
+    }
+
+    /// The same query compiled by tree-sitter, which the pattern engine must agree with
+    /// (`extract::tests`).
+    #[cfg(test)]
+    pub(crate) fn tree_sitter(language: Language) -> tree_sitter::Query {
+        tree_sitter::Query::new(&language.grammar(), language.query_source())
+            .expect("the embedded queries compile")
     }
 }
 

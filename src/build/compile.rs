@@ -349,6 +349,8 @@ impl<'a> Part<'a> {
         let mut suffixes = Vec::new();
         let mut segments = Vec::new();
         let mut exact = Vec::new();
+        // Nodes come file by file: each file's module path is made once.
+        let mut module_of: Option<(u32, String)> = None;
         for (local, node) in nodes.iter().enumerate() {
             let local = local as u32;
             if matches!(node.kind, SymbolKind::Module | SymbolKind::File) {
@@ -362,9 +364,15 @@ impl<'a> Part<'a> {
             for word in split_identifier(&node.name) {
                 segments.push((word, local));
             }
-            let module = node.file.map_or(String::new(), |f| {
-                module_path_of(self.files[f as usize].path)
-            });
+            let module = match node.file {
+                Some(f) => {
+                    if module_of.as_ref().is_none_or(|(file, _)| *file != f) {
+                        module_of = Some((f, module_path_of(self.files[f as usize].path)));
+                    }
+                    module_of.as_ref().map_or("", |(_, module)| module.as_str())
+                }
+                None => "",
+            };
             let full = format!("{module}.{}", normalize_qualified(&node.qualified));
             let parts: Vec<&str> = full.split('.').filter(|p| !p.is_empty()).collect();
             for start in 0..parts.len().saturating_sub(1) {
@@ -373,17 +381,19 @@ impl<'a> Part<'a> {
         }
 
         // Intern the segment's strings, sorted, so string ids order like their text.
-        let mut all: Vec<&str> = Vec::new();
-        all.extend(files.iter().map(|f| f.path));
+        // Most are repeats (frontier names, name-table keys): only the distinct ones are
+        // sorted.
+        let mut distinct: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+        distinct.extend(files.iter().map(|f| f.path));
         for node in nodes {
-            all.push(&node.name);
-            all.push(&node.qualified);
+            distinct.insert(&node.name);
+            distinct.insert(&node.qualified);
             if let Some(symbol) = &node.scip_symbol {
-                all.push(symbol);
+                distinct.insert(symbol);
             }
         }
-        all.extend(frontier.iter().map(|f| &*f.name));
-        all.extend(
+        distinct.extend(frontier.iter().map(|f| &*f.name));
+        distinct.extend(
             exact
                 .iter()
                 .chain(&folded)
@@ -391,8 +401,8 @@ impl<'a> Part<'a> {
                 .chain(&segments)
                 .map(|(t, _)| t.as_str()),
         );
+        let mut all: Vec<&str> = distinct.into_iter().collect();
         all.sort_unstable();
-        all.dedup();
         let interner = Interner {
             ids: all
                 .iter()

@@ -414,7 +414,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             what: "manifest",
             reason: e.to_string(),
         })?;
-    write_synced(&staging.join(MANIFEST_FILE), manifest_text.as_bytes())?;
+    write_staged(&staging.join(MANIFEST_FILE), manifest_text.as_bytes())?;
     inject(options, "before-publish")?;
     // The generation and its search index are published together: readers of the
     // committed generation never find it without its index (issue 10, D).
@@ -584,7 +584,7 @@ fn write_generation(
         let target = staging.join(name);
         let artifact = match (bytes, previous) {
             (Some(bytes), _) => {
-                write_synced(&target, bytes)?;
+                write_staged(&target, bytes)?;
                 Artifact {
                     bytes: bytes.len() as u64,
                     blake3: blake3::hash(bytes).to_hex().to_string(),
@@ -616,7 +616,7 @@ fn write_generation(
         encoded.bytes += if bytes.is_none() { artifact.bytes } else { 0 };
         artifacts.insert(name.clone(), artifact);
     }
-    write_synced(&staging.join(GRAPH_FILE), &encoded.root)?;
+    write_staged(&staging.join(GRAPH_FILE), &encoded.root)?;
     artifacts.insert(
         GRAPH_FILE.to_string(),
         Artifact {
@@ -894,11 +894,10 @@ fn build_search(
     }
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::File::create(path).at(path)?;
-    file.write_all(bytes).at(path)?;
-    file.sync_all().at(path)
+/// Writes a file of the staging directory. Not fsynced here: `Store::install` fsyncs
+/// the whole staging directory, every file at once, before it is renamed into place.
+fn write_staged(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).at(path)
 }
 
 /// A report as JSON data (for the manifest).

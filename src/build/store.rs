@@ -785,19 +785,36 @@ impl Drop for Scratch {
     }
 }
 
-/// Fsyncs every regular file under `dir`, then the directories themselves.
+/// Fsyncs every regular file under `dir` (side by side: they are independent), then the
+/// directories themselves, deepest first.
 fn sync_tree(dir: &Path) -> Result<()> {
+    use rayon::prelude::*;
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    collect_tree(dir, &mut files, &mut dirs)?;
+    files
+        .par_iter()
+        .try_for_each(|path| File::open(path).and_then(|f| f.sync_all()).at(path))?;
+    for dir in dirs.iter().rev() {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// The regular files under `dir` and its directories, `dir` first.
+fn collect_tree(dir: &Path, files: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) -> Result<()> {
+    dirs.push(dir.to_path_buf());
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
         let path = entry.path();
         let kind = entry.file_type().at(&path)?;
         if kind.is_dir() {
-            sync_tree(&path)?;
+            collect_tree(&path, files, dirs)?;
         } else if kind.is_file() {
-            File::open(&path).and_then(|f| f.sync_all()).at(&path)?;
+            files.push(path);
         }
     }
-    sync_dir(dir)
+    Ok(())
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {

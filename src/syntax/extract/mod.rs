@@ -127,26 +127,11 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
     Ok(facts)
 }
 
-/// The deepest node's depth, by an iterative walk (linear, no recursion).
+/// The deepest node's depth.
 fn max_depth(root: Node) -> u32 {
-    let mut cursor = root.walk();
-    let (mut depth, mut deepest) = (0u32, 0u32);
-    loop {
-        deepest = deepest.max(depth);
-        if cursor.goto_first_child() {
-            depth += 1;
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return deepest;
-            }
-            depth -= 1;
-        }
-    }
+    let mut deepest = 0;
+    crate::syntax::lang::pattern::preorder(root, |_, depth| deepest = deepest.max(depth));
+    deepest
 }
 
 fn count_errors(root: Node) -> (u32, Vec<u32>) {

@@ -159,10 +159,7 @@ impl Patterns {
         let mut cut = false;
         let mut found: Vec<Captures<'t>> = Vec::new();
         let mut kids = Vec::new();
-        let mut cursor = root.walk();
-        let mut depth = 0u32;
-        loop {
-            let node = cursor.node();
+        preorder(root, |node, depth| {
             if depth <= max_start_depth {
                 let kind = usize::from(node.kind_id());
                 let indexed = self.by_kind.get(kind).map_or(&[][..], Vec::as_slice);
@@ -188,20 +185,8 @@ impl Patterns {
                     cut |= self.emit(pattern, &mut found, source, &mut each);
                 }
             }
-            if cursor.goto_first_child() {
-                depth += 1;
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    break;
-                }
-                if !cursor.goto_parent() {
-                    return cut;
-                }
-                depth -= 1;
-            }
-        }
+        });
+        cut
     }
 
     /// Filters one pattern's matches at one node (predicates, then the larger of two
@@ -265,6 +250,29 @@ impl Patterns {
             each(captures);
         }
         cut
+    }
+}
+
+/// Visits every node under `root` (itself included) in document order with its depth
+/// (`root`: 0), by a tree cursor: linear, no recursion.
+pub(crate) fn preorder<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>, u32)) {
+    let mut cursor = root.walk();
+    let mut depth = 0u32;
+    loop {
+        visit(cursor.node(), depth);
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+            depth -= 1;
+        }
     }
 }
 

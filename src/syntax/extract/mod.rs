@@ -52,12 +52,11 @@ type MatchSource<'a> =
 /// Extracts the facts of one source file.
 pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
     let patterns = &language.query()?.patterns;
-    let names = patterns.capture_names();
     extract_with(language, source, &|root, source, each| {
         let mut captures: Vec<(&str, Node)> = Vec::new();
         patterns.for_each_match(root, source.as_bytes(), MAX_NESTING, |m| {
             captures.clear();
-            captures.extend(m.iter().map(|&(c, node)| (names[usize::from(c)], node)));
+            captures.extend(m.iter().map(|&(c, node)| (patterns.capture_name(c), node)));
             each(&captures);
         })
     })

@@ -159,7 +159,7 @@ pub(crate) struct LanguageQuery {
 impl LanguageQuery {
     fn load(language: Language) -> std::result::Result<LanguageQuery, QueryDefect> {
         let patterns = pattern::Patterns::compile(&language.grammar(), language.query_source())?;
-        validate_capture_names(patterns.capture_names())?;
+        validate_capture_names(&patterns.capture_names())?;
         Ok(LanguageQuery { patterns })
     }
 

@@ -33,7 +33,7 @@ pub(crate) const MAX_MATCHES_PER_NODE: usize = 10_000;
 
 /// A compiled query: patterns by the kind of node they start at.
 pub(crate) struct Patterns {
-    capture_names: Vec<&'static str>,
+    capture_names: Vec<String>,
     patterns: Vec<Pattern>,
     /// Patterns whose root is a node pattern, by node kind id.
     by_kind: Vec<Vec<u32>>,
@@ -57,7 +57,7 @@ enum Root {
 struct Step {
     test: Test,
     field: Option<u16>,
-    negated: Vec<u16>,
+    negated: Vec<std::num::NonZeroU16>,
     captures: Vec<u16>,
     children: Children,
 }
@@ -127,13 +127,8 @@ impl Patterns {
                 }
             }
         }
-        let capture_names = parser
-            .capture_names
-            .into_iter()
-            .map(|name| &*Box::leak(name.into_boxed_str()))
-            .collect();
         Ok(Patterns {
-            capture_names,
+            capture_names: parser.capture_names,
             patterns,
             by_kind,
             any_kind,
@@ -141,8 +136,12 @@ impl Patterns {
         })
     }
 
-    pub(crate) fn capture_names(&self) -> &[&'static str] {
-        &self.capture_names
+    pub(crate) fn capture_names(&self) -> Vec<&str> {
+        self.capture_names.iter().map(String::as_str).collect()
+    }
+
+    pub(crate) fn capture_name(&self, capture: u16) -> &str {
+        &self.capture_names[usize::from(capture)]
     }
 
     /// Every match under `root`, pattern starts no deeper than `max_start_depth`, in
@@ -338,9 +337,11 @@ fn match_step<'t>(step: &Step, node: Node<'t>, field: Option<u16>, out: &mut Vec
     if !test_node(&step.test, node) {
         return;
     }
-    if step.negated.iter().any(|&f| {
-        std::num::NonZeroU16::new(f).is_some_and(|f| node.child_by_field_id(f.get()).is_some())
-    }) {
+    if step
+        .negated
+        .iter()
+        .any(|f| node.child_by_field_id(f.get()).is_some())
+    {
         return;
     }
     let own: Captures<'t> = step.captures.iter().map(|&c| (c, node)).collect();
@@ -560,11 +561,11 @@ impl Parser<'_, '_> {
     fn children(
         &mut self,
         equal: &mut Vec<(u16, String)>,
-    ) -> Result<(Children, Vec<u16>), QueryDefect> {
+    ) -> Result<(Children, Vec<std::num::NonZeroU16>), QueryDefect> {
         let mut children = Children::default();
         let mut anchor = false;
         let mut field: Option<u16> = None;
-        let mut negated: Vec<u16> = Vec::new();
+        let mut negated: Vec<std::num::NonZeroU16> = Vec::new();
         loop {
             match self.peek() {
                 None => return Err(self.defect("unclosed pattern")),
@@ -586,7 +587,8 @@ impl Parser<'_, '_> {
                 Some(b'!') => {
                     self.at += 1;
                     let name = self.identifier()?.to_string();
-                    negated.push(self.field_id(&name)?);
+                    let id = self.field_id(&name)?;
+                    negated.extend(std::num::NonZeroU16::new(id));
                 }
                 Some(b'(') if self.text.get(self.at + 1) == Some(&b'#') => {
                     self.predicate(equal)?;
@@ -733,7 +735,7 @@ mod tests {
                 .map(|&(c, node)| {
                     format!(
                         "{}={}",
-                        patterns.capture_names()[usize::from(c)],
+                        patterns.capture_name(c),
                         &source[node.byte_range()]
                     )
                 })

@@ -341,13 +341,21 @@ impl<'a> Resolver<'a> {
     /// Go interfaces are satisfied structurally: a struct whose methods include every
     /// method of an interface implements it (an `implements` edge at the struct's name,
     /// resolution `scope`, confidence 70), so that calls through the interface dispatch.
+    ///
+    /// Each interface tries only the scopes that define its rarest method (an inverted
+    /// index), not every struct: trying every (interface, struct) pair was quadratic, and
+    /// on a 13,890-file tree with four Go repositories it took 0.7 s of one core per build.
     fn go_implementations(&mut self) {
         let mut methods_of: HashMap<&'a str, HashSet<&'a str>> = HashMap::default();
+        let mut scopes_with: HashMap<&'a str, Vec<&'a str>> = HashMap::default();
         for &(scope, name) in self.members.keys() {
-            methods_of.entry(scope).or_default().insert(name);
+            if methods_of.entry(scope).or_default().insert(name) {
+                scopes_with.entry(name).or_default().push(scope);
+            }
         }
         let mut interfaces: Vec<(u32, &'a str)> = Vec::new();
-        let mut structs: Vec<(u32, &'a str, Span)> = Vec::new();
+        // Member scope → the structs declared with it, in node order.
+        let mut structs: HashMap<&'a str, Vec<(u32, Span)>> = HashMap::default();
         for (file, unit) in self.units.iter().enumerate() {
             if unit.language != Some(Language::Go) {
                 continue;
@@ -358,9 +366,10 @@ impl<'a> Resolver<'a> {
                 let id = base + i as u32;
                 match def.kind {
                     SymbolKind::Interface => interfaces.push((id, def.member_scope.as_str())),
-                    SymbolKind::Struct => {
-                        structs.push((id, def.member_scope.as_str(), def.name_span))
-                    }
+                    SymbolKind::Struct => structs
+                        .entry(def.member_scope.as_str())
+                        .or_default()
+                        .push((id, def.name_span)),
                     _ => {}
                 }
             }
@@ -369,12 +378,26 @@ impl<'a> Resolver<'a> {
             let Some(required) = methods_of.get(scope).filter(|m| !m.is_empty()) else {
                 continue;
             };
-            for &(id, struct_scope, site) in &structs {
+            // Every scope that satisfies the interface defines its rarest method.
+            let Some(candidates) = required
+                .iter()
+                .map(|m| scopes_with.get(m).map_or(&[][..], Vec::as_slice))
+                .min_by_key(|scopes| scopes.len())
+            else {
+                continue;
+            };
+            for &candidate in candidates {
+                let Some(declared) = structs.get(candidate) else {
+                    continue;
+                };
                 let satisfied = methods_of
-                    .get(struct_scope)
+                    .get(candidate)
                     .is_some_and(|have| required.iter().all(|m| have.contains(m)));
-                if satisfied && id != interface {
-                    let Some(file) = self.node(id).file else {
+                if !satisfied {
+                    continue;
+                }
+                for &(id, site) in declared {
+                    let Some(file) = self.node(id).file.filter(|_| id != interface) else {
                         continue;
                     };
                     self.edges.push(ResolvedEdge {

@@ -556,6 +556,64 @@ fn a_build_reads_only_the_files_its_stamps_do_not_vouch_for_and_equals_a_cold_bu
     }
 }
 
+/// A no-op build whose every file the committed stamps vouch for loads no facts but those
+/// of its partial files: with the fact cache gone, it is still unchanged and parses only
+/// the partial file, and it reports what the build before it reported (the partial file,
+/// the files skipped for their content). `--strict`
+/// still fails on the partial file. A file changed afterwards is read again.
+#[test]
+fn a_no_op_build_whose_files_the_stamps_vouch_for_loads_no_facts_and_reports_the_same() {
+    let sandbox = Sandbox::with_fixture("python");
+    sandbox.write("shop/binary.py", b"print(1)\0\0\0");
+    sandbox.write("shop/latin1.py", b"# caf\xe9\nx = 1\n");
+    let graph = sandbox.path().join("graph");
+    let build = |extra: &[&str]| {
+        let mut args = vec!["build", "--no-search", "--format", "json"];
+        args.extend_from_slice(extra);
+        atlas(&sandbox, &graph, &args)
+    };
+    settle();
+    let first = build(&[]).success().json();
+    assert_eq!(first["unchanged"], false);
+    let skipped = |report: &serde_json::Value| report["skipped"].clone();
+    let reasons: Vec<&str> = first["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["binary", "not-utf8"], "{first}");
+    assert_eq!(first["partial"][0]["path"], "broken.py", "{first}");
+
+    std::fs::remove_dir_all(graph.join("cache")).unwrap();
+    let noop = build(&[]).success().json();
+    assert_eq!(noop["unchanged"], true, "{noop}");
+    // Only the partial file's facts were needed (for its diagnostics): read and parsed
+    // again, as the cache lost them; every other file was neither read nor parsed.
+    assert_eq!(noop["parsed"], 1, "{noop}");
+    assert_eq!(
+        noop["unread"].as_u64(),
+        first["files"].as_u64().map(|n| n - 1),
+        "{noop}"
+    );
+    assert_eq!(noop["fingerprint"], first["fingerprint"]);
+    assert_eq!(noop["partial"], first["partial"], "the same partial files");
+    assert_eq!(skipped(&noop), skipped(&first), "the same skipped files");
+    assert_eq!(
+        (&noop["symbols"], &noop["edges"], &noop["frontier"]),
+        (&first["symbols"], &first["edges"], &first["frontier"])
+    );
+    build(&["--strict"]).failure(6, "atlas-build-strict-partial");
+
+    sandbox.write(
+        "shop/util.py",
+        "def apply_discount(amount):\n    return amount * 0.8\n",
+    );
+    let edit = build(&[]).success().json();
+    assert_eq!(edit["unchanged"], false, "{edit}");
+    assert!(edit["parsed"].as_u64() >= Some(1), "{edit}");
+}
+
 /// An edit can move an edge between two files neither of which it touched, and neither
 /// of which has an edge into the edited file: `y.py` types `h.item` through `Holder`'s
 /// field in `z.py`, whose value is a call to `make` in `x.py`; retyping `make` moves

@@ -100,6 +100,7 @@ impl FactMemo {
 type Held = (Arc<FileFacts>, Option<Arc<LazyRefs>>);
 
 /// A file after reading and extraction.
+#[derive(Clone)]
 pub(super) struct Loaded {
     pub(super) path: String,
     pub(super) language: Option<Language>,

@@ -11,6 +11,10 @@
 //! A build uses them too: a file whose stamp is vouched for, and whose content the
 //! stamps describe (`Known`: blake3, class, lines), is not read again; its facts come from
 //! the cache by that hash. On sympy that spares reading and hashing 1,946 files per edit.
+//! When the stamps vouch for every file and the inputs are the committed generation's, a
+//! build loads no facts at all (`pipeline::unchanged_unread`). A file skipped for its
+//! content (binary, not UTF-8) is stamped without a description: while its stamp holds,
+//! it is skipped again for the reason the committed manifest gives.
 //!
 //! `<graph>/stamps.bin` is a cache, never an authority: it belongs to one generation (its
 //! fingerprint), it is rewritten whole and atomically, and a missing, damaged or foreign

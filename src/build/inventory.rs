@@ -197,45 +197,127 @@ pub fn may_change_inventory(path: &str) -> bool {
     role_of(path).is_some() && !file_name(path).starts_with('#')
 }
 
-/// Walks `root` and returns the files to compile, sorted by path.
-pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
-    if !root.is_dir() {
-        return Err(AtlasError::CodeDirMissing(root.to_path_buf()));
-    }
-    let walker = walker(root).build();
+/// What one walker thread found: candidate files with what `stat` said, unsupported
+/// files' extensions, and entries that could not be read.
+#[derive(Default)]
+struct Found {
+    candidates: Vec<(String, u64, super::stamps::Stamp)>,
+    unsupported: Vec<String>,
+    skipped: Vec<Skipped>,
+}
 
-    let mut inventory = Inventory::default();
-    let mut candidates = Vec::new();
-    for entry in walker {
+impl Found {
+    fn visit(&mut self, entry: std::result::Result<ignore::DirEntry, ignore::Error>, root: &Path) {
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) => {
-                inventory.skipped.push(Skipped {
+                self.skipped.push(Skipped {
                     path: error_path(&err, root),
                     reason: SkipReason::Unreadable(err.to_string()),
                 });
-                continue;
+                return;
             }
         };
         // Symlinks are not followed, and other non-regular files are not source.
         if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+            return;
         }
         let Some(path) = relative_path(entry.path(), root) else {
-            continue;
+            return;
         };
-        let (size, stamp) = match entry.metadata() {
-            Ok(metadata) => (metadata.len(), super::stamps::Stamp::of(&metadata)),
-            Err(err) => {
-                inventory.skipped.push(Skipped {
-                    path,
-                    reason: SkipReason::Unreadable(err.to_string()),
-                });
-                continue;
+        // A file no language or text role takes is counted, never stat'ed.
+        if role_of(&path).is_none() {
+            let ext = path
+                .rsplit_once('/')
+                .map_or(path.as_str(), |(_, n)| n)
+                .rsplit_once('.')
+                .map_or("(none)", |(_, e)| e);
+            self.unsupported.push(ext.to_string());
+            return;
+        }
+        match entry.metadata() {
+            Ok(metadata) => {
+                let stamp = super::stamps::Stamp::of(&metadata);
+                self.candidates.push((path, metadata.len(), stamp));
             }
-        };
-        candidates.push((path, size, stamp));
+            Err(err) => self.skipped.push(Skipped {
+                path,
+                reason: SkipReason::Unreadable(err.to_string()),
+            }),
+        }
     }
+}
+
+/// Hands each walker thread a `Visitor`; each hands its findings over when it is done.
+struct Visitors<'s> {
+    all: &'s std::sync::Mutex<Vec<Found>>,
+    root: &'s Path,
+}
+
+struct Visitor<'s> {
+    found: Found,
+    all: &'s std::sync::Mutex<Vec<Found>>,
+    root: &'s Path,
+}
+
+impl<'s> ignore::ParallelVisitorBuilder<'s> for Visitors<'s> {
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
+        Box::new(Visitor {
+            found: Found::default(),
+            all: self.all,
+            root: self.root,
+        })
+    }
+}
+
+impl ignore::ParallelVisitor for Visitor<'_> {
+    fn visit(
+        &mut self,
+        entry: std::result::Result<ignore::DirEntry, ignore::Error>,
+    ) -> ignore::WalkState {
+        self.found.visit(entry, self.root);
+        ignore::WalkState::Continue
+    }
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        let found = std::mem::take(&mut self.found);
+        self.all
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(found);
+    }
+}
+
+/// Walks `root` and returns the files to compile, sorted by path.
+///
+/// The walk is parallel (`ignore`'s walker, one thread per core): it is syscalls
+/// (directory reads, ignore files, a `stat` per source file), and on a 13,890-file tree
+/// a serial walk took a quarter of a second, in every build and freshness check.
+pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
+    if !root.is_dir() {
+        return Err(AtlasError::CodeDirMissing(root.to_path_buf()));
+    }
+    let found = std::sync::Mutex::new(Vec::<Found>::new());
+    walker(root)
+        .build_parallel()
+        .visit(&mut Visitors { all: &found, root });
+    let mut inventory = Inventory::default();
+    let mut candidates = Vec::new();
+    for part in found.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        candidates.extend(part.candidates);
+        inventory.skipped.extend(part.skipped);
+        for ext in part.unsupported {
+            *inventory.unsupported.entry(ext).or_default() += 1;
+        }
+    }
+    // The threads' order is the scheduler's: every list is sorted.
+    inventory.skipped.sort_by(|a, b| {
+        a.path
+            .cmp(&b.path)
+            .then_with(|| a.reason.code().cmp(b.reason.code()))
+    });
     candidates.sort_by(|a, b| a.0.cmp(&b.0));
 
     let mut bytes_seen = 0u64;
@@ -243,17 +325,8 @@ pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
     let mut files_seen = 0usize;
     let mut hit_limit = None;
     for (path, size, stamp) in candidates {
-        let role = match role_of(&path) {
-            Some(role) => role,
-            None => {
-                let ext = path
-                    .rsplit_once('/')
-                    .map_or(path.as_str(), |(_, n)| n)
-                    .rsplit_once('.')
-                    .map_or("(none)", |(_, e)| e);
-                *inventory.unsupported.entry(ext.to_string()).or_default() += 1;
-                continue;
-            }
+        let Some(role) = role_of(&path) else {
+            continue;
         };
         if size > limits.max_file_bytes {
             inventory.skipped.push(Skipped {

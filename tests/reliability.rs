@@ -760,6 +760,28 @@ fn status_and_check_freshness_never_write_stamps() {
     assert!(stamps.exists());
 }
 
+/// A file the build skipped for its content (not UTF-8) is not a change while it stays as
+/// it was; rewritten as source, it is one: a fresh read refreshes and compiles it.
+#[test]
+fn a_skipped_file_rewritten_as_source_is_a_change_a_fresh_read_sees() {
+    let s = Sandbox::with_fixture("python");
+    s.write("shop/latin1.py", b"# caf\xe9\ndef latin():\n    return 1\n");
+    // Older than the racy window, so that the stamps written by the build vouch for it.
+    std::thread::sleep(std::time::Duration::from_millis(2_200));
+    let first = s.build_json();
+    assert_eq!(first["skipped"][0]["path"], "shop/latin1.py", "{first}");
+    assert!(!refreshed(&s), "an unchanged skipped file is not a change");
+    s.write("shop/latin1.py", "# café\ndef latin():\n    return 1\n");
+    let freshness = s
+        .atlas(&["check-freshness", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(freshness["rebuild_needed"], true, "{freshness}");
+    assert!(refreshed(&s), "the rewritten file is seen");
+    let dump = s.atlas(&["graph", "dump"]).success().stdout;
+    assert!(dump.contains("shop/latin1.py::latin"), "compiled now");
+}
+
 #[test]
 fn a_file_dated_centuries_ahead_neither_panics_nor_hides_a_change() {
     let s = built("python");

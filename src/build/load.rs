@@ -129,6 +129,12 @@ fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8000)].contains(&0)
 }
 
+/// Whether content is text a build compiles (not binary, UTF-8): what a file skipped for
+/// its content must become to be a change (`session::changes`).
+pub(super) fn is_compilable_text(bytes: &[u8]) -> bool {
+    !looks_binary(bytes) && std::str::from_utf8(bytes).is_ok()
+}
+
 /// Reads, hashes, classifies and (unless cached) extracts one inventoried file. A file
 /// whose content the committed generation's stamps vouch for (`known`) is not read: its
 /// hash, class and lines are the known ones, and its facts the cached ones (read as usual

@@ -205,7 +205,24 @@ pub fn changes(
                     hashed_clean = true;
                 }
             }
-            None if skipped.contains(&file.path) => {}
+            // A file the build skipped is not a change while its stamp vouches for it (a
+            // file skipped for its content is stamped). Otherwise it is read again: text
+            // that would now compile (a binary or Latin-1 file rewritten as source) is.
+            None if skipped.contains(&file.path) => {
+                if let (Some(stamps), Some(stamp)) = (&stamps, &file.stamp)
+                    && stamps.vouches(&file.path, stamp)
+                {
+                    confirmed.push((file.path.clone(), *stamp));
+                } else if crate::source::read(
+                    code_root,
+                    &file.path,
+                    file.size.max(1).saturating_mul(2),
+                )
+                .is_ok_and(|bytes| super::load::is_compilable_text(&bytes))
+                {
+                    changed.push(file.path.clone());
+                }
+            }
             None => added.push(file.path.clone()),
         }
     }

@@ -8,7 +8,9 @@ agent or CI would, and prints medians. The machine is shared and noisy: quote me
 With --baseline, every build runs with both binaries, interleaved (each on its own graph
 directory), and both sides are printed. Builds skip the search index (`--no-search`)
 unless --search is given: then each build also publishes its generation's search index,
-as `atlas build` does by default.
+as `atlas build` does by default. The no-op right after an edit reads the edited file
+again (its stamp is too recent to vouch for it); with --baseline, no-ops are also timed
+once every file is settled, when the stamps vouch for all of them.
 """
 import argparse
 import json
@@ -25,6 +27,8 @@ DEFAULT_BIN = os.path.join(HERE, "..", "target", "release", "atlas")
 
 
 SEARCH = False  # --search: builds publish the search index too
+# The stamps trust no modification this recent (build::stamps::RACY_NS), plus a margin.
+STAMPS_RACY_S = 2.5
 
 
 def run_build(atlas, repo, graph):
@@ -131,7 +135,10 @@ def compare(args):
     repo = os.path.abspath(args.repo)
     sides = {"baseline": args.baseline, "atlas": args.atlas}
     graphs = {name: tempfile.mkdtemp(prefix=f"atlas-bench-{name}-") for name in sides}
-    results = {name: {"cold": [], "edit": [], "noop": [], "timings": [], "rss": []} for name in sides}
+    results = {
+        name: {"cold": [], "edit": [], "noop": [], "settled": [], "timings": [], "rss": []}
+        for name in sides
+    }
     order = list(sides)
     for i in range(args.runs):
         for name in order if i % 2 == 0 else order[::-1]:
@@ -144,9 +151,11 @@ def compare(args):
     comment = b"#" if edit_path.endswith(".py") else b"//"
     try:
         for i in range(args.runs):
-            with open(edit_path, "wb") as f:
-                f.write(original + b"\n" + comment + b" atlas bench edit %d\n" % i)
             for name in order if i % 2 == 0 else order[::-1]:
+                # Written just before each side's edit, so that its no-op finds the file
+                # as recent as the other side's does (too recent for the stamps).
+                with open(edit_path, "wb") as f:
+                    f.write(original + b"\n" + comment + b" atlas bench edit %d %s\n" % (i, name.encode()))
                 w, rss, r = run_build(sides[name], repo, graphs[name])
                 assert r["parsed"] == 1, r
                 results[name]["edit"].append(w)
@@ -158,6 +167,20 @@ def compare(args):
     finally:
         with open(edit_path, "wb") as f:
             f.write(original)
+    try:
+        # No-op builds once every file is settled (older than the stamps' racy window):
+        # the stamps vouch for every file, as for a rebuild some time after the last edit.
+        for name in order:
+            run_build(sides[name], repo, graphs[name])
+        time.sleep(STAMPS_RACY_S)
+        for name in order:
+            run_build(sides[name], repo, graphs[name])
+        for i in range(args.runs):
+            for name in order if i % 2 == 0 else order[::-1]:
+                w, rss, r = run_build(sides[name], repo, graphs[name])
+                assert r["unchanged"], r
+                results[name]["settled"].append((w, rss))
+    finally:
         for graph in graphs.values():
             shutil.rmtree(graph, ignore_errors=True)
     out = {"repo": repo, "runs": args.runs, "edit_file": os.path.relpath(edit_path, repo)}
@@ -169,6 +192,10 @@ def compare(args):
             "edit_wall_s_median": round(statistics.median(r["edit"]), 4),
             "edit_wall_s_all": [round(w, 4) for w in r["edit"]],
             "noop_wall_s_median": round(statistics.median(r["noop"]), 4),
+            "settled_noop_wall_s_median": round(statistics.median(w for w, _ in r["settled"]), 4),
+            "settled_noop_peak_rss_mib_median": round(
+                statistics.median(rss for _, rss in r["settled"]) / 1024, 1
+            ),
             "edit_peak_rss_mib_median": round(statistics.median(r["rss"]) / 1024, 1),
             "edit_stage_ms_median": {
                 s: round(statistics.median(t[s] for t in r["timings"]), 1) for s in stages

@@ -250,8 +250,8 @@ proptest! {
         std::fs::write(temp.path().join("cache").join(&shard).join(&name), &bytes).unwrap();
         let whole = store.load_facts(&key);
         let lazy = store.load_facts_lazily(&key);
-        // Both reads trust the same entries: the lazy one checks the references it holds
-        // back as the whole one checks them.
+        // Both reads trust the same entries: the lazy one checks the references and
+        // bindings it holds back as the whole one checks them.
         prop_assert_eq!(
             matches!(whole, atlas::build::store::Cached::Hit(_)),
             matches!(lazy, atlas::build::store::Cached::Hit(_))
@@ -261,16 +261,17 @@ proptest! {
                 path: "a.py",
                 language: Some(Language::Python),
                 facts: Some(&facts),
-                refs: None,
+                lazy: None,
             }];
             let resolved = atlas::build::resolve::resolve(&units, None);
-            if let atlas::build::store::Cached::Hit((head, refs)) = lazy {
-                prop_assert_eq!(refs.get(), facts.refs.as_slice());
+            if let atlas::build::store::Cached::Hit((head, lazy)) = lazy {
+                prop_assert_eq!(lazy.references(), facts.refs.as_slice());
+                prop_assert_eq!(lazy.bindings(), facts.bindings.as_slice());
                 let units = [atlas::build::resolve::SourceUnit {
                     path: "a.py",
                     language: Some(Language::Python),
                     facts: Some(&head),
-                    refs: Some(&refs),
+                    lazy: Some(&lazy),
                 }];
                 let again = atlas::build::resolve::resolve(&units, None);
                 prop_assert_eq!(&again.nodes, &resolved.nodes);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::inventory::{FileRole, SkipReason, Skipped};
 use crate::build::stamps::Known;
-use crate::build::store::{Cached, LazyRefs, Store};
+use crate::build::store::{Cached, LazyFacts, Store};
 use crate::graph::codes::FileClass;
 use crate::syntax::extract::{self, EXTRACTOR_VERSION};
 use crate::syntax::facts::FileFacts;
@@ -88,7 +88,7 @@ impl FactMemo {
             .iter()
             .filter_map(|f| {
                 let key = fact_key(&f.hash, f.language?);
-                Some((*key.as_bytes(), (f.facts.clone()?, f.refs.clone())))
+                Some((*key.as_bytes(), (f.facts.clone()?, f.lazy.clone())))
             })
             .collect();
         *self.lock() = kept;
@@ -96,8 +96,8 @@ impl FactMemo {
 }
 
 /// A file's facts and, when they came from the cache, its references held back
-/// (`Loaded::refs`).
-type Held = (Arc<FileFacts>, Option<Arc<LazyRefs>>);
+/// (`Loaded::lazy`).
+type Held = (Arc<FileFacts>, Option<Arc<LazyFacts>>);
 
 /// A file after reading and extraction.
 #[derive(Clone)]
@@ -108,11 +108,12 @@ pub(super) struct Loaded {
     pub(super) hash: [u8; 32],
     pub(super) size: u64,
     pub(super) lines: u32,
-    /// Facts taken from the cache hold only their bases in `facts.refs`: every
-    /// reference is here, decoded on first use (`Store::load_facts_lazily`). `None`
-    /// when `facts.refs` is whole (facts just extracted).
+    /// Facts taken from the cache hold only their bases in `facts.refs` and their
+    /// fields in `facts.bindings`: every reference and binding is in `lazy`, decoded on
+    /// first use (`Store::load_facts_lazily`). `None` when `facts` is whole (facts just
+    /// extracted).
     pub(super) facts: Option<Arc<FileFacts>>,
-    pub(super) refs: Option<Arc<LazyRefs>>,
+    pub(super) lazy: Option<Arc<LazyFacts>>,
 }
 
 /// Cache key of a file's facts (R-EXT-3).
@@ -175,19 +176,19 @@ pub(super) fn load(
         size: bytes.len() as u64,
         lines,
         facts: None,
-        refs: None,
+        lazy: None,
     };
     if let FileRole::Code(language) = file.role {
         loaded.language = Some(language);
         let key = fact_key(&hash, language);
-        if let Some((facts, refs)) = memo.and_then(|memo| memo.get(&key)) {
+        if let Some((facts, lazy)) = memo.and_then(|memo| memo.get(&key)) {
             counters.from_memory.fetch_add(1, Ordering::Relaxed);
-            (loaded.facts, loaded.refs) = (Some(facts), refs);
+            (loaded.facts, loaded.lazy) = (Some(facts), lazy);
             return Ok(loaded);
         }
         let facts = match store.load_facts_lazily(&key) {
-            Cached::Hit((facts, refs)) => {
-                loaded.refs = Some(Arc::new(refs));
+            Cached::Hit((facts, lazy)) => {
+                loaded.lazy = Some(Arc::new(lazy));
                 facts
             }
             damaged_or_missing => {
@@ -217,16 +218,16 @@ fn load_known(
     counters: &LoadCounters,
 ) -> Option<Loaded> {
     let class = FileClass::from_code(known.class)?;
-    let (facts, refs) = match file.language() {
+    let (facts, lazy) = match file.language() {
         Some(language) => {
             let key = fact_key(&known.hash, language);
             match memo.and_then(|memo| memo.get(&key)) {
-                Some((facts, refs)) => {
+                Some((facts, lazy)) => {
                     counters.from_memory.fetch_add(1, Ordering::Relaxed);
-                    (Some(facts), refs)
+                    (Some(facts), lazy)
                 }
                 None => match store.load_facts_lazily(&key) {
-                    Cached::Hit((facts, refs)) => (Some(Arc::new(facts)), Some(Arc::new(refs))),
+                    Cached::Hit((facts, lazy)) => (Some(Arc::new(facts)), Some(Arc::new(lazy))),
                     _ => return None,
                 },
             }
@@ -241,7 +242,7 @@ fn load_known(
         size: file.stamp?.size,
         lines: known.lines,
         facts,
-        refs,
+        lazy,
     })
 }
 

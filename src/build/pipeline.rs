@@ -540,7 +540,7 @@ fn unchanged_unread(
                 size: stamp.size,
                 lines: known.lines,
                 facts: None,
-                refs: None,
+                lazy: None,
             });
         } else if stamps.vouches(&file.path, stamp)
             && let Some(reason) = skipped_for_content.get(file.path.as_str())
@@ -1065,7 +1065,7 @@ fn source_units(files: &[Loaded]) -> Vec<SourceUnit<'_>> {
             path: &f.path,
             language: f.language,
             facts: f.facts.as_deref(),
-            refs: f.refs.as_deref(),
+            lazy: f.lazy.as_deref(),
         })
         .collect()
 }

@@ -22,7 +22,10 @@ use super::manifest::Manifest;
 use crate::config::Placement;
 use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::reader::Graph;
-use crate::syntax::facts::{ArchivedFileFacts, ArchivedRefRole, FileFacts, Reference};
+use crate::syntax::facts::{
+    ArchivedFileFacts, ArchivedRefRole, ArchivedSpan, ArchivedTypeBinding, Definition, FileFacts,
+    Reference, TypeBinding, is_field_binding,
+};
 
 /// An exclusive lock on `path` (created when missing), held while the returned file is
 /// open and released by the system when its process ends, however it ends: `Ok(None)` when
@@ -510,22 +513,16 @@ impl Store {
 
     /// Cached facts for `key` as a build holds them: checked as [`Store::load_facts`]
     /// checks them (every reference included), but decoded without the references that
-    /// are not bases, which [`LazyRefs`] decodes on first use. Those are most of an
+    /// are not bases, which [`LazyFacts`] decodes on first use. Those are most of an
     /// entry, and a build reads them only for the files it resolves.
-    pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(FileFacts, LazyRefs)> {
+    pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(FileFacts, LazyFacts)> {
         let bytes = match read_aligned(&self.cache_path(key)) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Cached::Miss,
             Err(e) => return Cached::Damaged(e.to_string()),
         };
         match decode_head(&bytes, key) {
-            Ok(facts) => Cached::Hit((
-                facts,
-                LazyRefs {
-                    entry: bytes,
-                    decoded: std::sync::OnceLock::new(),
-                },
-            )),
+            Ok(facts) => Cached::Hit((facts, LazyFacts::new(bytes))),
             Err(reason) => Cached::Damaged(reason),
         }
     }
@@ -591,33 +588,54 @@ pub type CachedFacts = Cached<FileFacts>;
 /// The references of facts read by [`Store::load_facts_lazily`], decoded on first use
 /// from their cache entry, kept whole (it was checked when it was read, and is never
 /// written).
-pub struct LazyRefs {
+pub struct LazyFacts {
     entry: rkyv::util::AlignedVec<FACTS_ALIGN>,
-    decoded: std::sync::OnceLock<Vec<Reference>>,
+    refs: std::sync::OnceLock<Vec<Reference>>,
+    bindings: std::sync::OnceLock<Vec<TypeBinding>>,
 }
 
-impl LazyRefs {
+impl LazyFacts {
+    fn new(entry: rkyv::util::AlignedVec<FACTS_ALIGN>) -> LazyFacts {
+        LazyFacts {
+            entry,
+            refs: std::sync::OnceLock::new(),
+            bindings: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The entry's archive. It passed these very checks when it was read, so this cannot
+    /// fail; were it to, the file would resolve nothing rather than stop the build.
+    fn archived(&self) -> Option<&ArchivedFileFacts> {
+        rkyv::access::<ArchivedFileFacts, rkyv::rancor::Error>(&self.entry[FACTS_HEADER..]).ok()
+    }
+
     /// Every reference of the file, in extraction order.
-    pub fn get(&self) -> &[Reference] {
-        self.decoded.get_or_init(|| {
-            // The entry passed these very checks when it was read, so neither can fail;
-            // were one to, the file would resolve no references rather than stop the build.
-            rkyv::access::<ArchivedFileFacts, rkyv::rancor::Error>(&self.entry[FACTS_HEADER..])
-                .and_then(|archived| {
-                    rkyv::deserialize::<Vec<Reference>, rkyv::rancor::Error>(&archived.refs)
-                })
+    pub fn references(&self) -> &[Reference] {
+        self.refs.get_or_init(|| {
+            self.archived()
+                .and_then(|a| rkyv::deserialize::<_, rkyv::rancor::Error>(&a.refs).ok())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Every type binding of the file, in extraction order.
+    pub fn bindings(&self) -> &[TypeBinding] {
+        self.bindings.get_or_init(|| {
+            self.archived()
+                .and_then(|a| rkyv::deserialize::<_, rkyv::rancor::Error>(&a.bindings).ok())
                 .unwrap_or_default()
         })
     }
 }
 
-impl std::fmt::Debug for LazyRefs {
+impl std::fmt::Debug for LazyFacts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "LazyRefs({} bytes, decoded: {})",
+            "LazyFacts({} bytes, references decoded: {}, bindings decoded: {})",
             self.entry.len(),
-            self.decoded.get().is_some()
+            self.refs.get().is_some(),
+            self.bindings.get().is_some()
         )
     }
 }
@@ -701,6 +719,20 @@ fn decode_head(
     let is_base = |role: &ArchivedRefRole| {
         matches!(role, ArchivedRefRole::Inherit | ArchivedRefRole::Implement)
     };
+    let defs: Vec<Definition> = rkyv::deserialize(&archived.defs).map_err(archive)?;
+    let scope = |scope: &rkyv::option::ArchivedOption<rkyv::rend::u32_le>| {
+        scope.as_ref().map(|s| s.to_native())
+    };
+    let is_field = |b: &ArchivedTypeBinding| {
+        let described = b.type_name.is_some() || b.initializer.is_some() || b.value.is_some();
+        is_field_binding(&defs, scope(&b.scope), described)
+    };
+    let bindings = archived
+        .bindings
+        .iter()
+        .filter(|b| is_field(b))
+        .map(|b| rkyv::deserialize::<TypeBinding, Error>(b).map_err(archive))
+        .collect::<std::result::Result<_, _>>()?;
     let facts = FileFacts {
         parse_status: rkyv::deserialize(&archived.parse_status).map_err(archive)?,
         limit: rkyv::deserialize(&archived.limit).map_err(archive)?,
@@ -708,7 +740,6 @@ fn decode_head(
         error_lines: rkyv::deserialize(&archived.error_lines).map_err(archive)?,
         line_count: archived.line_count.to_native(),
         package: rkyv::deserialize(&archived.package).map_err(archive)?,
-        defs: rkyv::deserialize(&archived.defs).map_err(archive)?,
         refs: archived
             .refs
             .iter()
@@ -716,20 +747,24 @@ fn decode_head(
             .map(|r| rkyv::deserialize::<Reference, Error>(r).map_err(archive))
             .collect::<std::result::Result<_, _>>()?,
         imports: rkyv::deserialize(&archived.imports).map_err(archive)?,
-        bindings: rkyv::deserialize(&archived.bindings).map_err(archive)?,
+        bindings,
+        defs,
     };
     facts.validate().map_err(|e| e.to_string())?;
-    // The references held back hold together as `FileFacts::validate` requires.
+    // The references and bindings held back hold together as `FileFacts::validate`
+    // requires.
     let defs = facts.defs.len();
+    let in_range = |index: Option<u32>| index.is_none_or(|i| (i as usize) < defs);
+    let ordered =
+        |site: &ArchivedSpan| site.start_byte <= site.end_byte && site.start_line <= site.end_line;
     for (at, r) in archived.refs.iter().enumerate() {
-        let site = &r.site;
-        let ordered = site.start_byte <= site.end_byte && site.start_line <= site.end_line;
-        let in_range = r
-            .from
-            .as_ref()
-            .is_none_or(|f| (f.to_native() as usize) < defs);
-        if !ordered || !in_range {
+        if !ordered(&r.site) || !in_range(scope(&r.from)) {
             return Err(format!("reference {at} is out of range"));
+        }
+    }
+    for (at, b) in archived.bindings.iter().enumerate() {
+        if !ordered(&b.site) || !in_range(scope(&b.scope)) {
+            return Err(format!("binding {at} is out of range"));
         }
     }
     Ok(facts)

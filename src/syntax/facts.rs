@@ -271,6 +271,18 @@ pub struct FileFacts {
     pub bindings: Vec<TypeBinding>,
 }
 
+/// Whether a binding scoped at `scope` describes a field (`self.x`, `this.x`, a declared
+/// field): its scope is a type, and it says something of the value (`described`: a type,
+/// an initializer or a value). Other files read fields through the resolver's field table,
+/// which every build fills; the other bindings are read only when a file's values are
+/// typed, and a build decodes them from the cache on first use.
+pub fn is_field_binding(defs: &[Definition], scope: Option<u32>, described: bool) -> bool {
+    described
+        && scope
+            .and_then(|s| defs.get(s as usize))
+            .is_some_and(|owner| owner.kind.is_type_container())
+}
+
 impl FileFacts {
     /// Whether the facts hold together: every index names an earlier definition (so that
     /// walking parents terminates), every span is ordered. Extraction always produces

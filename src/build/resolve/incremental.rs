@@ -124,7 +124,7 @@ impl<'a> Resolver<'a> {
             .into_par_iter()
             .map(|f| match &prior {
                 Some(p) if p.files[f].digest == digests[f] => p.files[f].interface,
-                _ => interface_digest(self.units[f].facts),
+                _ => interface_digest(self.units[f].facts, self.all_type_bindings(f as u32)),
             })
             .collect();
         let bindings: Vec<[u8; 32]> = (0..count as u32)
@@ -308,7 +308,7 @@ impl Digest {
 /// each other, so a body edit that shifts the definitions after it keeps the interface.
 /// Sizes do matter where overloads are told apart (`implementation_weight`), so those
 /// enter as they are.
-pub(super) fn interface_digest(facts: Option<&FileFacts>) -> [u8; 32] {
+pub(super) fn interface_digest(facts: Option<&FileFacts>, bindings: &[TypeBinding]) -> [u8; 32] {
     let mut h = Digest::default();
     let Some(facts) = facts else {
         h.write_u8(0);
@@ -329,7 +329,7 @@ pub(super) fn interface_digest(facts: Option<&FileFacts>) -> [u8; 32] {
             offsets.extend([span.start_byte, span.end_byte]);
         }
     }
-    for binding in &facts.bindings {
+    for binding in bindings {
         offsets.extend([binding.site.start_byte, binding.site.end_byte]);
     }
     offsets.sort_unstable();
@@ -373,8 +373,8 @@ pub(super) fn interface_digest(facts: Option<&FileFacts>) -> [u8; 32] {
             h.write_u32(def.span.end_byte.saturating_sub(def.span.start_byte));
         }
     }
-    h.write_usize(facts.bindings.len());
-    for b in &facts.bindings {
+    h.write_usize(bindings.len());
+    for b in bindings {
         h.write_opt_u32(b.scope);
         h.write_str(&b.name);
         h.write_opt_str(b.type_name.as_deref());

@@ -19,9 +19,11 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::build::scip::ScipFacts;
-use crate::build::store::LazyRefs;
+use crate::build::store::LazyFacts;
 use crate::syntax::extract::{collection_items, first_of_tuple};
-use crate::syntax::facts::{FileFacts, Import, RefRole, Reference, Span, SymbolKind, Visibility};
+use crate::syntax::facts::{
+    FileFacts, Import, RefRole, Reference, Span, SymbolKind, TypeBinding, Visibility,
+};
 
 pub mod merge_scip;
 
@@ -49,12 +51,14 @@ pub const RESOLVER_VERSION: u32 = 4;
 pub struct SourceUnit<'a> {
     pub path: &'a str,
     pub language: Option<Language>,
-    /// With `refs`, `facts.refs` holds only the bases (inheritance and implementation
-    /// references): read a file's references through `Resolver::references`.
+    /// With `lazy`, `facts.refs` holds only the bases (inheritance and implementation
+    /// references) and `facts.bindings` only the fields (`facts::is_field_binding`):
+    /// read a file's references and bindings through `Resolver::references` and
+    /// `Resolver::type_bindings`.
     pub facts: Option<&'a FileFacts>,
-    /// Every reference of facts read from the cache, decoded when the file is resolved
-    /// (`Store::load_facts_lazily`); `None` when `facts.refs` is whole.
-    pub refs: Option<&'a LazyRefs>,
+    /// Every reference and type binding of facts read from the cache, decoded on first
+    /// use (`Store::load_facts_lazily`); `None` when `facts` is whole.
+    pub lazy: Option<&'a LazyFacts>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -446,12 +446,12 @@ impl<'a> Resolver<'a> {
 /// The (type member scope, field name) a binding types, when it types a field of a type:
 /// `self.x` / `this.x` in a method's class, or a declared field.
 fn field_of<'a>(facts: &'a FileFacts, binding: &'a TypeBinding) -> Option<(&'a str, &'a str)> {
-    let owner = &facts.defs[binding.scope? as usize];
-    if !owner.kind.is_type_container()
-        || (binding.type_name.is_none() && binding.initializer.is_none() && binding.value.is_none())
-    {
+    let described =
+        binding.type_name.is_some() || binding.initializer.is_some() || binding.value.is_some();
+    if !crate::syntax::facts::is_field_binding(&facts.defs, binding.scope, described) {
         return None;
     }
+    let owner = &facts.defs[binding.scope? as usize];
     let name = binding
         .name
         .strip_prefix("self.")

@@ -119,9 +119,25 @@ impl<'a> Resolver<'a> {
     pub(super) fn references(&self, file: u32) -> &'a [Reference] {
         file_read(file);
         let unit = &self.units[file as usize];
-        match (unit.refs, unit.facts) {
-            (Some(refs), _) => refs.get(),
+        match (unit.lazy, unit.facts) {
+            (Some(lazy), _) => lazy.references(),
             (None, Some(facts)) => &facts.refs,
+            (None, None) => &[],
+        }
+    }
+
+    /// Every type binding of `file` (decoded now when its facts came from the cache).
+    pub(super) fn type_bindings(&self, file: u32) -> &'a [TypeBinding] {
+        file_read(file);
+        self.all_type_bindings(file)
+    }
+
+    /// `type_bindings` without recording a read: for digests of the file itself.
+    pub(super) fn all_type_bindings(&self, file: u32) -> &'a [TypeBinding] {
+        let unit = &self.units[file as usize];
+        match (unit.lazy, unit.facts) {
+            (Some(lazy), _) => lazy.bindings(),
+            (None, Some(facts)) => &facts.bindings,
             (None, None) => &[],
         }
     }

@@ -224,16 +224,14 @@ impl<'a> Resolver<'a> {
     pub(super) fn locals_of(&self, file: u32) -> &Locals<'a> {
         self.locals[file as usize].get_or_init(|| {
             let mut locals: Locals = HashMap::default();
-            if let Some(facts) = self.facts(file) {
-                for binding in &facts.bindings {
-                    locals
-                        .entry((binding.scope, binding.name.as_str()))
-                        .or_default()
-                        .push(binding);
-                }
-                for list in locals.values_mut() {
-                    list.sort_by_key(|b| b.site.start_byte);
-                }
+            for binding in self.type_bindings(file) {
+                locals
+                    .entry((binding.scope, binding.name.as_str()))
+                    .or_default()
+                    .push(binding);
+            }
+            for list in locals.values_mut() {
+                list.sort_by_key(|b| b.site.start_byte);
             }
             locals
         })

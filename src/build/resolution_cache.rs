@@ -60,8 +60,25 @@ pub fn remove(graph_dir: &Path) {
 }
 
 fn encode(memo: &Memo, builder: &str) -> Vec<u8> {
-    let edges: usize = memo.files.iter().map(|f| f.edges.len()).sum();
-    let mut out = Vec::with_capacity(64 + memo.files.len() * 128 + edges * 26);
+    // The exact size (bar the builder), so that the buffer is never copied as it grows.
+    let size: usize = memo
+        .files
+        .iter()
+        .map(|f| {
+            3 * 32
+                + 8
+                + 4 * (4 + f.reads_files.len() + f.reads_bindings.len())
+                + 8 * (f.reads_keys.len() + f.contributes.len())
+                + 4
+                + f.edges.len() * (14 + 1 + 4 + 16)
+                + 4
+                + f.frontier
+                    .iter()
+                    .map(|e| 4 + e.name.len() + 29)
+                    .sum::<usize>()
+        })
+        .sum();
+    let mut out = Vec::with_capacity(64 + builder.len() + memo.files.len() * 4 + size + 32);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
@@ -140,6 +157,11 @@ fn encode(memo: &Memo, builder: &str) -> Vec<u8> {
     out
 }
 
+/// The little-endian `u32` at `at` of a slice known to hold it.
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
 /// Reads `bytes` as a memo written by `builder`; `None` for anything that does not verify.
 fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
     let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
@@ -167,6 +189,7 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
         })
     };
     let mut files = Vec::with_capacity(count);
+    let mut names: rustc_hash::FxHashMap<&[u8], std::sync::Arc<str>> = Default::default();
     for index in 0..count as u32 {
         if stop.load(Ordering::Relaxed) {
             return None;
@@ -186,10 +209,11 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
         let n = r.len_of(15)?;
         let mut edges = Vec::with_capacity(n);
         for _ in 0..n {
-            let from = r.u32()?;
-            let to = r.u32()?;
-            let codes = r.take(6)?;
-            let site = match r.u8()? {
+            let head = r.take(15)?;
+            let from = u32_at(head, 0);
+            let to = u32_at(head, 4);
+            let codes = &head[8..14];
+            let site = match head[14] {
                 0 => None,
                 1 => Some(Site {
                     file: index,
@@ -217,23 +241,29 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
         let mut frontier = Vec::with_capacity(n);
         for _ in 0..n {
             let len = r.len_of(1)?;
-            let name = std::str::from_utf8(r.take(len)?).ok()?.to_string();
-            let role = RefRole::from_code(r.u8()?)?;
-            let from = r.u32()?;
-            let file = r.u32()?;
-            let site = span(&mut r)?;
+            let raw = r.take(len)?;
+            // One shared name per distinct text, as resolution shares them.
+            let name = match names.get(raw) {
+                Some(name) => std::sync::Arc::clone(name),
+                None => {
+                    let name: std::sync::Arc<str> = std::str::from_utf8(raw).ok()?.into();
+                    names.insert(raw, name.clone());
+                    name
+                }
+            };
+            let rest = r.take(29)?;
             frontier.push(FrontierEntry {
-                name: name.into(),
-                role,
-                from,
-                file,
+                name,
+                role: RefRole::from_code(rest[0])?,
+                from: u32_at(rest, 1),
+                file: u32_at(rest, 5),
                 site: Span {
-                    start_byte: site.start_byte,
-                    end_byte: site.end_byte,
-                    start_line: site.start_line,
-                    end_line: site.end_line,
+                    start_byte: u32_at(rest, 9),
+                    end_byte: u32_at(rest, 13),
+                    start_line: u32_at(rest, 17),
+                    end_line: u32_at(rest, 21),
                 },
-                candidates: r.u32()?,
+                candidates: u32_at(rest, 25),
             });
         }
         files.push(FileMemo {

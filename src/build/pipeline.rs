@@ -251,26 +251,12 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     inject(options, "after-extract")?;
 
     let partial = partial_files(&files);
-    if options.strict
-        && let Some(first) = partial.first()
-    {
-        return Err(AtlasError::StrictPartial {
-            count: partial.len(),
-            first: first.path.clone(),
-        });
-    }
+    refuse_partial_if_strict(options, &partial)?;
 
     let stage = Instant::now();
-    let (scip_paths, scip_runs) = scip_inputs(options, &files)?;
-    let scip_hashes = crate::build::scip::input_hashes(&scip_paths)?;
+    let (fingerprint_bytes, scip_paths, scip_runs) =
+        fingerprint_inputs(options, &files, &skipped, &inventory)?;
     timings.scip = ms(stage);
-    let fingerprint_bytes = fingerprint(
-        &files,
-        &skipped,
-        &inventory.truncated,
-        &scip_hashes,
-        options,
-    );
     let fingerprint = hex(&fingerprint_bytes);
     let skipped_report: Vec<SkippedFile> = skipped.iter().map(skipped_file).collect();
     let truncated = inventory.truncated.as_ref().map(truncation_report);
@@ -291,48 +277,25 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     }
     if committed_valid {
         prior.stop();
-        let manifest = store.read_manifest(&fingerprint).ok();
-        // The root and its segments, as the manifest lists them.
-        let graph_bytes = manifest
-            .as_ref()
-            .map_or(0, |m| m.artifacts.values().map(|a| a.bytes).sum());
-        let count = |field: fn(&Manifest) -> usize| manifest.as_ref().map_or(0, field);
-        store.write_root(&options.code_root)?;
-        let stage = Instant::now();
-        build_search(options, &store, &lock, &fingerprint)?;
-        timings.search = ms(stage);
-        record_stamps(
-            options,
-            &inventory,
-            &files,
-            &skipped,
-            fingerprint_bytes,
-            stamped_at,
-        );
-        timings.total = ms(started);
-        let report = BuildReport {
-            generation: store.generation_dir(&fingerprint),
-            fingerprint,
-            unchanged: true,
-            files: files.len(),
-            lines: files.iter().map(|f| u64::from(f.lines)).sum(),
+        let counts = LoadCounts {
             parsed,
-            cached: files.len() - parsed,
-            cache_repaired,
+            repaired: cache_repaired,
             unread,
             from_memory,
-            resolved: 0,
-            symbols: count(|m| m.symbols),
-            edges: count(|m| m.edges),
-            frontier: count(|m| m.frontier),
-            graph_bytes,
-            partial,
-            skipped: skipped_report,
-            truncated,
-            scip: None,
-            scip_runs,
-            timings_ms: timings,
         };
+        let unchanged = Unchanged {
+            fingerprint: fingerprint_bytes,
+            files: &files,
+            skipped: &skipped,
+            partial,
+            counts,
+            scip_runs,
+        };
+        let mut report =
+            report_unchanged(options, &store, &lock, &inventory, unchanged, stamped_at)?;
+        timings.search = report.timings_ms.search;
+        timings.total = ms(started);
+        report.timings_ms = timings;
         free_aside(files);
         return Ok(report);
     }
@@ -555,15 +518,8 @@ fn unchanged_unread(
         }
     }
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    let (scip_paths, scip_runs) = scip_inputs(options, &files)?;
-    let scip_hashes = crate::build::scip::input_hashes(&scip_paths)?;
-    let fingerprint_bytes = fingerprint(
-        &files,
-        &skipped,
-        &inventory.truncated,
-        &scip_hashes,
-        options,
-    );
+    let (fingerprint_bytes, _, scip_runs) =
+        fingerprint_inputs(options, &files, &skipped, inventory)?;
     let fingerprint = hex(&fingerprint_bytes);
     let Some(graph) = committed_opens(store, &fingerprint) else {
         return Ok(None);
@@ -574,56 +530,132 @@ fn unchanged_unread(
     else {
         return Ok(None);
     };
-    let parsed = counters.parsed.load(Ordering::Relaxed);
     drop(graph);
-    if options.strict
-        && let Some(first) = partial.first()
-    {
-        return Err(AtlasError::StrictPartial {
-            count: partial.len(),
-            first: first.path.clone(),
-        });
-    }
-    let graph_bytes = manifest.artifacts.values().map(|a| a.bytes).sum();
+    refuse_partial_if_strict(options, &partial)?;
+    let parsed = counters.parsed.load(Ordering::Relaxed);
+    let counts = LoadCounts {
+        parsed,
+        repaired: counters.repaired.load(Ordering::Relaxed),
+        // The partial files were read for their diagnostics.
+        unread: files.len() - partial.len(),
+        from_memory: 0,
+    };
+    let unchanged = Unchanged {
+        fingerprint: fingerprint_bytes,
+        files: &files,
+        skipped: &skipped,
+        partial,
+        counts,
+        scip_runs,
+    };
+    report_unchanged(options, store, lock, inventory, unchanged, stamped_at).map(Some)
+}
+
+/// How a build's files were loaded, counted.
+struct LoadCounts {
+    parsed: usize,
+    repaired: usize,
+    unread: usize,
+    from_memory: usize,
+}
+
+/// A build whose inputs are the committed generation's, as far as its report goes.
+struct Unchanged<'b> {
+    fingerprint: [u8; 32],
+    files: &'b [Loaded],
+    skipped: &'b [Skipped],
+    partial: Vec<PartialFile>,
+    counts: LoadCounts,
+    scip_runs: Vec<crate::build::scip::run::IndexerRun>,
+}
+
+/// Finishes a build that publishes nothing: the root recorded, the search index made sure
+/// of, the stamps written; reported with the committed manifest's counts. Its timings
+/// hold only the search stage's.
+fn report_unchanged(
+    options: &BuildOptions,
+    store: &Store,
+    lock: &super::store::BuildLock,
+    inventory: &super::inventory::Inventory,
+    unchanged: Unchanged,
+    stamped_at: i64,
+) -> Result<BuildReport> {
+    let fingerprint = hex(&unchanged.fingerprint);
+    let manifest = store.read_manifest(&fingerprint).ok();
+    // The root and its segments, as the manifest lists them.
+    let graph_bytes = manifest
+        .as_ref()
+        .map_or(0, |m| m.artifacts.values().map(|a| a.bytes).sum());
+    let count = |field: fn(&Manifest) -> usize| manifest.as_ref().map_or(0, field);
     store.write_root(&options.code_root)?;
     let stage = Instant::now();
     build_search(options, store, lock, &fingerprint)?;
     let search = ms(stage);
+    let files = unchanged.files;
     record_stamps(
         options,
         inventory,
-        &files,
-        &skipped,
-        fingerprint_bytes,
+        files,
+        unchanged.skipped,
+        unchanged.fingerprint,
         stamped_at,
     );
-    Ok(Some(BuildReport {
+    let counts = unchanged.counts;
+    Ok(BuildReport {
         generation: store.generation_dir(&fingerprint),
         fingerprint,
         unchanged: true,
         files: files.len(),
         lines: files.iter().map(|f| u64::from(f.lines)).sum(),
-        parsed,
-        cached: files.len() - parsed,
-        cache_repaired: counters.repaired.load(Ordering::Relaxed),
-        // The partial files were read for their diagnostics.
-        unread: files.len() - partial.len(),
-        from_memory: 0,
+        parsed: counts.parsed,
+        cached: files.len() - counts.parsed,
+        cache_repaired: counts.repaired,
+        unread: counts.unread,
+        from_memory: counts.from_memory,
         resolved: 0,
-        symbols: manifest.symbols,
-        edges: manifest.edges,
-        frontier: manifest.frontier,
+        symbols: count(|m| m.symbols),
+        edges: count(|m| m.edges),
+        frontier: count(|m| m.frontier),
         graph_bytes,
-        partial,
-        skipped: skipped.iter().map(skipped_file).collect(),
+        partial: unchanged.partial,
+        skipped: unchanged.skipped.iter().map(skipped_file).collect(),
         truncated: inventory.truncated.as_ref().map(truncation_report),
         scip: None,
-        scip_runs,
+        scip_runs: unchanged.scip_runs,
         timings_ms: Timings {
             search,
             ..Timings::default()
         },
-    }))
+    })
+}
+
+/// `--strict` refuses a build with partial files.
+fn refuse_partial_if_strict(options: &BuildOptions, partial: &[PartialFile]) -> Result<()> {
+    match partial.first() {
+        Some(first) if options.strict => Err(AtlasError::StrictPartial {
+            count: partial.len(),
+            first: first.path.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The fingerprint of a build's inputs (R-GEN-3), with the SCIP indexes among them and
+/// the indexer runs that wrote them.
+fn fingerprint_inputs(
+    options: &BuildOptions,
+    files: &[Loaded],
+    skipped: &[Skipped],
+    inventory: &super::inventory::Inventory,
+) -> Result<(
+    [u8; 32],
+    Vec<PathBuf>,
+    Vec<crate::build::scip::run::IndexerRun>,
+)> {
+    let (scip_paths, scip_runs) = scip_inputs(options, files)?;
+    let scip_hashes = crate::build::scip::input_hashes(&scip_paths)?;
+    let fingerprint = fingerprint(files, skipped, &inventory.truncated, &scip_hashes, options);
+    Ok((fingerprint, scip_paths, scip_runs))
 }
 
 /// A skip a file's content decides (binary, not UTF-8), from its manifest code: the same

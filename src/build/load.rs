@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::inventory::{FileRole, SkipReason, Skipped};
+use super::inventory::{SkipReason, Skipped};
 use crate::build::stamps::Known;
 use crate::build::store::{Cached, LazyFacts, Store};
 use crate::graph::codes::FileClass;
@@ -157,30 +157,11 @@ pub(super) fn load(
         path: file.path.clone(),
         reason,
     };
-    // Read as an inventory file: never a FIFO, never through a symlink out of the root,
-    // never beyond the inventory's size limit (the file may have changed since the walk).
-    let bytes = crate::source::read(root, &file.path, limit)
-        .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
-    if looks_binary(&bytes) {
-        return Err(skip(SkipReason::Binary));
-    }
+    let (mut loaded, bytes) = read_identified(root, file, limit)?;
+    // `read_identified` checked that the content is UTF-8.
     let text = std::str::from_utf8(&bytes).map_err(|_| skip(SkipReason::NotUtf8))?;
-    let hash = *blake3::hash(&bytes).as_bytes();
-    let class = super::inventory::classify(&file.path, text);
-    let lines = text.lines().count() as u32;
-    let mut loaded = Loaded {
-        path: file.path.clone(),
-        language: None,
-        class,
-        hash,
-        size: bytes.len() as u64,
-        lines,
-        facts: None,
-        lazy: None,
-    };
-    if let FileRole::Code(language) = file.role {
-        loaded.language = Some(language);
-        let key = fact_key(&hash, language);
+    if let Some(language) = loaded.language {
+        let key = fact_key(&loaded.hash, language);
         if let Some((facts, lazy)) = memo.and_then(|memo| memo.get(&key)) {
             counters.from_memory.fetch_add(1, Ordering::Relaxed);
             (loaded.facts, loaded.lazy) = (Some(facts), lazy);
@@ -206,6 +187,48 @@ pub(super) fn load(
         loaded.facts = Some(Arc::new(facts));
     }
     Ok(loaded)
+}
+
+/// `file` read, hashed and classified, without its facts: what a no-op build needs of a
+/// file its stamps do not vouch for (`pipeline::unchanged_unread`).
+pub(super) fn identify(
+    root: &Path,
+    file: &super::inventory::InventoryFile,
+    limit: u64,
+) -> std::result::Result<Loaded, Skipped> {
+    read_identified(root, file, limit).map(|(loaded, _)| loaded)
+}
+
+/// `file` read as an inventory file, hashed and classified (no facts yet), with its bytes;
+/// skipped when it cannot be read or is not UTF-8 text.
+fn read_identified(
+    root: &Path,
+    file: &super::inventory::InventoryFile,
+    limit: u64,
+) -> std::result::Result<(Loaded, Vec<u8>), Skipped> {
+    let skip = |reason| Skipped {
+        path: file.path.clone(),
+        reason,
+    };
+    // Read as an inventory file: never a FIFO, never through a symlink out of the root,
+    // never beyond the inventory's size limit (the file may have changed since the walk).
+    let bytes = crate::source::read(root, &file.path, limit)
+        .map_err(|e| skip(SkipReason::Unreadable(e.to_string())))?;
+    if looks_binary(&bytes) {
+        return Err(skip(SkipReason::Binary));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|_| skip(SkipReason::NotUtf8))?;
+    let loaded = Loaded {
+        path: file.path.clone(),
+        language: file.language(),
+        class: super::inventory::classify(&file.path, text),
+        hash: *blake3::hash(&bytes).as_bytes(),
+        size: bytes.len() as u64,
+        lines: text.lines().count() as u32,
+        facts: None,
+        lazy: None,
+    };
+    Ok((loaded, bytes))
 }
 
 /// `file` as the stamps describe it, with its cached facts; `None` when the cache does
@@ -249,6 +272,7 @@ fn load_known(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::inventory::FileRole;
     use std::path::PathBuf;
 
     #[test]

@@ -270,12 +270,13 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     // incompatible build) is rebuilt and replaced.
     // An unreadable CURRENT (garbage written into it) is not the build's business: it
     // publishes a fresh generation over it.
-    let committed_valid = committed_opens(&store, &fingerprint).is_some();
-    if !committed_valid && store.generation_dir(&fingerprint).exists() {
+    let committed = committed_opens(&store, &fingerprint);
+    if committed.is_none() && store.generation_dir(&fingerprint).exists() {
         let dir = store.generation_dir(&fingerprint);
         std::fs::remove_dir_all(&dir).at(&dir)?;
     }
-    if committed_valid {
+    if let Some((graph, manifest)) = committed {
+        drop(graph);
         prior.stop();
         let counts = LoadCounts {
             parsed,
@@ -291,8 +292,9 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             counts,
             scip_runs,
         };
-        let mut report =
-            report_unchanged(options, &store, &lock, &inventory, unchanged, stamped_at)?;
+        let mut report = report_unchanged(
+            options, &store, &lock, &inventory, &manifest, unchanged, stamped_at,
+        )?;
         timings.search = report.timings_ms.search;
         timings.total = ms(started);
         report.timings_ms = timings;
@@ -439,17 +441,30 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     Ok(report)
 }
 
-/// The committed generation, when it is `fingerprint`'s, opens, and this atlas built it
-/// (what an unchanged build may answer with).
-fn committed_opens(store: &Store, fingerprint: &str) -> Option<crate::graph::reader::Graph> {
+/// The committed generation and its manifest, when it is `fingerprint`'s, opens, and this
+/// atlas built it (what an unchanged build may answer with).
+fn committed_opens(
+    store: &Store,
+    fingerprint: &str,
+) -> Option<(crate::graph::reader::Graph, Manifest)> {
     if store.current().ok().flatten().as_deref() != Some(fingerprint) {
         return None;
     }
-    let graph = crate::graph::reader::Graph::open(&store.graph_path(fingerprint)).ok()?;
-    store
-        .read_manifest(fingerprint)
-        .is_ok_and(|manifest| built_by_this(&manifest))
-        .then_some(graph)
+    let manifest = store.read_manifest(fingerprint).ok()?;
+    committed_graph(store, fingerprint, &manifest).map(|graph| (graph, manifest))
+}
+
+/// The generation `fingerprint`, whose manifest is `manifest`, when it opens and this
+/// atlas built it.
+fn committed_graph(
+    store: &Store,
+    fingerprint: &str,
+    manifest: &Manifest,
+) -> Option<crate::graph::reader::Graph> {
+    if !built_by_this(manifest) {
+        return None;
+    }
+    crate::graph::reader::Graph::open(&store.graph_path(fingerprint)).ok()
 }
 
 /// A no-op build that loads no facts. When the committed generation's stamps vouch for
@@ -532,7 +547,11 @@ fn unchanged_unread(
     let (fingerprint_bytes, _, scip_runs) =
         fingerprint_inputs(options, &files, &skipped, inventory)?;
     let fingerprint = hex(&fingerprint_bytes);
-    let Some(graph) = committed_opens(store, &fingerprint) else {
+    // The manifest read above is the committed generation's: `current`.
+    if fingerprint != current {
+        return Ok(None);
+    }
+    let Some(graph) = committed_graph(store, &fingerprint, &manifest) else {
         return Ok(None);
     };
     let counters = LoadCounters::default();
@@ -567,7 +586,10 @@ fn unchanged_unread(
         counts,
         scip_runs,
     };
-    report_unchanged(options, store, lock, inventory, unchanged, stamped_at).map(Some)
+    report_unchanged(
+        options, store, lock, inventory, &manifest, unchanged, stamped_at,
+    )
+    .map(Some)
 }
 
 /// How a build's files were loaded, counted.
@@ -596,16 +618,13 @@ fn report_unchanged(
     store: &Store,
     lock: &super::store::BuildLock,
     inventory: &super::inventory::Inventory,
+    manifest: &Manifest,
     unchanged: Unchanged,
     stamped_at: i64,
 ) -> Result<BuildReport> {
     let fingerprint = hex(&unchanged.fingerprint);
-    let manifest = store.read_manifest(&fingerprint).ok();
     // The root and its segments, as the manifest lists them.
-    let graph_bytes = manifest
-        .as_ref()
-        .map_or(0, |m| m.artifacts.values().map(|a| a.bytes).sum());
-    let count = |field: fn(&Manifest) -> usize| manifest.as_ref().map_or(0, field);
+    let graph_bytes = manifest.artifacts.values().map(|a| a.bytes).sum();
     store.write_root(&options.code_root)?;
     let stage = Instant::now();
     build_search(options, store, lock, &fingerprint)?;
@@ -632,9 +651,9 @@ fn report_unchanged(
         unread: counts.unread,
         from_memory: counts.from_memory,
         resolved: 0,
-        symbols: count(|m| m.symbols),
-        edges: count(|m| m.edges),
-        frontier: count(|m| m.frontier),
+        symbols: manifest.symbols,
+        edges: manifest.edges,
+        frontier: manifest.frontier,
         graph_bytes,
         partial: unchanged.partial,
         skipped: unchanged.skipped.iter().map(skipped_file).collect(),

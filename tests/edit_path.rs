@@ -678,3 +678,56 @@ fn an_edit_that_retypes_a_receiver_two_files_away_moves_its_edge_as_a_cold_build
             .contains("pkg/y.py::use -> pkg/w.py::Other.meth")
     );
 }
+
+#[test]
+fn edits_along_a_re_export_chain_rebind_imports_as_a_cold_build_does() {
+    // `app` imports `helper` from the package, which re-exports it from `mid`, which
+    // imports it from `core`: the third pass of import binding is the first to bind it in
+    // `app`, so each pass reads the one before (`resolve::incremental`, import passes).
+    let sandbox = Sandbox::new();
+    let core = |before: &str| format!("{before}def helper():\n    return 1\n");
+    sandbox.write("pkg/core.py", core(""));
+    sandbox.write("pkg/other.py", "def helper():\n    return 2\n");
+    sandbox.write("pkg/mid.py", "from pkg.core import helper\n");
+    sandbox.write("pkg/__init__.py", "from pkg.mid import helper\n");
+    sandbox.write(
+        "pkg/app.py",
+        "from pkg import helper\n\n\ndef run():\n    return helper()\n",
+    );
+    let graph = sandbox.path().join("graph");
+    let first = atlas(&sandbox, &graph, &["build", "--no-search"]).success();
+    drop(first);
+    let edits: [(&str, String, &str); 4] = [
+        ("pkg/core.py", core("# a comment\n"), "pkg/core.py::helper"),
+        (
+            "pkg/core.py",
+            core("def before():\n    return 0\n\n\n"),
+            "pkg/core.py::helper",
+        ),
+        (
+            "pkg/mid.py",
+            "from pkg.other import helper\n".to_string(),
+            "pkg/other.py::helper",
+        ),
+        (
+            "pkg/mid.py",
+            "from pkg.core import helper\n".to_string(),
+            "pkg/core.py::helper",
+        ),
+    ];
+    for (step, (path, text, target)) in edits.into_iter().enumerate() {
+        sandbox.write(path, text);
+        let report = atlas(
+            &sandbox,
+            &graph,
+            &["build", "--no-search", "--format", "json"],
+        )
+        .success()
+        .json();
+        let cold = sandbox.path().join(format!("cold-{step}"));
+        let context = format!("edit {step} of {path}");
+        let (_, dump) = assert_equals_cold(&sandbox, &graph, &report, &cold, &context);
+        let call = format!("edge calls pkg/app.py::run -> {target}");
+        assert!(dump.stdout.contains(&call), "{context}: {}", dump.stdout);
+    }
+}

@@ -15,13 +15,23 @@
 //! count; from, to as `u32`; kind, subkind, provenance, resolution, confidence, flags as
 //! `u8`; the site: `1` and its four `u32`s when it is in the file itself, `2`, its file
 //! and its four `u32`s otherwise, `0` for none); frontier entries (`u32` count; name as
-//! `u32` length and bytes; role `u8`; from `u32`; site as four `u32`s; candidates `u32`).
-//! Last, the blake3 of everything before it (32 bytes).
+//! `u32` length and bytes; role `u8`; from `u32`; site as four `u32`s; candidates `u32`);
+//! the passes of its import binding (`u8` count, then each: digest, read files, files
+//! whose bindings were read and read keys as above; `1` when its result is the pass
+//! before's, else `0` and the result: bindings (`u32` count; each a name as `u32` length
+//! and bytes, then `1` and a node `u32`, or `2` and files as `u32` count and `u32`s),
+//! wildcard files (`u32` count, `u32`s), unresolved names (`u32` count, each as `u32`
+//! length and bytes), the unresolved-wildcard flag `u8`, edges (`u32` count; target
+//! `u32` and site as four `u32`s)). Last, the blake3 of everything before it (32 bytes).
+//!
+//! Version 2 added the import passes; a version-1 file reads as `None`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::resolve::{FileMemo, FrontierEntry, Memo, ResolvedEdge, Site, SpanKey};
+use super::resolve::{
+    FileImports, FileMemo, FrontierEntry, ImportsMemo, Memo, ResolvedEdge, Site, SpanKey, Target,
+};
 use super::stamps::Reader;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 use crate::syntax::facts::{RefRole, Span};
@@ -29,7 +39,7 @@ use crate::syntax::facts::{RefRole, Span};
 pub const RESOLUTION_FILE: &str = "resolution.bin";
 const MAGIC: &[u8; 8] = b"ATLASRM1";
 /// Bumped when the layout, or what resolution records (`resolve::reads`), changes.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies; `None`
 /// as well once `stop` is set (a build that turns out to have nothing to resolve stops
@@ -75,6 +85,12 @@ fn encode(memo: &Memo, builder: &str) -> Vec<u8> {
                 + f.frontier
                     .iter()
                     .map(|e| 4 + e.name.len() + 29)
+                    .sum::<usize>()
+                + 1
+                + f.imports
+                    .iter()
+                    .enumerate()
+                    .map(|(pass, p)| imports_size(p, pass.checked_sub(1).map(|b| &f.imports[b])))
                     .sum::<usize>()
         })
         .sum();
@@ -151,10 +167,92 @@ fn encode(memo: &Memo, builder: &str) -> Vec<u8> {
             span(&mut out, f.site.into());
             out.extend_from_slice(&f.candidates.to_le_bytes());
         }
+        out.push(file.imports.len() as u8);
+        for (pass, imports) in file.imports.iter().enumerate() {
+            out.extend_from_slice(&imports.digest);
+            u32s(&mut out, &imports.reads_files);
+            u32s(&mut out, &imports.reads_bindings);
+            u64s(&mut out, &imports.reads_keys);
+            if shares_result(imports, pass.checked_sub(1).map(|b| &file.imports[b])) {
+                out.push(1);
+                continue;
+            }
+            out.push(0);
+            let result = &imports.result;
+            let text = |out: &mut Vec<u8>, text: &str| {
+                out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                out.extend_from_slice(text.as_bytes());
+            };
+            out.extend_from_slice(&(result.bindings.len() as u32).to_le_bytes());
+            for (name, target) in &result.bindings {
+                text(&mut out, name);
+                match target {
+                    Target::Symbol(id) => {
+                        out.push(1);
+                        out.extend_from_slice(&id.to_le_bytes());
+                    }
+                    Target::Files(files) => {
+                        out.push(2);
+                        u32s(&mut out, files);
+                    }
+                }
+            }
+            u32s(&mut out, &result.wildcards);
+            out.extend_from_slice(&(result.unresolved.len() as u32).to_le_bytes());
+            for name in &result.unresolved {
+                text(&mut out, name);
+            }
+            out.push(u8::from(result.unresolved_wildcard));
+            out.extend_from_slice(&(result.edges.len() as u32).to_le_bytes());
+            for &(target, site) in &result.edges {
+                out.extend_from_slice(&target.to_le_bytes());
+                span(&mut out, site.into());
+            }
+        }
     }
     let checksum = blake3::hash(&out);
     out.extend_from_slice(checksum.as_bytes());
     out
+}
+
+/// Whether a pass's result is the pass before's (kept once).
+fn shares_result(pass: &ImportsMemo, before: Option<&ImportsMemo>) -> bool {
+    before.is_some_and(|b| std::sync::Arc::ptr_eq(&b.result, &pass.result))
+}
+
+/// The bytes `encode` writes for one pass of a file's import binding.
+fn imports_size(pass: &ImportsMemo, before: Option<&ImportsMemo>) -> usize {
+    let reads = 32
+        + 4 * (2 + pass.reads_files.len() + pass.reads_bindings.len())
+        + 4
+        + 8 * pass.reads_keys.len()
+        + 1;
+    if shares_result(pass, before) {
+        return reads;
+    }
+    let result = &pass.result;
+    let bindings: usize = result
+        .bindings
+        .iter()
+        .map(|(name, target)| {
+            4 + name.len()
+                + 1
+                + match target {
+                    Target::Symbol(_) => 4,
+                    Target::Files(files) => 4 + 4 * files.len(),
+                }
+        })
+        .sum();
+    reads
+        + 4
+        + bindings
+        + 4
+        + 4 * result.wildcards.len()
+        + 4
+        + result.unresolved.iter().map(|n| 4 + n.len()).sum::<usize>()
+        + 1
+        + 4
+        + 20 * result.edges.len()
 }
 
 /// The little-endian `u32` at `at` of a slice known to hold it.
@@ -266,6 +364,29 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
                 candidates: u32_at(rest, 25),
             });
         }
+        let passes = usize::from(r.u8()?);
+        let mut imports: Vec<ImportsMemo> = Vec::with_capacity(passes);
+        for _ in 0..passes {
+            let digest: [u8; 32] = r.take(32)?.try_into().ok()?;
+            let n = r.len_of(4)?;
+            let reads_files = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+            let n = r.len_of(4)?;
+            let reads_bindings = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+            let n = r.len_of(8)?;
+            let reads_keys = (0..n).map(|_| r.u64()).collect::<Option<Vec<u64>>>()?;
+            let result = match r.u8()? {
+                1 => imports.last()?.result.clone(),
+                0 => std::sync::Arc::new(decode_imports(&mut r)?),
+                _ => return None,
+            };
+            imports.push(ImportsMemo {
+                digest,
+                reads_files,
+                reads_bindings,
+                reads_keys,
+                result,
+            });
+        }
         files.push(FileMemo {
             digest,
             interface,
@@ -277,12 +398,66 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
             edges,
             frontier,
             external_references,
+            imports,
         });
     }
     r.0.is_empty().then_some(Memo {
         files_digest,
         file_nodes,
         files,
+    })
+}
+
+/// One pass's import binding result, as `encode` writes it.
+fn decode_imports(r: &mut Reader) -> Option<FileImports> {
+    let text = |r: &mut Reader| -> Option<String> {
+        let len = r.len_of(1)?;
+        Some(std::str::from_utf8(r.take(len)?).ok()?.to_string())
+    };
+    let u32s = |r: &mut Reader| -> Option<Vec<u32>> {
+        let n = r.len_of(4)?;
+        (0..n).map(|_| r.u32()).collect()
+    };
+    let n = r.len_of(6)?;
+    let mut bindings = rustc_hash::FxHashMap::default();
+    bindings.reserve(n);
+    for _ in 0..n {
+        let name = text(r)?;
+        let target = match r.u8()? {
+            1 => Target::Symbol(r.u32()?),
+            2 => Target::Files(u32s(r)?),
+            _ => return None,
+        };
+        bindings.insert(name, target);
+    }
+    let wildcards = u32s(r)?;
+    let n = r.len_of(4)?;
+    let unresolved = (0..n).map(|_| text(r)).collect::<Option<_>>()?;
+    let unresolved_wildcard = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let n = r.len_of(20)?;
+    let mut edges = Vec::with_capacity(n);
+    for _ in 0..n {
+        let raw = r.take(20)?;
+        edges.push((
+            u32_at(raw, 0),
+            Span {
+                start_byte: u32_at(raw, 4),
+                end_byte: u32_at(raw, 8),
+                start_line: u32_at(raw, 12),
+                end_line: u32_at(raw, 16),
+            },
+        ));
+    }
+    Some(FileImports {
+        bindings,
+        wildcards,
+        unresolved,
+        unresolved_wildcard,
+        edges,
     })
 }
 
@@ -345,10 +520,70 @@ mod tests {
                     ],
                     frontier: vec![frontier],
                     external_references: 4,
+                    imports: imports(),
                 },
                 FileMemo::default(),
             ],
         }
+    }
+
+    /// Three passes: the second's result is the first's (written once), the third's
+    /// differs.
+    fn imports() -> Vec<ImportsMemo> {
+        let mut bindings = rustc_hash::FxHashMap::default();
+        bindings.insert("Flask".to_string(), Target::Symbol(8));
+        bindings.insert("views".to_string(), Target::Files(vec![1]));
+        let site = Span {
+            start_byte: 0,
+            end_byte: 24,
+            start_line: 0,
+            end_line: 0,
+        };
+        let first = std::sync::Arc::new(FileImports {
+            bindings,
+            wildcards: vec![1],
+            unresolved: ["missing".to_string()].into_iter().collect(),
+            unresolved_wildcard: true,
+            edges: vec![(8, site)],
+        });
+        let mut third = (*first).clone();
+        third.bindings.insert("app".to_string(), Target::Symbol(9));
+        let pass = |digest: u8, result: &std::sync::Arc<FileImports>| ImportsMemo {
+            digest: [digest; 32],
+            reads_files: vec![0, 1],
+            reads_bindings: vec![1],
+            reads_keys: vec![17],
+            result: result.clone(),
+        };
+        vec![
+            pass(1, &first),
+            pass(1, &first),
+            pass(2, &std::sync::Arc::new(third)),
+        ]
+    }
+
+    #[test]
+    fn import_passes_round_trip_with_a_repeated_result_shared() {
+        let m = memo();
+        let bytes = encode(&m, "b1");
+        let decoded = decode(&bytes, "b1", &AtomicBool::new(false)).expect("decodes");
+        let passes = &decoded.files[0].imports;
+        assert_eq!(passes, &m.files[0].imports);
+        assert!(std::sync::Arc::ptr_eq(&passes[0].result, &passes[1].result));
+        assert!(!std::sync::Arc::ptr_eq(
+            &passes[1].result,
+            &passes[2].result
+        ));
+    }
+
+    #[test]
+    fn a_version_1_memo_reads_as_none() {
+        let mut bytes = encode(&memo(), "b1");
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let body = bytes.len() - 32;
+        let checksum = *blake3::hash(&bytes[..body]).as_bytes();
+        bytes[body..].copy_from_slice(&checksum);
+        assert_eq!(decode(&bytes, "b1", &AtomicBool::new(false)), None);
     }
 
     #[test]

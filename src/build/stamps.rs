@@ -248,6 +248,9 @@ impl<'a> Reader<'a> {
         self.0 = rest;
         Some(head)
     }
+    pub(super) fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
     pub(super) fn u16(&mut self) -> Option<u16> {
         Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
     }

@@ -17,6 +17,8 @@
 //! file. The tables, import bindings and the whole-graph passes (containment, imports,
 //! Go implementations, SCIP) are rebuilt by every resolution.
 
+use std::sync::Arc;
+
 use super::reads::{self, Reads};
 use super::*;
 
@@ -41,6 +43,25 @@ pub struct FileMemo {
     pub edges: Vec<ResolvedEdge>,
     pub frontier: Vec<FrontierEntry>,
     pub external_references: u64,
+    /// Each pass of the file's import binding (`IMPORT_PASSES` of them).
+    pub imports: Vec<ImportsMemo>,
+}
+
+/// What one pass of binding a file's imports read and produced, kept for the next
+/// resolution: a pass is bound again only when its reads meet what changed, as a file's
+/// references are resolved again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportsMemo {
+    /// Digest of `result` in stable terms (`imports_digest`).
+    pub digest: [u8; 32],
+    /// Files whose facts or top-level names the pass read, sorted.
+    pub reads_files: Vec<u32>,
+    /// Files whose bindings (of the pass before) the pass read, sorted.
+    pub reads_bindings: Vec<u32>,
+    /// Table keys the pass looked up, sorted.
+    pub reads_keys: Vec<u64>,
+    /// What the pass bound, in the memo's node ids. Passes with equal results share it.
+    pub result: Arc<FileImports>,
 }
 
 /// A whole resolution's per-file results.
@@ -127,13 +148,29 @@ impl<'a> Resolver<'a> {
                 _ => interface_digest(self.units[f].facts, self.all_type_bindings(f as u32)),
             })
             .collect();
-        let bindings: Vec<[u8; 32]> = (0..count as u32)
-            .into_par_iter()
-            .map(|file| self.bindings_digest(file))
+        let old_file_nodes = prior.as_ref().map(|p| p.file_nodes.clone());
+        let new_file_nodes = self.out.file_nodes.clone();
+        let translate = old_file_nodes
+            .as_deref()
+            .map(|old| Translation::new(old, &new_file_nodes));
+        let changes = prior
+            .as_ref()
+            .map(|p| Changes::new(p, digests, &interfaces, &contributes));
+        let prior_imports = prior.as_mut().map(|p| {
+            p.files
+                .iter_mut()
+                .map(|f| std::mem::take(&mut f.imports))
+                .collect()
+        });
+        let mut imports =
+            self.bind_all_imports(prior_imports.zip(changes.as_ref()), translate.as_ref());
+        let bindings: Vec<[u8; 32]> = imports
+            .iter()
+            .map(|passes| passes.last().map_or([0; 32], |pass| pass.digest))
             .collect();
-        let redo = match &prior {
-            None => vec![true; count],
-            Some(prior) => to_redo(prior, digests, &interfaces, &bindings, &contributes),
+        let redo = match (&prior, &changes) {
+            (Some(prior), Some(changes)) => to_redo(prior, changes, &bindings),
+            _ => vec![true; count],
         };
         let results: Vec<Option<(FileResolution, Reads)>> = (0..count as u32)
             .into_par_iter()
@@ -154,10 +191,6 @@ impl<'a> Resolver<'a> {
             })
             .collect();
         // The prior's results are moved into the new memo, ids translated in place.
-        let old_file_nodes = prior.as_ref().map(|p| p.file_nodes.clone());
-        let translate = old_file_nodes
-            .as_deref()
-            .map(|old| Translation::new(old, &self.out.file_nodes));
         let mut old_files = prior.take().map(|p| p.files.into_iter());
         let mut files = Vec::with_capacity(count);
         let mut resolved = 0;
@@ -177,6 +210,7 @@ impl<'a> Resolver<'a> {
                         edges: result.edges,
                         frontier: result.frontier,
                         external_references: result.external_references,
+                        imports: std::mem::take(&mut imports[index]),
                     }
                 }
                 (None, Some(mut old), Some(translate)) => {
@@ -192,6 +226,7 @@ impl<'a> Resolver<'a> {
                     FileMemo {
                         bindings: bindings[index],
                         contributes,
+                        imports: std::mem::take(&mut imports[index]),
                         ..old
                     }
                 }
@@ -215,7 +250,7 @@ impl<'a> Resolver<'a> {
     /// A digest of what a file's imports bind, in terms that outlive node ids: a symbol
     /// as (file, index in the file), files as file indices. (What a reader learns of a
     /// bound symbol is covered by its file's interface: `reads::bound`.)
-    fn bindings_digest(&self, file: u32) -> [u8; 32] {
+    fn imports_digest(&self, imports: &FileImports) -> [u8; 32] {
         let stable = |id: u32| -> (u32, u32) {
             match self.out.nodes[id as usize].file {
                 Some(f) => (f, id - self.out.file_nodes[f as usize]),
@@ -223,42 +258,165 @@ impl<'a> Resolver<'a> {
             }
         };
         let mut h = Digest::default();
-        if let Some(bindings) = self.bindings.get(file as usize) {
-            let mut entries: Vec<(&String, &Target)> = bindings.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            for (name, target) in entries {
-                h.write(name.as_bytes());
-                h.write_u8(0xff);
-                match target {
-                    Target::Symbol(id) => {
-                        let (f, i) = stable(*id);
-                        h.write_u8(1);
-                        h.write_u32(f);
-                        h.write_u32(i);
-                    }
-                    Target::Files(files) => {
-                        h.write_u8(2);
-                        h.write_usize(files.len());
-                        files.iter().for_each(|&f| h.write_u32(f));
-                    }
+        let mut entries: Vec<(&String, &Target)> = imports.bindings.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (name, target) in entries {
+            h.write(name.as_bytes());
+            h.write_u8(0xff);
+            match target {
+                Target::Symbol(id) => {
+                    let (f, i) = stable(*id);
+                    h.write_u8(1);
+                    h.write_u32(f);
+                    h.write_u32(i);
+                }
+                Target::Files(files) => {
+                    h.write_u8(2);
+                    h.write_usize(files.len());
+                    files.iter().for_each(|&f| h.write_u32(f));
                 }
             }
         }
         h.write_u8(0xfe);
-        if let Some(wildcards) = self.wildcards.get(file as usize) {
-            wildcards.iter().for_each(|&f| h.write_u32(f));
-        }
+        imports.wildcards.iter().for_each(|&f| h.write_u32(f));
         h.write_u8(0xfe);
-        if let Some((names, wildcard)) = self.opaque_imports.get(file as usize) {
-            let mut names: Vec<&String> = names.iter().collect();
-            names.sort_unstable();
-            for name in names {
-                h.write(name.as_bytes());
-                h.write_u8(0xff);
-            }
-            h.write_u8(u8::from(*wildcard));
+        let mut names: Vec<&String> = imports.unresolved.iter().collect();
+        names.sort_unstable();
+        for name in names {
+            h.write(name.as_bytes());
+            h.write_u8(0xff);
         }
+        h.write_u8(u8::from(imports.unresolved_wildcard));
         h.finish()
+    }
+
+    /// Binds every file's imports, in `IMPORT_PASSES` passes so that re-exports
+    /// (`from .app import Flask` in a package `__init__`, `pub use`) resolve for their
+    /// importers: each pass reads the bindings of the pass before, so three passes
+    /// follow re-export chains two deep. Adds the last pass's `imports` edges.
+    ///
+    /// With a prior resolution of the same files (each file's passes, and what changed
+    /// since), a file's pass is bound again only when its recorded reads meet the
+    /// change: its facts changed, it read a reshaped file or a delta key, or it read the
+    /// bindings of a file whose previous pass came out differently. Every other pass is
+    /// reused, its ids translated. Returns each file's passes for the next resolution.
+    pub(super) fn bind_all_imports(
+        &mut self,
+        prior: Option<(Vec<Vec<ImportsMemo>>, &Changes)>,
+        translate: Option<&Translation>,
+    ) -> Vec<Vec<ImportsMemo>> {
+        use rayon::prelude::*;
+        let count = self.units.len();
+        let (mut prior, changes) = match prior {
+            Some((passes, changes))
+                if passes.len() == count
+                    && passes.iter().all(|p| p.len() == IMPORT_PASSES)
+                    && translate.is_some() =>
+            {
+                (Some(passes), Some(changes))
+            }
+            _ => (None, None),
+        };
+        let mut memos: Vec<Vec<ImportsMemo>> = (0..count)
+            .map(|_| Vec::with_capacity(IMPORT_PASSES))
+            .collect();
+        // The first pass reads no bindings: none changed before it.
+        let mut rebound = vec![false; count];
+        // Per file, the last reused prior result and its translation: passes that share
+        // a result share its translation.
+        let mut translated: Vec<Option<(Arc<FileImports>, Arc<FileImports>)>> = vec![None; count];
+        self.imports = Vec::new();
+        for pass in 0..IMPORT_PASSES {
+            let olds: Vec<Option<ImportsMemo>> = match &mut prior {
+                Some(passes) => passes
+                    .iter_mut()
+                    .map(|p| Some(std::mem::take(&mut p[pass])))
+                    .collect(),
+                None => vec![None; count],
+            };
+            let this = &*self;
+            let rebound_before = &rebound;
+            // (the pass, whether its result changed, whether it was reused)
+            let results: Vec<(ImportsMemo, bool, bool)> = olds
+                .into_par_iter()
+                .enumerate()
+                .map(|(file, old)| {
+                    let reusable = match (&old, changes) {
+                        (Some(old), Some(changes)) => {
+                            !changes.meets(file, &old.reads_files, &old.reads_keys)
+                                && !old.reads_bindings.iter().any(|&g| {
+                                    rebound_before.get(g as usize).copied().unwrap_or(true)
+                                })
+                        }
+                        _ => false,
+                    };
+                    match old {
+                        Some(old) if reusable => (old, false, true),
+                        old => {
+                            reads::start();
+                            let result = this.bind_imports(file as u32);
+                            let reads = reads::finish();
+                            let digest = this.imports_digest(&result);
+                            let rebound = old.is_none_or(|old| old.digest != digest);
+                            let memo = ImportsMemo {
+                                digest,
+                                reads_files: sorted(reads.files),
+                                reads_bindings: sorted(reads.bindings),
+                                reads_keys: sorted(reads.keys),
+                                result: Arc::new(result),
+                            };
+                            (memo, rebound, false)
+                        }
+                    }
+                })
+                .collect();
+            let mut current = Vec::with_capacity(count);
+            for (file, (mut memo, changed, reused)) in results.into_iter().enumerate() {
+                rebound[file] = changed;
+                if let Some(translate) = translate.filter(|t| !t.identity)
+                    && reused
+                {
+                    memo.result = match &translated[file] {
+                        Some((old, new)) if Arc::ptr_eq(old, &memo.result) => new.clone(),
+                        _ => {
+                            let new = Arc::new(translate.imports(&memo.result));
+                            translated[file] = Some((memo.result.clone(), new.clone()));
+                            new
+                        }
+                    };
+                }
+                // Equal results of consecutive passes are one (kept once in the memo).
+                if let Some(previous) = memos[file].last()
+                    && !Arc::ptr_eq(&previous.result, &memo.result)
+                    && previous.result == memo.result
+                {
+                    memo.result = previous.result.clone();
+                }
+                current.push(memo.result.clone());
+                memos[file].push(memo);
+            }
+            self.imports = current;
+        }
+        for (file, imports) in self.imports.iter().enumerate() {
+            let from = self.out.file_nodes[file];
+            for &(target, site) in &imports.edges {
+                self.edges.push(ResolvedEdge {
+                    from,
+                    to: target,
+                    kind: EdgeKind::Imports,
+                    subkind: EdgeSubkind::None,
+                    provenance: Provenance::TreeSitter,
+                    resolution: Resolution::Import,
+                    confidence: 95,
+                    site: Some(Site {
+                        file: file as u32,
+                        span: site.into(),
+                    }),
+                    flags: 0,
+                });
+            }
+        }
+        memos
     }
 }
 
@@ -395,52 +553,80 @@ pub(super) fn interface_digest(facts: Option<&FileFacts>, bindings: &[TypeBindin
     h.finish()
 }
 
-/// Which files to resolve again, given the last resolution of the same files.
-fn to_redo(
-    prior: &Memo,
-    digests: &[[u8; 32]],
-    interfaces: &[[u8; 32]],
-    bindings: &[[u8; 32]],
-    contributes: &[Vec<u64>],
-) -> Vec<bool> {
+/// How many passes bind imports (`Resolver::bind_all_imports`).
+pub const IMPORT_PASSES: usize = 3;
+
+/// What an edit changed since the last resolution of the same files.
+pub(super) struct Changes {
+    /// Files whose facts changed.
+    changed: Vec<bool>,
+    /// Files whose interface changed: what other files read of their facts.
+    reshaped: Vec<bool>,
+    /// Table keys the reshaped files contribute, before and after.
+    delta: HashSet<u64>,
+}
+
+impl Changes {
+    fn new(
+        prior: &Memo,
+        digests: &[[u8; 32]],
+        interfaces: &[[u8; 32]],
+        contributes: &[Vec<u64>],
+    ) -> Changes {
+        let files = 0..prior.files.len();
+        let changed: Vec<bool> = files
+            .clone()
+            .map(|f| prior.files[f].digest != digests[f])
+            .collect();
+        let reshaped: Vec<bool> = files
+            .map(|f| prior.files[f].interface != interfaces[f])
+            .collect();
+        let mut delta: HashSet<u64> = HashSet::default();
+        for (f, _) in reshaped.iter().enumerate().filter(|(_, c)| **c) {
+            delta.extend(prior.files[f].contributes.iter().copied());
+            delta.extend(contributes[f].iter().copied());
+        }
+        Changes {
+            changed,
+            reshaped,
+            delta,
+        }
+    }
+
+    /// Whether a file that read these files and keys must be resolved (or bound) again.
+    fn meets(&self, file: usize, reads_files: &[u32], reads_keys: &[u64]) -> bool {
+        self.changed[file]
+            || reads_files
+                .iter()
+                .any(|&g| self.reshaped.get(g as usize).copied().unwrap_or(true))
+            || (!self.delta.is_empty() && reads_keys.iter().any(|k| self.delta.contains(k)))
+    }
+}
+
+/// Which files to resolve again, given the last resolution of the same files, what
+/// changed since, and the files' import bindings now.
+fn to_redo(prior: &Memo, changes: &Changes, bindings: &[[u8; 32]]) -> Vec<bool> {
     use rayon::prelude::*;
-    let changed: Vec<bool> = (0..prior.files.len())
-        .map(|f| prior.files[f].digest != digests[f])
-        .collect();
-    // What other files read of a file: its interface and its import bindings.
-    let reshaped: Vec<bool> = (0..prior.files.len())
-        .map(|f| prior.files[f].interface != interfaces[f])
-        .collect();
     let rebound: Vec<bool> = (0..prior.files.len())
         .map(|f| prior.files[f].bindings != bindings[f])
         .collect();
-    let mut delta: HashSet<u64> = HashSet::default();
-    for (f, _) in reshaped.iter().enumerate().filter(|(_, c)| **c) {
-        delta.extend(prior.files[f].contributes.iter().copied());
-        delta.extend(contributes[f].iter().copied());
-    }
     prior
         .files
         .par_iter()
         .enumerate()
         .map(|(f, memo)| {
-            changed[f]
-                || memo
-                    .reads_files
-                    .iter()
-                    .any(|&g| reshaped.get(g as usize).copied().unwrap_or(true))
+            changes.meets(f, &memo.reads_files, &memo.reads_keys)
                 || memo
                     .reads_bindings
                     .iter()
                     .any(|&g| rebound.get(g as usize).copied().unwrap_or(true))
-                || (!delta.is_empty() && memo.reads_keys.iter().any(|k| delta.contains(k)))
         })
         .collect()
 }
 
 /// Old node ids to new ones, for files whose definitions are the same: module nodes keep
 /// their ids (same files, same directories), a file's nodes shift with its file node.
-struct Translation<'m> {
+pub(super) struct Translation<'m> {
     old: &'m [u32],
     new: &'m [u32],
     /// No file's definitions were added or removed: every id stays.
@@ -464,6 +650,31 @@ impl<'m> Translation<'m> {
         match file.checked_sub(1) {
             Some(f) => self.new[f] + (id - self.old[f]),
             None => id,
+        }
+    }
+}
+
+impl Translation<'_> {
+    /// A pass of import binding in the new ids.
+    fn imports(&self, imports: &FileImports) -> FileImports {
+        let target = |target: &Target| match target {
+            Target::Symbol(id) => Target::Symbol(self.id(*id)),
+            Target::Files(files) => Target::Files(files.clone()),
+        };
+        FileImports {
+            bindings: imports
+                .bindings
+                .iter()
+                .map(|(name, t)| (name.clone(), target(t)))
+                .collect(),
+            wildcards: imports.wildcards.clone(),
+            unresolved: imports.unresolved.clone(),
+            unresolved_wildcard: imports.unresolved_wildcard,
+            edges: imports
+                .edges
+                .iter()
+                .map(|&(id, site)| (self.id(id), site))
+                .collect(),
         }
     }
 }

@@ -20,8 +20,7 @@ impl<'a> Resolver<'a> {
         let Some(ids) = self.named(r.name.as_str()) else {
             return Err(0);
         };
-        let (names, wildcard) = &self.opaque_imports_of(file);
-        if !(*wildcard || names.contains(r.name.as_str())) {
+        if !self.opaquely_imported(file, r.name.as_str()) {
             return Err(self.candidate_count(r));
         }
         // A bare name never means a member: methods and fields need a receiver.

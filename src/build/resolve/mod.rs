@@ -27,7 +27,10 @@ use crate::syntax::facts::{
 
 pub mod merge_scip;
 
-pub use incremental::{FileMemo, Memo, Redone, fact_digest, files_digest, resolve_incremental};
+pub use incremental::{
+    FileMemo, IMPORT_PASSES, ImportsMemo, Memo, Redone, fact_digest, files_digest,
+    resolve_incremental,
+};
 
 mod incremental;
 mod lookup;
@@ -147,8 +150,9 @@ pub struct Resolved {
     pub external_references: u64,
 }
 
-#[derive(Clone, Debug)]
-enum Target {
+/// What an imported name is bound to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Target {
     Symbol(u32),
     Files(Vec<u32>),
 }
@@ -160,17 +164,18 @@ struct FileResolution {
     external_references: u64,
 }
 
-/// What a file's imports bring into scope.
-struct FileImports {
-    bindings: HashMap<String, Target>,
+/// What a file's imports bring into scope (one pass of `Resolver::bind_imports`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FileImports {
+    pub bindings: HashMap<String, Target>,
     /// Files whose top-level names are all visible (`from m import *`, `use m::*`).
-    wildcards: Vec<u32>,
+    pub wildcards: Vec<u32>,
     /// Names imported from modules that are not in the graph (or not found in it).
-    unresolved: HashSet<String>,
+    pub unresolved: HashSet<String>,
     /// A wildcard import whose module is not in the graph.
-    unresolved_wildcard: bool,
+    pub unresolved_wildcard: bool,
     /// (target node, import site) for `imports` edges.
-    edges: Vec<(u32, Span)>,
+    pub edges: Vec<(u32, Span)>,
 }
 
 struct Outcome {
@@ -184,6 +189,7 @@ pub fn resolve(units: &[SourceUnit], scip: Option<&ScipFacts>) -> Resolved {
     let mut resolver = Resolver::new(units);
     resolver.build_nodes();
     resolver.build_indexes();
+    resolver.bind_all_imports(None, None);
     resolver.resolve_all();
     resolver.go_implementations();
     if let Some(scip) = scip {
@@ -198,6 +204,7 @@ pub fn evaluate_against_scip(units: &[SourceUnit], scip: &ScipFacts) -> merge_sc
     let mut resolver = Resolver::new(units);
     resolver.build_nodes();
     resolver.build_indexes();
+    resolver.bind_all_imports(None, None);
     resolver.resolve_all();
     resolver.evaluate(scip)
 }
@@ -233,11 +240,11 @@ struct Resolver<'a> {
     dotted_suffix: HashMap<String, Vec<u32>>,
     packages: HashMap<&'a str, Vec<u32>>,
     rust_modules: HashMap<(String, String), u32>,
-    bindings: Vec<HashMap<String, Target>>,
-    wildcards: Vec<Vec<u32>>,
-    /// Per file: names bound by imports that did not resolve, and whether a wildcard
-    /// import did not resolve. Only such names may fall back to a unique global name.
-    opaque_imports: Vec<(HashSet<String>, bool)>,
+    /// Per file, what its imports bind as of the last finished pass of import binding
+    /// (`incremental::bind_all_imports`); empty while the first pass runs. Names bound by
+    /// imports that did not resolve (and an unresolved wildcard) are the only ones that
+    /// may fall back to a unique global name.
+    imports: Vec<std::sync::Arc<FileImports>>,
     /// Per node: whether another definition shares its (file, qualified name, kind) — an
     /// overload group. Most nodes are alone, and their implementation is themselves.
     overloaded: Vec<bool>,
@@ -305,9 +312,7 @@ impl<'a> Resolver<'a> {
             dotted_suffix: HashMap::default(),
             packages: HashMap::default(),
             rust_modules: HashMap::default(),
-            bindings: Vec::new(),
-            wildcards: Vec::new(),
-            opaque_imports: Vec::new(),
+            imports: Vec::new(),
             overloaded: Vec::new(),
             edges: Vec::new(),
             contributes: Vec::new(),

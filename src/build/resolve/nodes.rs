@@ -201,51 +201,8 @@ impl<'a> Resolver<'a> {
         self.contributes = contributes;
         // Stable: each type's bases keep their source order.
         self.bases.sort_by_key(|&(id, _)| id);
-        // Imports are bound in passes so that re-exports (`from .app import Flask` in a
-        // package `__init__`, `pub use`) resolve for their importers: each pass sees the
-        // previous pass's bindings. Three passes follow re-export chains two deep.
-        const PASSES: usize = 3;
-        let files = units.len() as u32;
-        for pass in 0..PASSES {
-            let results: Vec<FileImports> = {
-                use rayon::prelude::*;
-                let this = &*self;
-                (0..files)
-                    .into_par_iter()
-                    .map(|file| this.bind_imports(file))
-                    .collect()
-            };
-            self.bindings.clear();
-            self.wildcards.clear();
-            self.opaque_imports.clear();
-            for (file, imports) in results.into_iter().enumerate() {
-                let file = file as u32;
-                if pass + 1 == PASSES {
-                    for (target, site) in &imports.edges {
-                        let from = self.out.file_nodes[file as usize];
-                        self.edges.push(ResolvedEdge {
-                            from,
-                            to: *target,
-                            kind: EdgeKind::Imports,
-                            subkind: EdgeSubkind::None,
-                            provenance: Provenance::TreeSitter,
-                            resolution: Resolution::Import,
-                            confidence: 95,
-                            site: Some(Site {
-                                file,
-                                span: (*site).into(),
-                            }),
-                            flags: 0,
-                        });
-                    }
-                }
-                self.opaque_imports
-                    .push((imports.unresolved, imports.unresolved_wildcard));
-                self.bindings.push(imports.bindings);
-                self.wildcards.push(imports.wildcards);
-            }
-        }
     }
+
     /// One file's own tables: its top-level definitions by name, the keys its
     /// definitions are entered under (`reads`), and the bases its definitions declare.
     #[allow(clippy::type_complexity)]

@@ -152,7 +152,7 @@ impl<'a> Resolver<'a> {
     /// the symbol's attributes, which that file's interface covers.
     pub(super) fn bound(&self, file: u32, name: &str) -> Option<&Target> {
         bindings_read(file);
-        let target = self.bindings.get(file as usize)?.get(name)?;
+        let target = self.imports.get(file as usize)?.bindings.get(name)?;
         self.target_read(target);
         Some(target)
     }
@@ -160,10 +160,10 @@ impl<'a> Resolver<'a> {
     /// Every target of `file`'s import bindings.
     pub(super) fn bound_targets(&self, file: u32) -> impl Iterator<Item = &Target> {
         bindings_read(file);
-        self.bindings
+        self.imports
             .get(file as usize)
             .into_iter()
-            .flat_map(|b| b.values())
+            .flat_map(|imports| imports.bindings.values())
             .inspect(|target| self.target_read(target))
     }
 
@@ -177,12 +177,18 @@ impl<'a> Resolver<'a> {
 
     pub(super) fn wildcards_of(&self, file: u32) -> &[u32] {
         bindings_read(file);
-        self.wildcards.get(file as usize).map_or(&[], Vec::as_slice)
+        self.imports
+            .get(file as usize)
+            .map_or(&[], |imports| imports.wildcards.as_slice())
     }
 
-    pub(super) fn opaque_imports_of(&self, file: u32) -> &(HashSet<String>, bool) {
+    /// Whether `name` came from an import that did not resolve (a name, or any name of
+    /// a wildcard import that did not).
+    pub(super) fn opaquely_imported(&self, file: u32, name: &str) -> bool {
         bindings_read(file);
-        &self.opaque_imports[file as usize]
+        self.imports
+            .get(file as usize)
+            .is_some_and(|imports| imports.unresolved_wildcard || imports.unresolved.contains(name))
     }
 
     /// Whether another definition shares the node's (file, qualified name, kind).

@@ -731,3 +731,43 @@ fn edits_along_a_re_export_chain_rebind_imports_as_a_cold_build_does() {
         assert!(dump.stdout.contains(&call), "{context}: {}", dump.stdout);
     }
 }
+
+#[test]
+fn a_resolution_memo_of_another_generation_lends_it_no_segment_by_place() {
+    // A segment whose files resolution left unchanged is taken from the committed
+    // generation without a digest only when the memo was that generation's. Here the
+    // memo is restored from an older build: against it `bulk/a/m0.py` is unchanged, but
+    // the committed generation holds an edited copy of it (three lines longer).
+    let sandbox = Sandbox::with_fixture("python");
+    add_bulk(&sandbox);
+    let graph = sandbox.path().join("graph");
+    let build = || {
+        atlas(
+            &sandbox,
+            &graph,
+            &["build", "--no-search", "--format", "json"],
+        )
+        .success()
+        .json()
+    };
+    build();
+    let memo = std::fs::read(graph.join("resolution.bin")).unwrap();
+    let bulk = sandbox.repo().join("bulk/a/m0.py");
+    let original = std::fs::read_to_string(&bulk).unwrap();
+    std::fs::write(&bulk, format!("{original}# one\n# two\n# three\n")).unwrap();
+    build();
+    std::fs::write(graph.join("resolution.bin"), memo).unwrap();
+    std::fs::write(&bulk, &original).unwrap();
+    let util = sandbox.repo().join("shop/util.py");
+    let text = std::fs::read_to_string(&util).unwrap() + "# edited\n";
+    std::fs::write(&util, text).unwrap();
+    let report = build();
+    let cold = sandbox.path().join("cold");
+    assert_equals_cold(
+        &sandbox,
+        &graph,
+        &report,
+        &cold,
+        "a memo of an older generation",
+    );
+}

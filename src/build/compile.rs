@@ -116,13 +116,15 @@ pub enum CompiledSegment {
 }
 
 /// Compiles a resolved graph into a root and segments (format 4). A segment whose inputs
-/// digest `reuse` knows is not compiled again. The segment hashes and string counts of
-/// built segments are filled in when they are encoded.
+/// digest `reuse` knows is not compiled again, nor one that `unchanged` vouches for by
+/// its place (index and cut), which is not even digested. The segment hashes and string
+/// counts of built segments are filled in when they are encoded.
 pub fn compile(
     fingerprint: [u8; 32],
     files: &[FileMeta],
     resolved: &Resolved,
     reuse: &(dyn Fn(&[u8; 32]) -> Option<SegmentEntry> + Sync),
+    unchanged: &(dyn Fn(usize, &Cut) -> Option<SegmentEntry> + Sync),
 ) -> Compiled {
     let shape = Shape {
         paths: files.iter().map(|f| f.path).collect(),
@@ -149,7 +151,12 @@ pub fn compile(
     let owner = segments::owners(&cuts, resolved.nodes.len());
     let segments: Vec<(CompiledSegment, [u8; 32])> = cuts
         .par_iter()
-        .map(|cut| {
+        .enumerate()
+        .map(|(index, cut)| {
+            if let Some(entry) = unchanged(index, cut) {
+                let inputs = entry.inputs;
+                return (CompiledSegment::Reused(entry), inputs);
+            }
             let part = Part::new(files, resolved, cut);
             let inputs = part.digest();
             match reuse(&inputs) {
@@ -704,49 +711,66 @@ fn compile_root(
 }
 
 /// PageRank over the dependency edges (everything but containment), by sparse power
-/// iteration over an adjacency list in CSR form (`resolved.edges` is sorted by source).
-/// Each node's sum adds its sources' shares in source order, so the result is the same
-/// bit for bit however a source's targets are ordered.
+/// iteration. Each node *pulls* its sources' shares, in source order (its sources are
+/// bucketed by a counting sort of `resolved.edges`, which is sorted by source), so the
+/// nodes' sums are independent and computed in parallel, and each sum adds the same
+/// terms in the same order as pushing every source's share to its targets did: the
+/// result is the same bit for bit (`tests::pulled_ranks_equal_pushed_ranks_bit_for_bit`).
 fn centrality(node_count: usize, resolved: &Resolved) -> Vec<u32> {
+    use rayon::prelude::*;
     if node_count == 0 {
         return Vec::new();
     }
-    let mut offsets = vec![0u32; node_count + 1];
-    let mut targets = Vec::with_capacity(resolved.edges.len());
-    for e in &resolved.edges {
-        if e.kind != EdgeKind::Contains && e.from != e.to {
-            offsets[e.from as usize + 1] += 1;
-            targets.push(e.to);
-        }
+    let counted = |e: &&ResolvedEdge| e.kind != EdgeKind::Contains && e.from != e.to;
+    let mut degree = vec![0u32; node_count];
+    let mut in_offsets = vec![0u32; node_count + 1];
+    for e in resolved.edges.iter().filter(counted) {
+        degree[e.from as usize] += 1;
+        in_offsets[e.to as usize + 1] += 1;
     }
     for i in 0..node_count {
-        offsets[i + 1] += offsets[i];
+        in_offsets[i + 1] += in_offsets[i];
+    }
+    let mut sources = vec![0u32; in_offsets[node_count] as usize];
+    let mut fill: Vec<u32> = in_offsets[..node_count].to_vec();
+    for e in resolved.edges.iter().filter(counted) {
+        let at = &mut fill[e.to as usize];
+        sources[*at as usize] = e.from;
+        *at += 1;
     }
     const DAMPING: f64 = 0.85;
     const ITERATIONS: usize = 20;
     let n = node_count as f64;
     let mut rank = vec![1.0 / n; node_count];
-    let mut next = vec![0.0; node_count];
+    let mut share = vec![0.0; node_count];
     for _ in 0..ITERATIONS {
         let dangling: f64 = rank
             .iter()
-            .zip(offsets.windows(2))
-            .filter(|(_, w)| w[0] == w[1])
+            .zip(&degree)
+            .filter(|(_, d)| **d == 0)
             .map(|(r, _)| r)
             .sum();
         let base = (1.0 - DAMPING) / n + DAMPING * dangling / n;
-        next.iter_mut().for_each(|x| *x = base);
-        for (index, w) in offsets.windows(2).enumerate() {
-            let (start, end) = (w[0] as usize, w[1] as usize);
-            if start == end {
-                continue;
-            }
-            let share = DAMPING * rank[index] / (end - start) as f64;
-            for &target in &targets[start..end] {
-                next[target as usize] += share;
-            }
-        }
-        std::mem::swap(&mut rank, &mut next);
+        share
+            .par_iter_mut()
+            .zip(rank.par_iter().zip(degree.par_iter()))
+            .with_min_len(4096)
+            .for_each(|(share, (rank, &degree))| {
+                if degree > 0 {
+                    *share = DAMPING * rank / degree as f64;
+                }
+            });
+        rank.par_iter_mut()
+            .enumerate()
+            .with_min_len(4096)
+            .for_each(|(node, rank)| {
+                let from = &sources[in_offsets[node] as usize..in_offsets[node + 1] as usize];
+                let mut sum = base;
+                for &source in from {
+                    sum += share[source as usize];
+                }
+                *rank = sum;
+            });
     }
     rank.iter()
         .map(|r| (r * n * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32)
@@ -756,6 +780,8 @@ fn centrality(node_count: usize, resolved: &Resolved) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::BufferedHasher;
+    use crate::build::resolve::Resolved;
+    use crate::graph::codes::EdgeKind;
 
     #[test]
     fn a_buffered_digest_equals_the_pieces_hashed_one_by_one() {
@@ -771,5 +797,106 @@ mod tests {
             buffered.update(piece);
         }
         assert_eq!(buffered.finalize(), plain.finalize());
+    }
+
+    /// The ranks as they were computed before they were pulled: each source pushes its
+    /// share to its targets, sources in order.
+    fn pushed_centrality(node_count: usize, resolved: &Resolved) -> Vec<u32> {
+        if node_count == 0 {
+            return Vec::new();
+        }
+        let mut offsets = vec![0u32; node_count + 1];
+        let mut targets = Vec::with_capacity(resolved.edges.len());
+        for e in &resolved.edges {
+            if e.kind != EdgeKind::Contains && e.from != e.to {
+                offsets[e.from as usize + 1] += 1;
+                targets.push(e.to);
+            }
+        }
+        for i in 0..node_count {
+            offsets[i + 1] += offsets[i];
+        }
+        const DAMPING: f64 = 0.85;
+        const ITERATIONS: usize = 20;
+        let n = node_count as f64;
+        let mut rank = vec![1.0 / n; node_count];
+        let mut next = vec![0.0; node_count];
+        for _ in 0..ITERATIONS {
+            let dangling: f64 = rank
+                .iter()
+                .zip(offsets.windows(2))
+                .filter(|(_, w)| w[0] == w[1])
+                .map(|(r, _)| r)
+                .sum();
+            let base = (1.0 - DAMPING) / n + DAMPING * dangling / n;
+            next.iter_mut().for_each(|x| *x = base);
+            for (index, w) in offsets.windows(2).enumerate() {
+                let (start, end) = (w[0] as usize, w[1] as usize);
+                if start == end {
+                    continue;
+                }
+                let share = DAMPING * rank[index] / (end - start) as f64;
+                for &target in &targets[start..end] {
+                    next[target as usize] += share;
+                }
+            }
+            std::mem::swap(&mut rank, &mut next);
+        }
+        rank.iter()
+            .map(|r| (r * n * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32)
+            .collect()
+    }
+
+    #[test]
+    fn pulled_ranks_equal_pushed_ranks_bit_for_bit() {
+        use crate::build::resolve::ResolvedEdge;
+        use crate::graph::codes::{EdgeSubkind, Provenance, Resolution};
+        // A pseudo-random graph with duplicate edges, self-loops, containment (not
+        // counted) and nodes with no out-edges, sorted by source as resolution leaves it.
+        let nodes = 3_000u32;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let kinds = [
+            EdgeKind::Calls,
+            EdgeKind::References,
+            EdgeKind::Contains,
+            EdgeKind::Imports,
+        ];
+        let mut edges: Vec<ResolvedEdge> = (0..20_000)
+            .map(|_| {
+                let from = (next() % u64::from(nodes / 2)) as u32 * 2;
+                let to = if next() % 50 == 0 {
+                    from
+                } else {
+                    (next() % u64::from(nodes)) as u32
+                };
+                ResolvedEdge {
+                    from,
+                    to,
+                    kind: kinds[(next() % 4) as usize],
+                    subkind: EdgeSubkind::None,
+                    provenance: Provenance::TreeSitter,
+                    resolution: Resolution::Import,
+                    confidence: 90,
+                    site: None,
+                    flags: 0,
+                }
+            })
+            .collect();
+        let duplicates: Vec<ResolvedEdge> = edges.iter().step_by(7).copied().collect();
+        edges.extend(duplicates);
+        edges.sort();
+        let resolved = Resolved {
+            edges,
+            ..Resolved::default()
+        };
+        let pulled = super::centrality(nodes as usize, &resolved);
+        assert_eq!(pulled, pushed_centrality(nodes as usize, &resolved));
+        assert!(pulled.iter().any(|&r| r != pulled[0]), "ranks differ");
     }
 }

@@ -303,6 +303,14 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     }
 
     let stage = Instant::now();
+    // The committed root, for compilation to reuse segments from, is read and validated
+    // beside resolution.
+    let previous = {
+        let store = Store::new(&options.graph_dir);
+        std::thread::Builder::new()
+            .name("atlas-previous".into())
+            .spawn(move || Previous::load(&store))
+    };
     let units = source_units(&files);
     let scip_facts = if scip_paths.is_empty() {
         None
@@ -320,12 +328,14 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         kept.forget_resolution();
     }
     let prior = prior.map(|p| Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone()));
+    let prior_generation = prior.as_ref().map(|p| p.generation);
     let digests: Vec<[u8; 32]> = files
         .iter()
         .map(|f| super::resolve::fact_digest(&f.hash, f.language, f.facts.is_some()))
         .collect();
-    let (resolved, memo, redone) =
+    let (resolved, mut memo, redone) =
         super::resolve::resolve_incremental(&units, &digests, scip_facts.as_ref(), prior);
+    memo.generation = fingerprint_bytes;
     let memo = Arc::new(memo);
     // Written beside compilation and publication; a watcher keeps it as well.
     let memo_writer = {
@@ -341,12 +351,30 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
 
     let stage = Instant::now();
     // An edit reuses the committed generation's segments whose inputs did not change.
-    let previous = Previous::load(&store);
+    let previous = match previous {
+        Ok(reader) => reader.join().ok().flatten(),
+        Err(_) => Previous::load(&store),
+    };
+    // Where the prior resolution is the committed generation's, a segment whose files
+    // resolution left unchanged is that generation's segment at the same place.
+    let unchanged = match (&previous, prior_generation) {
+        (Some(previous), Some(generation))
+            if previous.fingerprint == generation && scip_facts.is_none() =>
+        {
+            Some(UnchangedSegments {
+                previous,
+                files: &files,
+                unchanged: &redone.unchanged,
+            })
+        }
+        _ => None,
+    };
     let compiled = super::compile::compile(
         fingerprint_bytes,
         &file_metas(&files),
         &resolved,
         &|inputs| previous.as_ref()?.by_inputs.get(inputs).cloned(),
+        &|index, cut| unchanged.as_ref()?.entry(index, cut),
     );
     let mut encoded = encode_generation(compiled)?;
     timings.compile = ms(stage);
@@ -767,8 +795,46 @@ struct Encoded {
 /// directory, its manifest's artifacts, and the entries whose file is there.
 struct Previous {
     dir: PathBuf,
+    /// The committed generation's fingerprint, as its root states it.
+    fingerprint: [u8; 32],
     artifacts: BTreeMap<String, Artifact>,
     by_inputs: std::collections::HashMap<[u8; 32], crate::graph::data::SegmentEntry>,
+    /// Its segments in order (`None` where the manifest lacks the file), with the first
+    /// file id of each.
+    in_order: Vec<(u32, Option<crate::graph::data::SegmentEntry>)>,
+}
+
+/// Which segments of an edited graph are the committed generation's at the same place,
+/// known without their inputs digest: the prior resolution was the committed
+/// generation's, and resolution left every file of the segment unchanged
+/// (`resolve::Redone::unchanged`: facts, references and imports reused). Such a segment
+/// holds the same records in local ids, provided it holds the same files and as many
+/// nodes and frontier entries. Segments with Go files are digested still: the
+/// structural `implements` pass is whole-graph (as SCIP is, which disables this).
+struct UnchangedSegments<'p> {
+    previous: &'p Previous,
+    files: &'p [Loaded],
+    unchanged: &'p [bool],
+}
+
+impl UnchangedSegments<'_> {
+    fn entry(
+        &self,
+        index: usize,
+        cut: &crate::graph::segments::Cut,
+    ) -> Option<crate::graph::data::SegmentEntry> {
+        let (first_file, entry) = self.previous.in_order.get(index)?;
+        let entry = entry.as_ref()?;
+        let same_place = *first_file == cut.files.start
+            && entry.files == cut.files.end - cut.files.start
+            && entry.nodes == cut.nodes.end - cut.nodes.start
+            && entry.frontier == cut.frontier.end - cut.frontier.start;
+        let unchanged = cut.files.clone().all(|f| {
+            self.unchanged.get(f as usize) == Some(&true)
+                && self.files[f as usize].language != Some(crate::syntax::lang::Language::Go)
+        });
+        (same_place && unchanged && !self.unchanged.is_empty()).then(|| entry.clone())
+    }
 }
 
 impl Previous {
@@ -781,27 +847,33 @@ impl Previous {
         let format::Opened::Root(root) = format::open(&dir.join(GRAPH_FILE)).ok()? else {
             return None;
         };
-        let by_inputs = root
-            .data()
-            .segments
+        let mut in_order = Vec::with_capacity(root.data().segments.len());
+        let mut first_file = 0u32;
+        for e in root.data().segments.iter() {
+            let entry = crate::graph::data::SegmentEntry {
+                hash: e.hash,
+                inputs: e.inputs,
+                nodes: e.nodes.to_native(),
+                files: e.files.to_native(),
+                strings: e.strings.to_native(),
+                frontier: e.frontier.to_native(),
+            };
+            let files = entry.files;
+            let present = manifest.artifacts.contains_key(&segment_name(&entry.hash));
+            in_order.push((first_file, present.then_some(entry)));
+            first_file = first_file.checked_add(files)?;
+        }
+        let by_inputs = in_order
             .iter()
-            .map(|e| {
-                let entry = crate::graph::data::SegmentEntry {
-                    hash: e.hash,
-                    inputs: e.inputs,
-                    nodes: e.nodes.to_native(),
-                    files: e.files.to_native(),
-                    strings: e.strings.to_native(),
-                    frontier: e.frontier.to_native(),
-                };
-                (e.inputs, entry)
-            })
-            .filter(|(_, e)| manifest.artifacts.contains_key(&segment_name(&e.hash)))
+            .filter_map(|(_, e)| e.as_ref())
+            .map(|e| (e.inputs, e.clone()))
             .collect();
         Some(Previous {
             dir,
+            fingerprint: root.data().fingerprint,
             artifacts: manifest.artifacts,
             by_inputs,
+            in_order,
         })
     }
 }

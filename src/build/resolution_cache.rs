@@ -7,7 +7,8 @@
 //! digests (`resolve::incremental`), not by the generation it was written with.
 //!
 //! Layout (little-endian): magic `ATLASRM1`, version `u32` (1), reserved `u32`, the
-//! builder id (`u16` length and bytes), the files' digest (32 bytes), the file count
+//! builder id (`u16` length and bytes), the files' digest (32 bytes), the fingerprint of
+//! the generation compiled from the resolution (32 bytes, zero when unknown), the file count
 //! (`u32`), each file's node id (`u32`). Then each file: facts, interface and bindings
 //! digests (32 bytes each), external references (`u64`); read files (`u32` count,
 //! `u32`s); files whose bindings were read (the same); read keys and contributed keys
@@ -24,7 +25,8 @@
 //! length and bytes), the unresolved-wildcard flag `u8`, edges (`u32` count; target
 //! `u32` and site as four `u32`s)). Last, the blake3 of everything before it (32 bytes).
 //!
-//! Version 2 added the import passes; a version-1 file reads as `None`.
+//! Version 2 added the import passes, version 3 the generation; an older file reads as
+//! `None`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +41,7 @@ use crate::syntax::facts::{RefRole, Span};
 pub const RESOLUTION_FILE: &str = "resolution.bin";
 const MAGIC: &[u8; 8] = b"ATLASRM1";
 /// Bumped when the layout, or what resolution records (`resolve::reads`), changes.
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies; `None`
 /// as well once `stop` is set (a build that turns out to have nothing to resolve stops
@@ -102,6 +104,7 @@ fn encode(memo: &Memo, builder: &str) -> Vec<u8> {
     out.extend_from_slice(&(builder.len() as u16).to_le_bytes());
     out.extend_from_slice(builder);
     out.extend_from_slice(&memo.files_digest);
+    out.extend_from_slice(&memo.generation);
     out.extend_from_slice(&(memo.files.len() as u32).to_le_bytes());
     for &node in &memo.file_nodes {
         out.extend_from_slice(&node.to_le_bytes());
@@ -276,6 +279,7 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
         return None;
     }
     let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let generation: [u8; 32] = r.take(32)?.try_into().ok()?;
     let count = r.len_of(4)?;
     let file_nodes = (0..count).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
     let span = |r: &mut Reader| -> Option<SpanKey> {
@@ -403,6 +407,7 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
     }
     r.0.is_empty().then_some(Memo {
         files_digest,
+        generation,
         file_nodes,
         files,
     })
@@ -500,6 +505,7 @@ mod tests {
         };
         Memo {
             files_digest: [5; 32],
+            generation: [6; 32],
             file_nodes: vec![2, 7],
             files: vec![
                 FileMemo {
@@ -577,13 +583,15 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_memo_reads_as_none() {
-        let mut bytes = encode(&memo(), "b1");
-        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-        let body = bytes.len() - 32;
-        let checksum = *blake3::hash(&bytes[..body]).as_bytes();
-        bytes[body..].copy_from_slice(&checksum);
-        assert_eq!(decode(&bytes, "b1", &AtomicBool::new(false)), None);
+    fn an_older_version_reads_as_none() {
+        for version in [1u32, 2] {
+            let mut bytes = encode(&memo(), "b1");
+            bytes[8..12].copy_from_slice(&version.to_le_bytes());
+            let body = bytes.len() - 32;
+            let checksum = *blake3::hash(&bytes[..body]).as_bytes();
+            bytes[body..].copy_from_slice(&checksum);
+            assert_eq!(decode(&bytes, "b1", &AtomicBool::new(false)), None);
+        }
     }
 
     #[test]
@@ -617,7 +625,7 @@ mod tests {
     fn counts_beyond_the_bytes_left_read_as_none_without_allocating_them() {
         let mut bytes = encode(&memo(), "b1");
         // The file count, just after magic, version, reserved, builder and digest.
-        let at = 8 + 4 + 4 + 2 + 2 + 32;
+        let at = 8 + 4 + 4 + 2 + 2 + 32 + 32;
         bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let body = bytes.len() - 32;
         let checksum = *blake3::hash(&bytes[..body]).as_bytes();

@@ -12,10 +12,14 @@
 //! - it looked up a key in the edit's delta: a key the reshaped files contributed before
 //!   or after the edit (a name defined, removed or redefined).
 //!
+//! Import binding is reused the same way, pass by pass (`Resolver::bind_all_imports`): a
+//! file's pass is bound again when its facts changed, it read a reshaped file or a delta
+//! key, or it read the bindings of a file whose previous pass came out differently.
+//!
 //! Reuse needs the same files in the same order (node ids of unchanged files then differ
 //! only by the shift of the changed files' definitions): any other change resolves every
-//! file. The tables, import bindings and the whole-graph passes (containment, imports,
-//! Go implementations, SCIP) are rebuilt by every resolution.
+//! file. The tables and the whole-graph passes (containment, Go implementations, SCIP)
+//! are rebuilt by every resolution.
 
 use std::sync::Arc;
 
@@ -29,7 +33,8 @@ pub struct FileMemo {
     pub digest: [u8; 32],
     /// Digest of what other files' resolution can read of its facts (`interface_digest`).
     pub interface: [u8; 32],
-    /// Digest of the file's import bindings in stable terms (`bindings_digest`).
+    /// Digest of the file's import bindings in stable terms (`imports_digest`), as its
+    /// last pass of import binding left them.
     pub bindings: [u8; 32],
     /// Files whose facts the resolution read, sorted (the file itself included).
     pub reads_files: Vec<u32>,
@@ -69,16 +74,24 @@ pub struct ImportsMemo {
 pub struct Memo {
     /// Digest of the files resolved (paths and languages, in order).
     pub files_digest: [u8; 32],
+    /// Fingerprint of the generation compiled from this resolution (zero when unknown).
+    pub generation: [u8; 32],
     /// Node id of each file's node, in the memo's ids.
     pub file_nodes: Vec<u32>,
     pub files: Vec<FileMemo>,
 }
 
 /// How much of a resolution was redone.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Redone {
     /// Files whose references were resolved; the others' were reused.
     pub resolved: usize,
+    /// Per file, whether everything resolution made of it is the prior resolution's: its
+    /// facts, its references' resolution and its last pass of import binding were all
+    /// reused (empty without a prior). Such a file's nodes, edges and frontier are the
+    /// prior's in terms of the file, except for what the whole-graph passes (Go
+    /// implementations, SCIP) add.
+    pub unchanged: Vec<bool>,
 }
 
 /// The digest a memo keeps of a file's facts: its content hash, language, and whether
@@ -162,7 +175,7 @@ impl<'a> Resolver<'a> {
                 .map(|f| std::mem::take(&mut f.imports))
                 .collect()
         });
-        let mut imports =
+        let (mut imports, imports_reused) =
             self.bind_all_imports(prior_imports.zip(changes.as_ref()), translate.as_ref());
         let bindings: Vec<[u8; 32]> = imports
             .iter()
@@ -239,12 +252,25 @@ impl<'a> Resolver<'a> {
             files.push(memo);
         }
         // The edges are settled once, by `finish`, after the whole-graph passes.
+        let unchanged = match &changes {
+            Some(changes) => (0..count)
+                .map(|f| !changes.changed[f] && !redo[f] && imports_reused[f])
+                .collect(),
+            None => Vec::new(),
+        };
         let memo = Memo {
             files_digest,
+            generation: [0; 32],
             file_nodes: self.out.file_nodes.clone(),
             files,
         };
-        (memo, Redone { resolved })
+        (
+            memo,
+            Redone {
+                resolved,
+                unchanged,
+            },
+        )
     }
 
     /// A digest of what a file's imports bind, in terms that outlive node ids: a symbol
@@ -299,12 +325,13 @@ impl<'a> Resolver<'a> {
     /// since), a file's pass is bound again only when its recorded reads meet the
     /// change: its facts changed, it read a reshaped file or a delta key, or it read the
     /// bindings of a file whose previous pass came out differently. Every other pass is
-    /// reused, its ids translated. Returns each file's passes for the next resolution.
+    /// reused, its ids translated. Returns each file's passes for the next resolution,
+    /// and whether its last pass (the one whose edges are kept) was reused.
     pub(super) fn bind_all_imports(
         &mut self,
         prior: Option<(Vec<Vec<ImportsMemo>>, &Changes)>,
         translate: Option<&Translation>,
-    ) -> Vec<Vec<ImportsMemo>> {
+    ) -> (Vec<Vec<ImportsMemo>>, Vec<bool>) {
         use rayon::prelude::*;
         let count = self.units.len();
         let (mut prior, changes) = match prior {
@@ -322,6 +349,7 @@ impl<'a> Resolver<'a> {
             .collect();
         // The first pass reads no bindings: none changed before it.
         let mut rebound = vec![false; count];
+        let mut reused_last = vec![false; count];
         // Per file, the last reused prior result and its translation: passes that share
         // a result share its translation.
         let mut translated: Vec<Option<(Arc<FileImports>, Arc<FileImports>)>> = vec![None; count];
@@ -373,6 +401,7 @@ impl<'a> Resolver<'a> {
             let mut current = Vec::with_capacity(count);
             for (file, (mut memo, changed, reused)) in results.into_iter().enumerate() {
                 rebound[file] = changed;
+                reused_last[file] = reused;
                 if let Some(translate) = translate.filter(|t| !t.identity)
                     && reused
                 {
@@ -416,7 +445,7 @@ impl<'a> Resolver<'a> {
                 });
             }
         }
-        memos
+        (memos, reused_last)
     }
 }
 

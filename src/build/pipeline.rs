@@ -333,7 +333,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         .iter()
         .map(|f| super::resolve::fact_digest(&f.hash, f.language, f.facts.is_some()))
         .collect();
-    let (resolved, mut memo, redone) =
+    let (resolved, mut memo, redone, tables) =
         super::resolve::resolve_incremental(&units, &digests, scip_facts.as_ref(), prior);
     memo.generation = fingerprint_bytes;
     let memo = Arc::new(memo);
@@ -369,13 +369,20 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         }
         _ => None,
     };
-    let compiled = super::compile::compile(
-        fingerprint_bytes,
-        &file_metas(&files),
-        &resolved,
-        &|inputs| previous.as_ref()?.by_inputs.get(inputs).cloned(),
-        &|index, cut| unchanged.as_ref()?.entry(index, cut),
-    );
+    // The resolver's tables are freed beside compilation (they borrow the facts, so on a
+    // scoped thread; where none can be started, they are freed here).
+    let compiled = std::thread::scope(|scope| {
+        let _ = std::thread::Builder::new()
+            .name("atlas-free".into())
+            .spawn_scoped(scope, move || drop(tables));
+        super::compile::compile(
+            fingerprint_bytes,
+            &file_metas(&files),
+            &resolved,
+            &|inputs| previous.as_ref()?.by_inputs.get(inputs).cloned(),
+            &|index, cut| unchanged.as_ref()?.entry(index, cut),
+        )
+    });
     let mut encoded = encode_generation(compiled)?;
     timings.compile = ms(stage);
 

@@ -116,13 +116,14 @@ pub fn files_digest(units: &[SourceUnit]) -> [u8; 32] {
 }
 
 /// Resolves all files, reusing `prior` where the edit leaves a file's resolution as it
-/// was. `digests` are the units' `fact_digest`s. The result equals `resolve`'s.
-pub fn resolve_incremental(
-    units: &[SourceUnit],
+/// was. `digests` are the units' `fact_digest`s. The result equals `resolve`'s. The
+/// resolver's tables are returned to be freed where it costs the caller least.
+pub fn resolve_incremental<'a>(
+    units: &'a [SourceUnit<'a>],
     digests: &[[u8; 32]],
     scip: Option<&ScipFacts>,
     prior: Option<Memo>,
-) -> (Resolved, Memo, Redone) {
+) -> (Resolved, Memo, Redone, Tables<'a>) {
     let mut resolver = Resolver::new(units);
     resolver.build_nodes();
     resolver.build_indexes();
@@ -131,7 +132,8 @@ pub fn resolve_incremental(
     if let Some(scip) = scip {
         resolver.merge_scip(scip);
     }
-    (resolver.finish(), memo, redone)
+    let resolved = resolver.take_resolved();
+    (resolved, memo, redone, Tables(resolver))
 }
 
 impl<'a> Resolver<'a> {

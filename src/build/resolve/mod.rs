@@ -709,15 +709,24 @@ impl<'a> Resolver<'a> {
     }
 
     fn finish(mut self) -> Resolved {
+        self.take_resolved()
+    }
+
+    /// The resolved graph, leaving the resolver with its tables only.
+    fn take_resolved(&mut self) -> Resolved {
         self.settle_edges();
         self.out.edges = std::mem::take(&mut self.edges);
         // One sorted run per pass (`resolve_file`): a run-detecting sort.
         self.out.frontier.sort_by(|a, b| {
             (a.file, a.site.start_byte, &a.name).cmp(&(b.file, b.site.start_byte, &b.name))
         });
-        self.out
+        std::mem::take(&mut self.out)
     }
 }
+
+/// A resolver's tables once its graph is taken: millions of small allocations on a large
+/// tree (0.1–0.16 s to free on 13,890 files), which a build frees beside compilation.
+pub struct Tables<'a>(#[allow(dead_code)] Resolver<'a>);
 
 #[cfg(test)]
 mod tests;

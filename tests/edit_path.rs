@@ -244,6 +244,17 @@ fn add_bulk(sandbox: &Sandbox) {
     }
 }
 
+/// `atlas build --no-search` of `graph`, its JSON report.
+fn build_json(sandbox: &Sandbox, graph: &Path) -> serde_json::Value {
+    atlas(
+        sandbox,
+        graph,
+        &["build", "--no-search", "--format", "json"],
+    )
+    .success()
+    .json()
+}
+
 /// The committed generation's directory.
 fn generation(graph: &Path) -> PathBuf {
     let current = std::fs::read_to_string(graph.join("CURRENT")).unwrap();
@@ -439,15 +450,7 @@ fn a_body_edit_re_resolves_its_file_alone_and_a_damaged_cache_resolves_everythin
     let sandbox = Sandbox::with_fixture("python");
     add_bulk(&sandbox);
     let graph = sandbox.path().join("graph");
-    let build = || {
-        atlas(
-            &sandbox,
-            &graph,
-            &["build", "--no-search", "--format", "json"],
-        )
-        .success()
-        .json()
-    };
+    let build = || build_json(&sandbox, &graph);
     let first = build();
     assert_eq!(first["resolved"], first["files"]);
     let models = sandbox.repo().join("shop/models.py");
@@ -518,15 +521,7 @@ fn a_build_reads_only_the_files_its_stamps_do_not_vouch_for_and_equals_a_cold_bu
     let sandbox = Sandbox::with_fixture("python");
     add_bulk(&sandbox);
     let graph = sandbox.path().join("graph");
-    let build = || {
-        atlas(
-            &sandbox,
-            &graph,
-            &["build", "--no-search", "--format", "json"],
-        )
-        .success()
-        .json()
-    };
+    let build = || build_json(&sandbox, &graph);
     settle();
     let first = build();
     assert_eq!(first["unread"], 0, "no stamps yet: every file is read");
@@ -658,13 +653,7 @@ fn an_edit_that_retypes_a_receiver_two_files_away_moves_its_edge_as_a_cold_build
     );
 
     sandbox.write("pkg/x.py", x("Bar"));
-    let report = atlas(
-        &sandbox,
-        &graph,
-        &["build", "--no-search", "--format", "json"],
-    )
-    .success()
-    .json();
+    let report = build_json(&sandbox, &graph);
     let (_, dump) = assert_equals_cold(&sandbox, &graph, &report, &cold, "retyping make");
     assert!(
         dump.stdout
@@ -717,13 +706,7 @@ fn edits_along_a_re_export_chain_rebind_imports_as_a_cold_build_does() {
     ];
     for (step, (path, text, target)) in edits.into_iter().enumerate() {
         sandbox.write(path, text);
-        let report = atlas(
-            &sandbox,
-            &graph,
-            &["build", "--no-search", "--format", "json"],
-        )
-        .success()
-        .json();
+        let report = build_json(&sandbox, &graph);
         let cold = sandbox.path().join(format!("cold-{step}"));
         let context = format!("edit {step} of {path}");
         let (_, dump) = assert_equals_cold(&sandbox, &graph, &report, &cold, &context);
@@ -741,15 +724,7 @@ fn a_resolution_memo_of_another_generation_lends_it_no_segment_by_place() {
     let sandbox = Sandbox::with_fixture("python");
     add_bulk(&sandbox);
     let graph = sandbox.path().join("graph");
-    let build = || {
-        atlas(
-            &sandbox,
-            &graph,
-            &["build", "--no-search", "--format", "json"],
-        )
-        .success()
-        .json()
-    };
+    let build = || build_json(&sandbox, &graph);
     build();
     let memo = std::fs::read(graph.join("resolution.bin")).unwrap();
     let bulk = sandbox.repo().join("bulk/a/m0.py");

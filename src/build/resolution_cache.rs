@@ -300,14 +300,10 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
         let interface: [u8; 32] = r.take(32)?.try_into().ok()?;
         let bindings: [u8; 32] = r.take(32)?.try_into().ok()?;
         let external_references = r.u64()?;
-        let n = r.len_of(4)?;
-        let reads_files = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-        let n = r.len_of(4)?;
-        let reads_bindings = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-        let n = r.len_of(8)?;
-        let reads_keys = (0..n).map(|_| r.u64()).collect::<Option<Vec<u64>>>()?;
-        let n = r.len_of(8)?;
-        let contributes = (0..n).map(|_| r.u64()).collect::<Option<Vec<u64>>>()?;
+        let reads_files = r.u32s()?;
+        let reads_bindings = r.u32s()?;
+        let reads_keys = r.u64s()?;
+        let contributes = r.u64s()?;
         let n = r.len_of(15)?;
         let mut edges = Vec::with_capacity(n);
         for _ in 0..n {
@@ -372,12 +368,9 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
         let mut imports: Vec<ImportsMemo> = Vec::with_capacity(passes);
         for _ in 0..passes {
             let digest: [u8; 32] = r.take(32)?.try_into().ok()?;
-            let n = r.len_of(4)?;
-            let reads_files = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-            let n = r.len_of(4)?;
-            let reads_bindings = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-            let n = r.len_of(8)?;
-            let reads_keys = (0..n).map(|_| r.u64()).collect::<Option<Vec<u64>>>()?;
+            let reads_files = r.u32s()?;
+            let reads_bindings = r.u32s()?;
+            let reads_keys = r.u64s()?;
             let result = match r.u8()? {
                 1 => imports.last()?.result.clone(),
                 0 => std::sync::Arc::new(decode_imports(&mut r)?),
@@ -419,10 +412,6 @@ fn decode_imports(r: &mut Reader) -> Option<FileImports> {
         let len = r.len_of(1)?;
         Some(std::str::from_utf8(r.take(len)?).ok()?.to_string())
     };
-    let u32s = |r: &mut Reader| -> Option<Vec<u32>> {
-        let n = r.len_of(4)?;
-        (0..n).map(|_| r.u32()).collect()
-    };
     let n = r.len_of(6)?;
     let mut bindings = rustc_hash::FxHashMap::default();
     bindings.reserve(n);
@@ -430,12 +419,12 @@ fn decode_imports(r: &mut Reader) -> Option<FileImports> {
         let name = text(r)?;
         let target = match r.u8()? {
             1 => Target::Symbol(r.u32()?),
-            2 => Target::Files(u32s(r)?),
+            2 => Target::Files(r.u32s()?),
             _ => return None,
         };
         bindings.insert(name, target);
     }
-    let wildcards = u32s(r)?;
+    let wildcards = r.u32s()?;
     let n = r.len_of(4)?;
     let unresolved = (0..n).map(|_| text(r)).collect::<Option<_>>()?;
     let unresolved_wildcard = match r.u8()? {

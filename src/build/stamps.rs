@@ -263,6 +263,16 @@ impl<'a> Reader<'a> {
     pub(super) fn i64(&mut self) -> Option<i64> {
         Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
+    /// A `u32` count, then that many `u32`s.
+    pub(super) fn u32s(&mut self) -> Option<Vec<u32>> {
+        let n = self.len_of(4)?;
+        (0..n).map(|_| self.u32()).collect()
+    }
+    /// A `u32` count, then that many `u64`s.
+    pub(super) fn u64s(&mut self) -> Option<Vec<u64>> {
+        let n = self.len_of(8)?;
+        (0..n).map(|_| self.u64()).collect()
+    }
     /// A `u32` count of items at least `size` bytes each; `None` when the bytes left
     /// cannot hold them (so that a damaged count never sizes an allocation).
     pub(super) fn len_of(&mut self, size: usize) -> Option<usize> {

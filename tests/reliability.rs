@@ -179,6 +179,36 @@ fn swapped_fact_cache_entries_never_produce_a_wrong_graph() {
 }
 
 #[test]
+fn damaged_fact_bodies_found_while_resolving_are_extracted_again_and_counted() {
+    let s = built("python");
+    let clean = dump(&s);
+    // The last byte of an entry is its body's (the head, read by every build, is intact).
+    let entries = cache_entries(&s);
+    for entry in &entries {
+        let mut bytes = std::fs::read(entry).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x5a;
+        std::fs::write(entry, bytes).unwrap();
+    }
+    // No generation and no resolution to reuse: every file is resolved, every body read.
+    std::fs::remove_dir_all(s.graph().join("generations")).unwrap();
+    std::fs::remove_file(s.graph().join("CURRENT")).unwrap();
+    std::fs::remove_file(s.graph().join("resolution.bin")).unwrap();
+    let report = s.build_json();
+    assert_eq!(report["cache_repaired"], entries.len(), "{report}");
+    assert_eq!(report["parsed"], entries.len(), "{report}");
+    assert_eq!(dump(&s), clean);
+    // The entries written again are whole: the next cold resolution reads them all.
+    std::fs::remove_dir_all(s.graph().join("generations")).unwrap();
+    std::fs::remove_file(s.graph().join("CURRENT")).unwrap();
+    std::fs::remove_file(s.graph().join("resolution.bin")).unwrap();
+    let report = s.build_json();
+    assert_eq!(report["cache_repaired"], 0, "{report}");
+    assert_eq!(report["parsed"], 0, "{report}");
+    assert_eq!(dump(&s), clean);
+}
+
+#[test]
 fn a_missing_generation_file_is_corrupt_not_an_io_error_and_a_build_recovers() {
     let s = built("python");
     std::fs::remove_file(s.graph_file()).unwrap();

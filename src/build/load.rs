@@ -77,6 +77,13 @@ impl FactMemo {
         *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
+    /// Forgets everything kept: facts and resolution (a build found a kept entry's body
+    /// damaged).
+    pub(super) fn forget(&self) {
+        self.lock().clear();
+        self.forget_resolution();
+    }
+
     pub(super) fn keep_resolution(&self, memo: Arc<crate::build::resolve::Memo>) {
         *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = Some(memo);
     }
@@ -117,7 +124,7 @@ pub(super) struct Loaded {
 }
 
 /// Cache key of a file's facts (R-EXT-3).
-fn fact_key(hash: &[u8; 32], language: Language) -> blake3::Hash {
+pub(super) fn fact_key(hash: &[u8; 32], language: Language) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(hash);
     hasher.update(&EXTRACTOR_VERSION.to_le_bytes());

@@ -3,6 +3,7 @@
 //! and the reading sessions that open (and refresh) a generation.
 
 pub mod compile;
+mod fact_cache;
 pub mod inventory;
 mod load;
 pub use load::FactMemo;

@@ -212,7 +212,6 @@ fn inject(options: &BuildOptions, point: &str) -> Result<()> {
 
 pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     let started = Instant::now();
-    let mut timings = Timings::default();
     if !options.code_root.is_dir() {
         return Err(AtlasError::CodeDirMissing(options.code_root.clone()));
     }
@@ -222,7 +221,39 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         LockWait::Forever => store.lock(true)?,
         LockWait::Within(patience) => store.lock_within(patience)?,
     };
+    match attempt(options, &store, &lock, started)? {
+        Attempt::Built(report) => Ok(*report),
+        // The damaged entries are gone: their files are extracted again this time.
+        Attempt::Damaged { repaired, .. } => match attempt(options, &store, &lock, started)? {
+            Attempt::Built(mut report) => {
+                report.cache_repaired += repaired;
+                Ok(*report)
+            }
+            Attempt::Damaged { path, reason, .. } => Err(AtlasError::CacheCorrupt { path, reason }),
+        },
+    }
+}
 
+/// How one attempt at a build ended.
+enum Attempt {
+    Built(Box<BuildReport>),
+    /// Resolution found cache entries whose bodies could not be trusted
+    /// (`LazyFacts::damage`); they were removed, and nothing was published. The first
+    /// one's path and reason are kept for the error should a second attempt find more.
+    Damaged {
+        repaired: usize,
+        path: PathBuf,
+        reason: String,
+    },
+}
+
+fn attempt(
+    options: &BuildOptions,
+    store: &Store,
+    lock: &super::store::BuildLock,
+    started: Instant,
+) -> Result<Attempt> {
+    let mut timings = Timings::default();
     let stage = Instant::now();
     // Before any stat: the date this build's file stamps are trusted from.
     let stamped_at = super::stamps::now_ns();
@@ -232,12 +263,12 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     // Every file vouched for by the committed generation's stamps, and its inputs those
     // of that generation: nothing to publish, and no facts to load (`unchanged_unread`).
     let stage = Instant::now();
-    if let Some(mut report) = unchanged_unread(options, &store, &lock, &inventory, stamped_at)? {
+    if let Some(mut report) = unchanged_unread(options, store, lock, &inventory, stamped_at)? {
         timings.extract = ms(stage) - report.timings_ms.search;
         timings.search = report.timings_ms.search;
         timings.total = ms(started);
         report.timings_ms = timings;
-        return Ok(report);
+        return Ok(Attempt::Built(Box::new(report)));
     }
 
     // The last resolution is read beside extraction, from the first file that changed.
@@ -246,7 +277,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
 
     let stage = Instant::now();
     let counters = LoadCounters::default();
-    let (files, skipped) = load_all(options, &store, &inventory, &counters, &prior);
+    let (files, skipped) = load_all(options, store, &inventory, &counters, &prior);
     timings.extract = ms(stage);
     inject(options, "after-extract")?;
 
@@ -270,7 +301,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     // incompatible build) is rebuilt and replaced.
     // An unreadable CURRENT (garbage written into it) is not the build's business: it
     // publishes a fresh generation over it.
-    let committed = committed_opens(&store, &fingerprint);
+    let committed = committed_opens(store, &fingerprint);
     if committed.is_none() && store.generation_dir(&fingerprint).exists() {
         let dir = store.generation_dir(&fingerprint);
         std::fs::remove_dir_all(&dir).at(&dir)?;
@@ -293,13 +324,13 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
             scip_runs,
         };
         let mut report = report_unchanged(
-            options, &store, &lock, &inventory, &manifest, unchanged, stamped_at,
+            options, store, lock, &inventory, &manifest, unchanged, stamped_at,
         )?;
         timings.search = report.timings_ms.search;
         timings.total = ms(started);
         report.timings_ms = timings;
         free_aside(files);
-        return Ok(report);
+        return Ok(Attempt::Built(Box::new(report)));
     }
 
     let stage = Instant::now();
@@ -335,6 +366,9 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
         .collect();
     let (resolved, mut memo, redone, tables) =
         super::resolve::resolve_incremental(&units, &digests, scip_facts.as_ref(), prior);
+    if let Some(damaged) = damaged_bodies(options, store, &files) {
+        return Ok(damaged);
+    }
     memo.generation = fingerprint_bytes;
     let memo = Arc::new(memo);
     // Written beside compilation and publication; a watcher keeps it as well.
@@ -353,7 +387,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     // An edit reuses the committed generation's segments whose inputs did not change.
     let previous = match previous {
         Ok(reader) => reader.join().ok().flatten(),
-        Err(_) => Previous::load(&store),
+        Err(_) => Previous::load(store),
     };
     // Where the prior resolution is the committed generation's, a segment whose files
     // resolution left unchanged is that generation's segment at the same place.
@@ -387,7 +421,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     timings.compile = ms(stage);
 
     let stage = Instant::now();
-    let staging = store.staging(&lock)?;
+    let staging = store.staging(lock)?;
     let artifacts = write_generation(&staging, &mut encoded, previous.as_ref())?;
     let symbols = resolved
         .nodes
@@ -425,15 +459,15 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     inject(options, "before-publish")?;
     // The generation and its search index are published together: readers of the
     // committed generation never find it without its index (issue 10, D).
-    store.install(&lock, staging, &fingerprint)?;
+    store.install(lock, staging, &fingerprint)?;
     timings.publish = ms(stage);
     let stage = Instant::now();
-    build_search(options, &store, &lock, &fingerprint)?;
+    build_search(options, store, lock, &fingerprint)?;
     timings.search = ms(stage);
     let stage = Instant::now();
-    store.commit(&lock, &fingerprint)?;
+    store.commit(lock, &fingerprint)?;
     store.write_root(&options.code_root)?;
-    store.collect_garbage(&lock)?;
+    store.collect_garbage(lock)?;
     record_stamps(
         options,
         &inventory,
@@ -473,7 +507,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport> {
     };
     drop(units);
     free_aside((files, resolved, encoded, memo));
-    Ok(report)
+    Ok(Attempt::Built(Box::new(report)))
 }
 
 /// The committed generation and its manifest, when it is `fingerprint`'s, opens, and this
@@ -1141,6 +1175,31 @@ impl PriorRead {
         let reader = self.reader.into_inner().unwrap_or_else(|p| p.into_inner());
         reader.and_then(|r| r.join().ok()).flatten().map(Arc::new)
     }
+}
+
+/// Where resolution read cache entries whose bodies could not be trusted: each entry is
+/// removed and the process's kept facts forgotten, so that the next attempt extracts
+/// those files again.
+fn damaged_bodies(options: &BuildOptions, store: &Store, files: &[Loaded]) -> Option<Attempt> {
+    let damaged: Vec<(&Loaded, &str)> = files
+        .iter()
+        .filter_map(|f| Some((f, f.lazy.as_ref()?.damage()?)))
+        .collect();
+    let (first, reason) = damaged.first()?;
+    let key = |file: &Loaded| Some(super::load::fact_key(&file.hash, file.language?));
+    for (file, _) in &damaged {
+        if let Some(key) = key(file) {
+            store.remove_facts(&key);
+        }
+    }
+    if let Some(memo) = &options.memo {
+        memo.forget();
+    }
+    Some(Attempt::Damaged {
+        repaired: damaged.len(),
+        path: key(first).map_or_else(|| options.graph_dir.join("cache"), |k| store.cache_path(&k)),
+        reason: format!("{}: {reason}", first.path),
+    })
 }
 
 /// Files extracted with syntax errors or cut by a limit, for the report.

@@ -18,14 +18,13 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::fact_cache;
+pub use super::fact_cache::{Cached, CachedFacts, LazyFacts};
 use super::manifest::Manifest;
 use crate::config::Placement;
 use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::reader::Graph;
-use crate::syntax::facts::{
-    ArchivedFileFacts, ArchivedRefRole, ArchivedSpan, ArchivedTypeBinding, Definition, FileFacts,
-    Reference, TypeBinding, is_field_binding,
-};
+use crate::syntax::facts::FileFacts;
 
 /// An exclusive lock on `path` (created when missing), held while the returned file is
 /// open and released by the system when its process ends, however it ends: `Ok(None)` when
@@ -488,7 +487,7 @@ impl Store {
         Ok(remove)
     }
 
-    fn cache_path(&self, key: &blake3::Hash) -> PathBuf {
+    pub(super) fn cache_path(&self, key: &blake3::Hash) -> PathBuf {
         let hex = key.to_hex();
         self.dir
             .join("cache")
@@ -496,35 +495,25 @@ impl Store {
             .join(format!("{}.facts", &hex[2..]))
     }
 
-    /// Cached facts for `key` (R-EXT-3). An entry is trusted only when its header names
-    /// this key, its payload matches its checksum and the facts hold together; anything
-    /// else is `Damaged` — re-extracted and counted by the build (`cache_repaired`).
+    /// Cached facts for `key` (R-EXT-3), whole. An entry is trusted only when its header
+    /// names this key, both its parts match their checksums and the facts hold together;
+    /// anything else is `Damaged` — re-extracted and counted by the build
+    /// (`cache_repaired`).
     pub fn load_facts(&self, key: &blake3::Hash) -> CachedFacts {
-        let bytes = match read_aligned(&self.cache_path(key)) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Cached::Miss,
-            Err(e) => return Cached::Damaged(e.to_string()),
-        };
-        match decode_facts(&bytes, key) {
-            Ok(facts) => Cached::Hit(facts),
-            Err(reason) => Cached::Damaged(reason),
-        }
+        fact_cache::read_whole(&self.cache_path(key), key)
     }
 
-    /// Cached facts for `key` as a build holds them: checked as [`Store::load_facts`]
-    /// checks them (every reference included), but decoded without the references that
-    /// are not bases, which [`LazyFacts`] decodes on first use. Those are most of an
-    /// entry, and a build reads them only for the files it resolves.
+    /// Cached facts for `key` as a build holds them: the entry's head (the facts with
+    /// only the references that are bases and the bindings that are fields), checked as
+    /// [`Store::load_facts`] checks it, and its body read on first use ([`LazyFacts`]).
+    /// The body is most of an entry, and a build reads it only for the files it resolves.
     pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(FileFacts, LazyFacts)> {
-        let bytes = match read_aligned(&self.cache_path(key)) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Cached::Miss,
-            Err(e) => return Cached::Damaged(e.to_string()),
-        };
-        match decode_head(&bytes, key) {
-            Ok(facts) => Cached::Hit((facts, LazyFacts::new(bytes))),
-            Err(reason) => Cached::Damaged(reason),
-        }
+        fact_cache::read_lazily(&self.cache_path(key), key)
+    }
+
+    /// Removes `key`'s entry (one found damaged after it was read).
+    pub fn remove_facts(&self, key: &blake3::Hash) {
+        let _ = fs::remove_file(self.cache_path(key));
     }
 
     /// Removes the cache's (now empty) directory of entries being written: a build leaves
@@ -539,20 +528,10 @@ impl Store {
             return Ok(());
         };
         fs::create_dir_all(parent).at(parent)?;
-        let payload =
-            rkyv::to_bytes::<rkyv::rancor::Error>(facts).map_err(|e| AtlasError::CacheCorrupt {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?;
-        let mut bytes = Vec::with_capacity(FACTS_HEADER + payload.len());
-        bytes.extend_from_slice(FACTS_MAGIC);
-        bytes.extend_from_slice(&FACTS_VERSION.to_le_bytes());
-        bytes.extend_from_slice(&[0; 4]);
-        bytes.extend_from_slice(key.as_bytes());
-        bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
-        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        bytes.resize(FACTS_HEADER, 0);
-        bytes.extend_from_slice(&payload);
+        let bytes = fact_cache::encode(key, facts).map_err(|reason| AtlasError::CacheCorrupt {
+            path: path.clone(),
+            reason,
+        })?;
         // Written aside, then renamed into place: a kill leaves its half-written entry in
         // `cache/.tmp/`, which the next lock holder removes whole.
         let tmp_dir = self.dir.join("cache").join(".tmp");
@@ -572,202 +551,6 @@ impl Store {
         }
         written
     }
-}
-
-/// What the fact cache holds for a key.
-pub enum Cached<T> {
-    Hit(T),
-    Miss,
-    /// An entry exists but cannot be trusted (the reason says why).
-    Damaged(String),
-}
-
-/// A whole cache entry's facts.
-pub type CachedFacts = Cached<FileFacts>;
-
-/// The references of facts read by [`Store::load_facts_lazily`], decoded on first use
-/// from their cache entry, kept whole (it was checked when it was read, and is never
-/// written).
-pub struct LazyFacts {
-    entry: rkyv::util::AlignedVec<FACTS_ALIGN>,
-    refs: std::sync::OnceLock<Vec<Reference>>,
-    bindings: std::sync::OnceLock<Vec<TypeBinding>>,
-}
-
-impl LazyFacts {
-    fn new(entry: rkyv::util::AlignedVec<FACTS_ALIGN>) -> LazyFacts {
-        LazyFacts {
-            entry,
-            refs: std::sync::OnceLock::new(),
-            bindings: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// The entry's archive. It passed these very checks when it was read, so this cannot
-    /// fail; were it to, the file would resolve nothing rather than stop the build.
-    fn archived(&self) -> Option<&ArchivedFileFacts> {
-        rkyv::access::<ArchivedFileFacts, rkyv::rancor::Error>(&self.entry[FACTS_HEADER..]).ok()
-    }
-
-    /// Every reference of the file, in extraction order.
-    pub fn references(&self) -> &[Reference] {
-        self.refs.get_or_init(|| {
-            self.archived()
-                .and_then(|a| rkyv::deserialize::<_, rkyv::rancor::Error>(&a.refs).ok())
-                .unwrap_or_default()
-        })
-    }
-
-    /// Every type binding of the file, in extraction order.
-    pub fn bindings(&self) -> &[TypeBinding] {
-        self.bindings.get_or_init(|| {
-            self.archived()
-                .and_then(|a| rkyv::deserialize::<_, rkyv::rancor::Error>(&a.bindings).ok())
-                .unwrap_or_default()
-        })
-    }
-}
-
-impl std::fmt::Debug for LazyFacts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "LazyFacts({} bytes, references decoded: {}, bindings decoded: {})",
-            self.entry.len(),
-            self.refs.get().is_some(),
-            self.bindings.get().is_some()
-        )
-    }
-}
-
-/// A cache entry: `magic(8) version(4) reserved(4) key(32) blake3(payload)(32)
-/// payload-length(8)`, zero-padded to 96 bytes, then the rkyv payload (graph-schema/).
-const FACTS_MAGIC: &[u8; 8] = b"ATLFACT\0";
-const FACTS_VERSION: u32 = 1;
-const FACTS_HEADER: usize = 96;
-/// The alignment rkyv's archive needs; the header is a multiple of it.
-const FACTS_ALIGN: usize = 16;
-const _: () = assert!(FACTS_HEADER.is_multiple_of(FACTS_ALIGN));
-
-/// A whole file in a buffer aligned for an archive, read without an intermediate copy.
-fn read_aligned(path: &Path) -> std::io::Result<rkyv::util::AlignedVec<FACTS_ALIGN>> {
-    let mut file = fs::File::open(path)?;
-    let size = file.metadata().map_or(0, |m| m.len() as usize);
-    // One byte more than the size: the read that finds the end needs no new allocation.
-    let mut bytes = rkyv::util::AlignedVec::<FACTS_ALIGN>::with_capacity(size + 1);
-    bytes.extend_from_reader(&mut file)?;
-    Ok(bytes)
-}
-
-/// The payload of a cache entry whose header names `key` and whose checksum holds.
-fn checked_payload<'b>(
-    bytes: &'b [u8],
-    key: &blake3::Hash,
-) -> std::result::Result<&'b [u8], String> {
-    if bytes.len() < FACTS_HEADER || &bytes[..8] != FACTS_MAGIC {
-        return Err("not a fact cache entry".into());
-    }
-    if bytes[8..12] != FACTS_VERSION.to_le_bytes() {
-        return Err("another fact cache version".into());
-    }
-    if &bytes[16..48] != key.as_bytes() {
-        return Err("entry of another file (its key differs)".into());
-    }
-    let payload = &bytes[FACTS_HEADER..];
-    let mut length = [0u8; 8];
-    length.copy_from_slice(&bytes[80..88]);
-    if u64::from_le_bytes(length) != payload.len() as u64 {
-        return Err("truncated entry".into());
-    }
-    if blake3::hash(payload).as_bytes() != &bytes[48..80] {
-        return Err("payload checksum mismatch".into());
-    }
-    Ok(payload)
-}
-
-fn decode_facts(bytes: &[u8], key: &blake3::Hash) -> std::result::Result<FileFacts, String> {
-    let payload = checked_payload(bytes, key)?;
-    // Read by `read_aligned`, the payload is aligned in place (the header is a multiple
-    // of the alignment); anything else is copied first.
-    let copied;
-    let payload = if (payload.as_ptr() as usize).is_multiple_of(FACTS_ALIGN) {
-        payload
-    } else {
-        let mut aligned = rkyv::util::AlignedVec::<FACTS_ALIGN>::with_capacity(payload.len());
-        aligned.extend_from_slice(payload);
-        copied = aligned;
-        copied.as_slice()
-    };
-    let facts = rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(payload)
-        .map_err(|e| format!("archive: {e}"))?;
-    facts.validate().map_err(|e| e.to_string())?;
-    Ok(facts)
-}
-
-/// An entry's facts with only the references that are bases (inheritance and
-/// implementation): what every build reads of every file. The entry is checked whole,
-/// the other references included, on their archived form.
-fn decode_head(
-    bytes: &rkyv::util::AlignedVec<FACTS_ALIGN>,
-    key: &blake3::Hash,
-) -> std::result::Result<FileFacts, String> {
-    use rkyv::rancor::Error;
-    let payload = checked_payload(bytes, key)?;
-    let archived =
-        rkyv::access::<ArchivedFileFacts, Error>(payload).map_err(|e| format!("archive: {e}"))?;
-    let archive = |e: Error| format!("archive: {e}");
-    let is_base = |role: &ArchivedRefRole| {
-        matches!(role, ArchivedRefRole::Inherit | ArchivedRefRole::Implement)
-    };
-    let defs: Vec<Definition> = rkyv::deserialize(&archived.defs).map_err(archive)?;
-    let scope = |scope: &rkyv::option::ArchivedOption<rkyv::rend::u32_le>| {
-        scope.as_ref().map(|s| s.to_native())
-    };
-    let is_field = |b: &ArchivedTypeBinding| {
-        let described = b.type_name.is_some() || b.initializer.is_some() || b.value.is_some();
-        is_field_binding(&defs, scope(&b.scope), described)
-    };
-    let bindings = archived
-        .bindings
-        .iter()
-        .filter(|b| is_field(b))
-        .map(|b| rkyv::deserialize::<TypeBinding, Error>(b).map_err(archive))
-        .collect::<std::result::Result<_, _>>()?;
-    let facts = FileFacts {
-        parse_status: rkyv::deserialize(&archived.parse_status).map_err(archive)?,
-        limit: rkyv::deserialize(&archived.limit).map_err(archive)?,
-        error_count: archived.error_count.to_native(),
-        error_lines: rkyv::deserialize(&archived.error_lines).map_err(archive)?,
-        line_count: archived.line_count.to_native(),
-        package: rkyv::deserialize(&archived.package).map_err(archive)?,
-        refs: archived
-            .refs
-            .iter()
-            .filter(|r| is_base(&r.role))
-            .map(|r| rkyv::deserialize::<Reference, Error>(r).map_err(archive))
-            .collect::<std::result::Result<_, _>>()?,
-        imports: rkyv::deserialize(&archived.imports).map_err(archive)?,
-        bindings,
-        defs,
-    };
-    facts.validate().map_err(|e| e.to_string())?;
-    // The references and bindings held back hold together as `FileFacts::validate`
-    // requires.
-    let defs = facts.defs.len();
-    let in_range = |index: Option<u32>| index.is_none_or(|i| (i as usize) < defs);
-    let ordered =
-        |site: &ArchivedSpan| site.start_byte <= site.end_byte && site.start_line <= site.end_line;
-    for (at, r) in archived.refs.iter().enumerate() {
-        if !ordered(&r.site) || !in_range(scope(&r.from)) {
-            return Err(format!("reference {at} is out of range"));
-        }
-    }
-    for (at, b) in archived.bindings.iter().enumerate() {
-        if !ordered(&b.site) || !in_range(scope(&b.scope)) {
-            return Err(format!("binding {at} is out of range"));
-        }
-    }
-    Ok(facts)
 }
 
 /// A directory that is removed when dropped unless persisted: staging and temporary
@@ -860,29 +643,6 @@ fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_fact_cache_entry_reads_back_whether_or_not_its_bytes_are_aligned() {
-        let temp = tempfile::tempdir().unwrap();
-        let store = Store::new(temp.path().join("graph"));
-        let facts = crate::syntax::extract::extract(
-            crate::syntax::lang::Language::Python,
-            "class A:\n    def f(self):\n        return g()\n",
-        )
-        .unwrap();
-        let key = blake3::hash(b"a.py");
-        store.store_facts(&key, &facts).unwrap();
-        match store.load_facts(&key) {
-            CachedFacts::Hit(read) => assert_eq!(read, facts),
-            _ => panic!("a stored entry reads back"),
-        }
-        // The same bytes one past an aligned address: decoded through a copy.
-        let bytes = fs::read(store.cache_path(&key)).unwrap();
-        let mut shifted = rkyv::util::AlignedVec::<FACTS_ALIGN>::new();
-        shifted.extend_from_slice(&[0]);
-        shifted.extend_from_slice(&bytes);
-        assert_eq!(decode_facts(&shifted[1..], &key), Ok(facts));
-    }
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> Placement {
         crate::config::Config::from_lookup(&|name| {

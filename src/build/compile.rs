@@ -351,39 +351,55 @@ impl<'a> Part<'a> {
         let files = self.files();
         let frontier = self.frontier();
 
-        // Name-table keys per node (local ids).
-        let mut folded = Vec::new();
-        let mut suffixes = Vec::new();
-        let mut segments = Vec::new();
-        let mut exact = Vec::new();
-        // Nodes come file by file: each file's module path is made once.
+        // Each node's dotted path (module, then qualified name, empty parts dropped):
+        // its suffixes are tails of it, keyed without a copy each.
         let mut module_of: Option<(u32, String)> = None;
-        for (local, node) in nodes.iter().enumerate() {
+        let dotted: Vec<Option<String>> = nodes
+            .iter()
+            .map(|node| {
+                if matches!(
+                    node.kind,
+                    SymbolKind::Module | SymbolKind::File | SymbolKind::Impl
+                ) {
+                    return None;
+                }
+                // Nodes come file by file: each file's module path is made once.
+                let module = match node.file {
+                    Some(f) => {
+                        if module_of.as_ref().is_none_or(|(file, _)| *file != f) {
+                            module_of = Some((f, module_path_of(self.files[f as usize].path)));
+                        }
+                        module_of.as_ref().map_or("", |(_, module)| module.as_str())
+                    }
+                    None => "",
+                };
+                Some(dotted_path(module, &normalize_qualified(&node.qualified)))
+            })
+            .collect();
+
+        // Name-table keys per node (local ids).
+        let mut folded: Vec<(std::borrow::Cow<str>, u32)> = Vec::new();
+        let mut suffixes: Vec<(&str, u32)> = Vec::new();
+        let mut segments = Vec::new();
+        let mut exact: Vec<(&str, u32)> = Vec::new();
+        for (local, (node, dotted)) in nodes.iter().zip(&dotted).enumerate() {
             let local = local as u32;
             if matches!(node.kind, SymbolKind::Module | SymbolKind::File) {
                 continue;
             }
-            exact.push((node.name.clone(), local));
-            if node.kind == SymbolKind::Impl {
+            exact.push((&node.name, local));
+            let Some(dotted) = dotted else {
                 continue;
-            }
-            folded.push((node.name.to_lowercase(), local));
+            };
+            folded.push((folded_name(&node.name), local));
             for word in split_identifier(&node.name) {
                 segments.push((word, local));
             }
-            let module = match node.file {
-                Some(f) => {
-                    if module_of.as_ref().is_none_or(|(file, _)| *file != f) {
-                        module_of = Some((f, module_path_of(self.files[f as usize].path)));
-                    }
-                    module_of.as_ref().map_or("", |(_, module)| module.as_str())
-                }
-                None => "",
-            };
-            let full = format!("{module}.{}", normalize_qualified(&node.qualified));
-            let parts: Vec<&str> = full.split('.').filter(|p| !p.is_empty()).collect();
-            for start in 0..parts.len().saturating_sub(1) {
-                suffixes.push((parts[start..].join("."), local));
+            // Every tail that starts at a part, but the last part alone.
+            let mut tail = dotted.as_str();
+            while let Some((_, rest)) = tail.split_once('.') {
+                suffixes.push((tail, local));
+                tail = rest;
             }
         }
 
@@ -400,16 +416,11 @@ impl<'a> Part<'a> {
             }
         }
         distinct.extend(frontier.iter().map(|f| &*f.name));
-        distinct.extend(
-            exact
-                .iter()
-                .chain(&folded)
-                .chain(&suffixes)
-                .chain(&segments)
-                .map(|(t, _)| t.as_str()),
-        );
+        distinct.extend(folded.iter().map(|(t, _)| &**t));
+        distinct.extend(suffixes.iter().map(|(t, _)| *t));
+        distinct.extend(segments.iter().map(|(t, _)| t.as_str()));
         let mut all: Vec<&str> = distinct.into_iter().collect();
-        all.sort_unstable();
+        all.par_sort_unstable();
         let interner = Interner {
             ids: all
                 .iter()
@@ -507,18 +518,33 @@ impl<'a> Part<'a> {
             .map(|(i, f)| (f.name, i as u32))
             .collect();
         by_name.sort_unstable();
-        let table = |pairs: &[(String, u32)]| {
+        let table = |pairs: Vec<(&str, u32)>| {
             let mut entries: Vec<NameEntry> = pairs
-                .iter()
+                .into_iter()
                 .map(|(key, node)| NameEntry {
                     key: interner.id(key),
-                    node: *node,
+                    node,
                 })
                 .collect();
             entries.sort_unstable();
             entries.dedup();
             entries
         };
+        // The four tables side by side: an edit often compiles one segment alone.
+        let ((names_exact, names_folded), (names_suffix, names_segments)) = rayon::join(
+            || {
+                rayon::join(
+                    || table(exact),
+                    || table(folded.iter().map(|(t, n)| (&**t, *n)).collect()),
+                )
+            },
+            || {
+                rayon::join(
+                    || table(suffixes),
+                    || table(segments.iter().map(|(t, n)| (t.as_str(), *n)).collect()),
+                )
+            },
+        );
 
         GraphData {
             fingerprint: [0; 32],
@@ -533,12 +559,37 @@ impl<'a> Part<'a> {
             frontier: frontier_records,
             frontier_by_name: by_name.into_iter().map(|(_, i)| i).collect(),
             module_edges: Vec::new(),
-            names_exact: table(&exact),
-            names_folded: table(&folded),
-            names_suffix: table(&suffixes),
-            names_segments: table(&segments),
+            names_exact,
+            names_folded,
+            names_suffix,
+            names_segments,
             stats: GraphStats::default(),
         }
+    }
+}
+
+/// `module.qualified` with its empty parts dropped: the text whose tails are a node's
+/// suffix keys.
+fn dotted_path(module: &str, qualified: &str) -> String {
+    let mut out = String::with_capacity(module.len() + 1 + qualified.len());
+    for part in module.split('.').chain(qualified.split('.')) {
+        if part.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// A name folded to lower case, without a copy when it has no upper case.
+fn folded_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.is_ascii() && !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(name.to_lowercase())
     }
 }
 
@@ -782,6 +833,35 @@ mod tests {
     use super::BufferedHasher;
     use crate::build::resolve::Resolved;
     use crate::graph::codes::EdgeKind;
+
+    #[test]
+    fn suffix_keys_are_the_tails_of_the_dotted_path_that_joined_parts_gave() {
+        for (module, qualified) in [
+            ("pkg.mod", "Class.method"),
+            ("", "f"),
+            ("a", ".b..c."),
+            ("", ""),
+            ("x", "Ünïcode.Çlass"),
+        ] {
+            // The former construction: every tail of the non-empty parts, joined.
+            let full = format!("{module}.{qualified}");
+            let parts: Vec<&str> = full.split('.').filter(|p| !p.is_empty()).collect();
+            let joined: Vec<String> = (0..parts.len().saturating_sub(1))
+                .map(|start| parts[start..].join("."))
+                .collect();
+            let dotted = super::dotted_path(module, qualified);
+            let mut tails = Vec::new();
+            let mut tail = dotted.as_str();
+            while let Some((_, rest)) = tail.split_once('.') {
+                tails.push(tail.to_string());
+                tail = rest;
+            }
+            assert_eq!(tails, joined, "{module} + {qualified}");
+        }
+        for name in ["snake_case", "CamelCase", "ÄÖ", "ǅx", "x1"] {
+            assert_eq!(super::folded_name(name), name.to_lowercase());
+        }
+    }
 
     #[test]
     fn a_buffered_digest_equals_the_pieces_hashed_one_by_one() {

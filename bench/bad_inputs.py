@@ -1037,6 +1037,9 @@ def b_bitflip(seed, nfiles, nflips, mode):
             reference = _dump(c, repo, "clean dump")
             os.unlink(os.path.join(c_graph(repo), "CURRENT"))
             shutil.rmtree(os.path.join(c_graph(repo), "generations"))
+            # And no resolution to reuse: every file is resolved, so that every entry's
+            # body is read (fact cache version 2 reads a body only for a file resolved).
+            os.unlink(os.path.join(c_graph(repo), "resolution.bin"))
         else:
             ref_repo = c.flask(build=False, name="flask-ref")
             for r_ in (repo, ref_repo):

@@ -710,6 +710,61 @@ mod tests {
     }
 
     #[test]
+    fn vars_and_spans_round_trip_at_their_extremes_and_overlong_vars_are_refused() {
+        let mut out = Vec::new();
+        let values = [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ];
+        for &v in &values {
+            put_var(&mut out, v);
+        }
+        // An ordered span, and one whose end is before its start (wrapping).
+        let spans = [
+            SpanKey {
+                start_byte: 5,
+                end_byte: 9,
+                start_line: 1,
+                end_line: 2,
+            },
+            SpanKey {
+                start_byte: u32::MAX,
+                end_byte: 0,
+                start_line: 7,
+                end_line: 3,
+            },
+        ];
+        for &span in &spans {
+            put_span(&mut out, span);
+        }
+        let mut r = Reader(&out);
+        for &v in &values {
+            assert_eq!(var(&mut r), Some(v));
+        }
+        for &span in &spans {
+            let mut four = || var32(&mut r).unwrap();
+            let (start_line, lines, start_byte, bytes) = (four(), four(), four(), four());
+            assert_eq!(start_line, span.start_line);
+            assert_eq!(start_line.wrapping_add(lines), span.end_line);
+            assert_eq!(start_byte, span.start_byte);
+            assert_eq!(start_byte.wrapping_add(bytes), span.end_byte);
+        }
+        assert!(r.0.is_empty());
+        // Eleven continuation bytes, or a tenth byte beyond 64 bits: refused.
+        assert_eq!(var(&mut Reader(&[0xff; 11])), None);
+        let mut over = vec![0xff; 9];
+        over.push(0x02);
+        assert_eq!(var(&mut Reader(&over)), None);
+        assert_eq!(var32(&mut Reader(&[0x80, 0x80, 0x80, 0x80, 0x10])), None);
+    }
+
+    #[test]
     fn a_memo_round_trips_and_damage_or_another_builder_reads_as_none() {
         let m = memo();
         let bytes = encoded(&m, "b1");

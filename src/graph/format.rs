@@ -49,26 +49,35 @@ fn encode_with<T>(magic: &[u8; 8], value: &T) -> Result<Vec<u8>>
 where
     T: for<'a> rkyv::Serialize<
             rkyv::api::high::HighSerializer<
-                rkyv::util::AlignedVec,
+                Vec<u8>,
                 rkyv::ser::allocator::ArenaHandle<'a>,
                 rkyv::rancor::Error,
             >,
         >,
 {
-    let payload =
-        rkyv::to_bytes::<rkyv::rancor::Error>(value).map_err(|e| AtlasError::Internal {
-            what: "graph",
-            reason: format!("serialization failed: {e}"),
+    // Serialized after room for the header, so that the payload is not copied again: a
+    // root is 10 MB on sympy. Positions in an rkyv archive are relative, and the header's
+    // length is a multiple of every alignment, so the payload's bytes are those
+    // `rkyv::to_bytes` would give.
+    let bytes = vec![0u8; HEADER_LEN];
+    let mut bytes =
+        rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(value, bytes).map_err(|e| {
+            AtlasError::Internal {
+                what: "graph",
+                reason: format!("serialization failed: {e}"),
+            }
         })?;
-    let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
-    bytes.extend_from_slice(magic);
-    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    let payload_len = (bytes.len() - HEADER_LEN) as u64;
+    let hash = blake3::hash(&bytes[HEADER_LEN..]);
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(magic);
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     // Format 4 is not readable as one file: older readers refuse it with a typed error.
-    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
-    bytes.resize(HEADER_LEN, 0);
-    bytes.extend_from_slice(&payload);
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.extend_from_slice(&payload_len.to_le_bytes());
+    header.extend_from_slice(hash.as_bytes());
+    header.resize(HEADER_LEN, 0);
+    bytes[..HEADER_LEN].copy_from_slice(&header);
     Ok(bytes)
 }
 

@@ -1,5 +1,5 @@
 //! A fact cache entry (R-EXT-3), version 2: a head that every build reads, a body that
-//! only the files a build resolves read (graph-schema/README.md, "The fact cache").
+//! only the files a build resolves read (graph-schema/README.md, "Generation directory").
 //!
 //! ```text
 //! magic(8) version(4) reserved(4) key(32)

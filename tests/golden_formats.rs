@@ -1,5 +1,6 @@
 //! Golden files of the formats besides the graph (issue 12): every landed version of the
-//! generation manifest, the search index metadata and the vector file stays in
+//! generation manifest, the search index metadata, the vector file and the build's caches
+//! (fact cache entries, `resolution.bin`) stays in
 //! tests/golden/ and is still read by this build — or, once a newer version replaces
 //! it, refused with a typed answer (the index is rebuilt), never misread.
 
@@ -153,4 +154,40 @@ fn a_vector_file_of_another_format_or_model_is_refused_typed() {
     );
     assert!(parse_vector_table(&table[..table.len() - 12], 256).is_err());
     assert!(parse_pack_header(&pack[..pack.len() - 4], 256).is_err());
+}
+
+#[test]
+fn fact_cache_entries_and_resolution_memos_of_older_versions_are_refused_not_misread() {
+    use atlas::build::store::{Cached, Store};
+    let temp = tempfile::tempdir().unwrap();
+    let store = Store::new(temp.path());
+    // A version 1 entry (one payload behind a 96-byte header), written by ddc37a1 for
+    // fixtures/python: refused whole and lazily, with the reason a build counts as a
+    // repair before it extracts the file again.
+    let key = "5a10f665229e1ab3419ba19604acb536a1c542f8cf562a8e38c11ab0b1b488c9";
+    let shard = temp.path().join("cache").join(&key[..2]);
+    std::fs::create_dir_all(&shard).unwrap();
+    std::fs::copy(
+        golden(&format!("cache/v1.{key}.facts")),
+        shard.join(format!("{}.facts", &key[2..])),
+    )
+    .unwrap();
+    let key = blake3::Hash::from_hex(key).unwrap();
+    match store.load_facts(&key) {
+        Cached::Damaged(reason) => assert_eq!(reason, "another fact cache version"),
+        _ => panic!("a version 1 entry is refused"),
+    }
+    match store.load_facts_lazily(&key) {
+        Cached::Damaged(reason) => assert_eq!(reason, "another fact cache version"),
+        _ => panic!("a version 1 entry is refused lazily too"),
+    }
+    // A version 3 `resolution.bin` by the same builder as this one: refused by its
+    // version (its builder would pass), so every file is resolved.
+    let memo = golden("cache/v3.resolution.bin");
+    let bytes = std::fs::read(&memo).unwrap();
+    let builder = atlas::build::manifest::builder_id();
+    assert_eq!(&bytes[18..18 + builder.len()], builder.as_bytes());
+    std::fs::copy(&memo, temp.path().join("resolution.bin")).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    assert!(atlas::build::resolution_cache::read(temp.path(), &builder, &stop).is_none());
 }

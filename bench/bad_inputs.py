@@ -993,15 +993,22 @@ def _dump(c, repo, label="dump"):
     return r.out
 
 
+def _forget_generations(repo, resolution=False):
+    """No committed generation (and, with `resolution`, no resolution to reuse: every
+    file is then resolved, so that every fact cache entry's body is read)."""
+    os.unlink(os.path.join(c_graph(repo), "CURRENT"))
+    shutil.rmtree(os.path.join(c_graph(repo), "generations"))
+    if resolution:
+        os.unlink(os.path.join(c_graph(repo), "resolution.bin"))
+
+
 def _repaired_build(c, repo, reference_dump, repaired_before=None):
     """A build that repairs the damage, with the clean build's dump. With
     `repaired_before` (an edit's build, which reads only the heads of the entries it
     does not resolve, and may find none damaged), the build resolves every file: no
     generation, no resolution.bin, so that every body is read; the two count > 0."""
     if repaired_before is not None:
-        os.unlink(os.path.join(c_graph(repo), "CURRENT"))
-        shutil.rmtree(os.path.join(c_graph(repo), "generations"))
-        os.unlink(os.path.join(c_graph(repo), "resolution.bin"))
+        _forget_generations(repo, resolution=True)
     r = c.atlas("build", "--format", "json", repo=repo)
     c.check(r, (0,), label="build")
     rep = r.json() or {}
@@ -1035,11 +1042,8 @@ def b_bitflip(seed, nfiles, nflips, mode):
             write(p, bytes(b))
         if mode == "regen":
             reference = _dump(c, repo, "clean dump")
-            os.unlink(os.path.join(c_graph(repo), "CURRENT"))
-            shutil.rmtree(os.path.join(c_graph(repo), "generations"))
-            # And no resolution to reuse: every file is resolved, so that every entry's
-            # body is read (fact cache version 2 reads a body only for a file resolved).
-            os.unlink(os.path.join(c_graph(repo), "resolution.bin"))
+            # Fact cache version 2 reads a body only for a file resolved.
+            _forget_generations(repo, resolution=True)
         else:
             ref_repo = c.flask(build=False, name="flask-ref")
             for r_ in (repo, ref_repo):
@@ -1083,8 +1087,7 @@ def b_cache_op(op):
             write(a, random.Random(7).randbytes(len(read(a))))
         elif op == "duplicate":
             write(b, read(a))
-        os.unlink(os.path.join(c_graph(repo), "CURRENT"))
-        shutil.rmtree(os.path.join(c_graph(repo), "generations"))
+        _forget_generations(repo)
         _repaired_build(c, repo, reference)
     return fn
 

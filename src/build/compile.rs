@@ -761,6 +761,10 @@ fn compile_root(
     }
 }
 
+/// PageRank's damping and its fixed number of iterations (centrality).
+const DAMPING: f64 = 0.85;
+const ITERATIONS: usize = 20;
+
 /// PageRank over the dependency edges (everything but containment), by sparse power
 /// iteration. Each node *pulls* its sources' shares, in source order (its sources are
 /// bucketed by a counting sort of `resolved.edges`, which is sorted by source), so the
@@ -789,8 +793,6 @@ fn centrality(node_count: usize, resolved: &Resolved) -> Vec<u32> {
         sources[*at as usize] = e.from;
         *at += 1;
     }
-    const DAMPING: f64 = 0.85;
-    const ITERATIONS: usize = 20;
     let n = node_count as f64;
     let mut rank = vec![1.0 / n; node_count];
     let mut share = vec![0.0; node_count];
@@ -896,8 +898,7 @@ mod tests {
         for i in 0..node_count {
             offsets[i + 1] += offsets[i];
         }
-        const DAMPING: f64 = 0.85;
-        const ITERATIONS: usize = 20;
+        use super::{DAMPING, ITERATIONS};
         let n = node_count as f64;
         let mut rank = vec![1.0 / n; node_count];
         let mut next = vec![0.0; node_count];

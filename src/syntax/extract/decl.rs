@@ -2,6 +2,7 @@
 //! qualified scopes, enclosing definitions, decorators and docs, signatures, visibility, and
 //! Rust `use` paths.
 
+use super::parents::Parents;
 use super::*;
 
 /// Lower is more specific; used to pick one kind for a node tagged twice.
@@ -58,11 +59,12 @@ pub(super) fn wrapper_and_doc<'t>(
     node: Node<'t>,
     language: Language,
     source: &str,
+    parents: &Parents<'t>,
 ) -> (Node<'t>, Option<Span>) {
     // Climb through wrappers that carry decorators, `export`, or the declaration keyword
     // (`type X struct`, `const x = () => …`), so spans and docs cover what a reader sees.
     let mut outer = node;
-    while let Some(parent) = outer.parent() {
+    while let Some(parent) = parents.of(outer) {
         let wraps = match parent.kind() {
             "decorated_definition" | "export_statement" => true,
             "type_declaration"

@@ -16,6 +16,7 @@ use crate::syntax::facts::{
 use crate::syntax::lang::Language;
 
 mod decl;
+mod parents;
 mod sites;
 mod type_text;
 
@@ -23,7 +24,8 @@ use decl::{
     enclosing_def, generality, is_constant_name, qualified_scope, signature_of, split_rust_path,
     visibility_of, wrapper_and_doc,
 };
-use sites::{call_site_flags, declares_only, return_type};
+use parents::Parents;
+use sites::{ReturnedNames, call_site_flags, declares_only, return_type};
 pub use type_text::{collection_items, element_type, first_of_tuple, normalize_type};
 use type_text::{strip_generics, type_name_and_qualifier};
 
@@ -98,8 +100,8 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
     let root = tree.root_node();
     let (error_count, error_lines) = count_errors(root);
 
-    let depth = max_depth(root);
-    let mut collector = Collector::new(language, source);
+    let mut collector = Collector::new(language, source, Parents::index(root));
+    let depth = collector.parents.deepest();
     let cut = matches(root, source, &mut |captures| collector.add_match(captures));
     let mut facts = collector.finish();
     facts.line_count = line_count;
@@ -124,13 +126,6 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
         ));
     }
     Ok(facts)
-}
-
-/// The deepest node's depth.
-fn max_depth(root: Node) -> u32 {
-    let mut deepest = 0;
-    crate::syntax::lang::pattern::preorder(root, |_, depth| deepest = deepest.max(depth));
-    deepest
 }
 
 fn count_errors(root: Node) -> (u32, Vec<u32>) {
@@ -214,13 +209,17 @@ struct Collector<'s, 't> {
     imports: Vec<Import>,
     test_scopes: Vec<Span>,
     package: Option<String>,
+    parents: Parents<'t>,
+    returned: ReturnedNames<'s>,
 }
 
 impl<'s, 't> Collector<'s, 't> {
-    fn new(language: Language, source: &'s str) -> Self {
+    fn new(language: Language, source: &'s str, parents: Parents<'t>) -> Self {
         Collector {
             language,
             source,
+            parents,
+            returned: ReturnedNames::default(),
             defs: Vec::new(),
             refs: Vec::new(),
             bindings: Vec::new(),
@@ -268,7 +267,10 @@ impl<'s, 't> Collector<'s, 't> {
                     return;
                 };
                 let mut text = self.text(name).to_string();
-                let attribute = name.parent().is_some_and(|p| p.kind() == "attribute");
+                let attribute = self
+                    .parents
+                    .of(name)
+                    .is_some_and(|p| p.kind() == "attribute");
                 if attribute && self.language == Language::Python {
                     text = format!("self.{text}");
                 }
@@ -308,7 +310,13 @@ impl<'s, 't> Collector<'s, 't> {
                     return;
                 }
                 let site_flags = if role == RefRole::Call {
-                    call_site_flags(self.language, node, self.source)
+                    call_site_flags(
+                        self.language,
+                        node,
+                        self.source,
+                        &self.parents,
+                        &mut self.returned,
+                    )
                 } else {
                     0
                 };
@@ -531,7 +539,7 @@ impl<'s, 't> Collector<'s, 't> {
                 (None, Some(receiver)) => format!("{receiver}{}{}", language.separator(), r.name),
                 (None, None) => r.name.clone(),
             };
-            let (outer, doc) = wrapper_and_doc(r.node, language, source);
+            let (outer, doc) = wrapper_and_doc(r.node, language, source, &self.parents);
             let mut full_span = span_of(outer);
             full_span.end_byte = full_span.end_byte.max(span.end_byte);
             full_span.end_line = full_span.end_line.max(span.end_line);

@@ -1,18 +1,27 @@
 //! Call sites and callable shapes: where a call sits (handler, guard, result
 //! carried on, returned, raised), returned names, exits, declare-only bodies, return types.
 
+use rustc_hash::FxHashMap;
+
+use super::parents::Parents;
 use super::*;
 
 /// Where a call sits in its function (`facts::site`): in an error handler, in the body of
 /// an early-return guard, and whether its value is carried on. Walks up to the enclosing
 /// function only.
-pub(super) fn call_site_flags(language: Language, call: Node, source: &str) -> u8 {
+pub(super) fn call_site_flags<'s, 't>(
+    language: Language,
+    call: Node<'t>,
+    source: &'s str,
+    parents: &Parents<'t>,
+    returned_names: &mut ReturnedNames<'s>,
+) -> u8 {
     use crate::syntax::facts::site;
     let text = |n: Node| source.get(n.byte_range()).unwrap_or("");
     let mut flags = 0;
     // The value: through `await`, parentheses, `?`.
     let mut value = call;
-    while let Some(parent) = value.parent() {
+    while let Some(parent) = parents.of(value) {
         match parent.kind() {
             "await"
             | "await_expression"
@@ -23,7 +32,7 @@ pub(super) fn call_site_flags(language: Language, call: Node, source: &str) -> u
             _ => break,
         }
     }
-    if let Some(parent) = value.parent() {
+    if let Some(parent) = parents.of(value) {
         let kind = parent.kind();
         let returned = matches!(kind, "return_statement" | "return_expression")
             // A Rust block's tail expression, or an arrow function's expression body.
@@ -33,8 +42,8 @@ pub(super) fn call_site_flags(language: Language, call: Node, source: &str) -> u
                     == Some(value))
             || (kind == "arrow_function" || kind == "lambda")
             || (kind == "expression_list"
-                && parent
-                    .parent()
+                && parents
+                    .of(parent)
                     .is_some_and(|p| p.kind() == "return_statement"));
         let assigned_to = match kind {
             "assignment" | "assignment_expression" | "assignment_statement" => {
@@ -42,8 +51,8 @@ pub(super) fn call_site_flags(language: Language, call: Node, source: &str) -> u
             }
             "variable_declarator" => parent.child_by_field_name("name"),
             "let_declaration" => parent.child_by_field_name("pattern"),
-            "short_var_declaration" | "var_spec" | "expression_list" => parent
-                .parent()
+            "short_var_declaration" | "var_spec" | "expression_list" => parents
+                .of(parent)
                 .filter(|p| p.kind() == "short_var_declaration")
                 .and_then(|p| p.child_by_field_name("left"))
                 .or_else(|| parent.child_by_field_name("left"))
@@ -90,14 +99,14 @@ pub(super) fn call_site_flags(language: Language, call: Node, source: &str) -> u
             || assigned_to
                 .map(|name| text(name).trim())
                 .filter(|name| !name.is_empty())
-                .is_some_and(|name| returns_name(call, name, source))
+                .is_some_and(|name| returned_names.returns(call, name, source, parents))
         {
             flags |= site::RETURNED;
         }
     }
     // Where it sits: up to the enclosing function.
     let mut child = call;
-    while let Some(parent) = child.parent() {
+    while let Some(parent) = parents.of(child) {
         let kind = parent.kind();
         if kind.contains("function")
             || kind.contains("method")
@@ -156,17 +165,41 @@ pub(super) fn call_site_flags(language: Language, call: Node, source: &str) -> u
     flags
 }
 
-/// Whether the function enclosing `node` returns the bare name `name` somewhere
-/// (`return rv`, `return rv, err`), looking at a bounded number of nodes.
-pub(super) fn returns_name(node: Node, name: &str, source: &str) -> bool {
-    let mut function = node;
-    while let Some(parent) = function.parent() {
-        function = parent;
-        let kind = parent.kind();
-        if kind.contains("function") || kind.contains("method") || kind == "lambda" {
-            break;
+/// The bare names each function returns (`return rv`, `return rv, err`), listed once per
+/// function: asking per call walked the whole function again for every assigned call.
+#[derive(Default)]
+pub(super) struct ReturnedNames<'s> {
+    by_function: FxHashMap<usize, Vec<&'s str>>,
+}
+
+impl<'s> ReturnedNames<'s> {
+    /// Whether the function enclosing `node` returns the bare name `name` somewhere,
+    /// looking at a bounded number of nodes.
+    pub(super) fn returns<'t>(
+        &mut self,
+        node: Node<'t>,
+        name: &str,
+        source: &'s str,
+        parents: &Parents<'t>,
+    ) -> bool {
+        let mut function = node;
+        while let Some(parent) = parents.of(function) {
+            function = parent;
+            let kind = parent.kind();
+            if kind.contains("function") || kind.contains("method") || kind == "lambda" {
+                break;
+            }
         }
+        self.by_function
+            .entry(function.id())
+            .or_insert_with(|| returned_names(function, source))
+            .contains(&name)
     }
+}
+
+/// The bare names `function` returns, among its first 20,001 nodes.
+fn returned_names<'s>(function: Node, source: &'s str) -> Vec<&'s str> {
+    let mut names = Vec::new();
     let mut cursor = function.walk();
     let mut visited = 0;
     loop {
@@ -180,13 +213,14 @@ pub(super) fn returns_name(node: Node, name: &str, source: &str) -> bool {
                 .trim_end_matches(';');
             let first = value.split(',').next().unwrap_or("").trim();
             // `return rv` or `return rv, err`; not `return rv.other()`, whose value comes
-            // from another call.
-            if value == name || first == name {
-                return true;
+            // from another call (that text names no variable, so it never matches one).
+            names.push(value);
+            if first != value {
+                names.push(first);
             }
         }
         if visited > 20_000 {
-            return false;
+            return names;
         }
         if cursor.goto_first_child() {
             continue;
@@ -195,8 +229,8 @@ pub(super) fn returns_name(node: Node, name: &str, source: &str) -> bool {
             if cursor.goto_next_sibling() {
                 break;
             }
-            if !cursor.goto_parent() || cursor.node() == function {
-                return false;
+            if !cursor.goto_parent() {
+                return names;
             }
         }
     }

@@ -960,7 +960,7 @@ fn implementations_are_found_across_segments() {
         "from aaa.base import Base\n\n\nclass Impl(Base):\n    def run(self):\n        return 1\n",
     );
     // Enough files between them that the base and the implementor land in different
-    // segments (a group ends at a directory change after 64 files).
+    // segments (a group ends at a directory change after 16 files).
     for dir in ["a", "b"] {
         for i in 0..70 {
             s.write(

@@ -228,7 +228,7 @@ fn atlas(sandbox: &Sandbox, graph: &Path, args: &[&str]) -> Run {
 }
 
 /// Bulk files no edit touches, in directories of their own, so that the graph has
-/// several segments (groups end at a directory change once they hold 64 files) and an
+/// several segments (groups end at a directory change once they hold 16 files) and an
 /// edit can reuse some.
 const BULK_FILES: usize = 3 * 40;
 

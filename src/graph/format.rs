@@ -225,6 +225,9 @@ fn corrupt(path: &Path, reason: String) -> AtlasError {
 }
 
 /// Header and checksum checks against `magic`: the version and the payload.
+/// Payloads at least this large are checksummed on every core.
+const PARALLEL_HASH_BYTES: usize = 4 << 20;
+
 fn check_header<'a>(bytes: &'a [u8], path: &Path, magic: &[u8; 8]) -> Result<(u32, &'a [u8])> {
     if bytes.len() < HEADER_LEN {
         return Err(corrupt(
@@ -267,9 +270,15 @@ fn check_header<'a>(bytes: &'a [u8], path: &Path, magic: &[u8; 8]) -> Result<(u3
         ));
     }
     let payload = &bytes[HEADER_LEN..];
-    // Both cores: the checksum is most of the cost of opening a large graph.
+    // Both cores for a large file: the checksum is most of the cost of opening a graph.
+    // A small one (most segments, which are opened side by side) is hashed on one: split
+    // further, the threads spent more time handing work over than hashing.
     let mut hasher = blake3::Hasher::new();
-    hasher.update_rayon(payload);
+    if payload.len() >= PARALLEL_HASH_BYTES {
+        hasher.update_rayon(payload);
+    } else {
+        hasher.update(payload);
+    }
     if hasher.finalize().as_bytes() != &bytes[24..56] {
         return Err(corrupt(path, "payload checksum mismatch".into()));
     }

@@ -234,30 +234,39 @@ impl Graph {
         let graph = match super::format::open(path)? {
             Opened::Whole(file) => Graph::from_parts(vec![file], None),
             Opened::Root(root) => {
-                let mut files = Vec::with_capacity(root.data().segments.len());
-                for entry in root.data().segments.iter() {
-                    let file = open_segment(path, &entry.hash)?;
-                    let d = file.data();
-                    let counts = (
-                        d.nodes.len(),
-                        d.files.len(),
-                        d.string_offsets.len().saturating_sub(1),
-                        d.frontier.len(),
-                    );
-                    let listed = (
-                        entry.nodes.to_native() as usize,
-                        entry.files.to_native() as usize,
-                        entry.strings.to_native() as usize,
-                        entry.frontier.to_native() as usize,
-                    );
-                    if counts != listed {
-                        return Err(crate::error::AtlasError::GraphCorrupt {
-                            path: file.path().to_path_buf(),
-                            reason: "the segment's counts differ from the root's".into(),
-                        });
-                    }
-                    files.push(file);
-                }
+                use rayon::prelude::*;
+                // Side by side: checking each segment's checksum is most of an open's cost,
+                // and one segment at a time left a core idle between small ones.
+                let entries: Vec<_> = root.data().segments.iter().collect();
+                let files = entries
+                    .par_iter()
+                    .map(|entry| {
+                        let file = open_segment(path, &entry.hash)?;
+                        let d = file.data();
+                        let counts = (
+                            d.nodes.len(),
+                            d.files.len(),
+                            d.string_offsets.len().saturating_sub(1),
+                            d.frontier.len(),
+                        );
+                        let listed = (
+                            entry.nodes.to_native() as usize,
+                            entry.files.to_native() as usize,
+                            entry.strings.to_native() as usize,
+                            entry.frontier.to_native() as usize,
+                        );
+                        if counts != listed {
+                            return Err(crate::error::AtlasError::GraphCorrupt {
+                                path: file.path().to_path_buf(),
+                                reason: "the segment's counts differ from the root's".into(),
+                            });
+                        }
+                        Ok(file)
+                    })
+                    .collect::<Vec<Result<GraphFile>>>()
+                    // The first damaged segment in the root's order, whichever thread met it.
+                    .into_iter()
+                    .collect::<Result<Vec<_>>>()?;
                 Graph::from_parts(files, Some(root))
             }
         };

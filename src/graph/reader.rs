@@ -237,8 +237,10 @@ impl Graph {
                 use rayon::prelude::*;
                 // Side by side: checking each segment's checksum is most of an open's cost,
                 // and one segment at a time left a core idle between small ones.
-                let entries: Vec<_> = root.data().segments.iter().collect();
-                let files = entries
+                let files = root
+                    .data()
+                    .segments
+                    .as_slice()
                     .par_iter()
                     .map(|entry| {
                         let file = open_segment(path, &entry.hash)?;

@@ -122,7 +122,12 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ATLAS_FUSION",
         values: "split|split-files|rrf|learned",
-        doc: "how search weighs its candidates before the rerank's exact-name tiers: `split` (default) shows files in RRF's order and ranks the symbols by the learned scorer within it (the first three files add their own symbols by BM25 for it); `split-files` is `split` with the files that hold symbols reordered by a learned file scorer; `rrf` is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5) for files and symbols alike; `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation) for both; anything else is `atlas-invalid-input` when a search runs",
+        doc: "how search weighs its candidates before the rerank's exact-name tiers: `split` (default) shows files in RRF's order, weighed with their symbols' BM25 evidence unless `ATLAS_FILE_ORDER=rrf`, and ranks the symbols by the learned scorer within it (the first three files add their own symbols by BM25 for it); `split-files` is `split` with the files that hold symbols reordered by a learned file scorer; `rrf` is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5) for files and symbols alike; `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation) for both; anything else is `atlas-invalid-input` when a search runs",
+    },
+    Variable {
+        name: "ATLAS_FILE_ORDER",
+        values: "fused|rrf",
+        doc: "the file order of `split` fusion: `fused` (default) weighs each file's place in RRF's order with its place among files by the BM25 evidence of their symbols (the decayed sum of their best scores among the best 200 symbol documents, tests left out); `rrf` keeps RRF's order alone; other fusions ignore it; anything else is `atlas-invalid-input` when a search runs",
     },
     Variable {
         name: "ATLAS_SEARCH_FEATURES",
@@ -314,6 +319,27 @@ impl Fusion {
     }
 }
 
+/// The file order of split fusion (`ATLAS_FILE_ORDER`, issue 16); `Fused` by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileOrder {
+    /// RRF's file order weighed with the files' own BM25 evidence (`split::fused_file_order`).
+    Fused,
+    /// RRF's file order alone.
+    Rrf,
+}
+
+impl FileOrder {
+    pub fn parse(value: &str) -> std::result::Result<FileOrder, String> {
+        match value.trim() {
+            "fused" => Ok(FileOrder::Fused),
+            "rrf" => Ok(FileOrder::Rrf),
+            other => Err(format!(
+                "unknown file order `{other}` (expected fused, rrf)"
+            )),
+        }
+    }
+}
+
 /// Hybrid search settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchConfig {
@@ -324,6 +350,8 @@ pub struct SearchConfig {
     allocation: std::result::Result<Allocation, String>,
     /// RRF or the learned scorer (`ATLAS_FUSION`), or why the value is wrong.
     fusion: std::result::Result<Fusion, String>,
+    /// Split fusion's file order (`ATLAS_FILE_ORDER`), or why the value is wrong.
+    file_order: std::result::Result<FileOrder, String>,
     /// Where each search's candidates and features are appended (`ATLAS_SEARCH_FEATURES`).
     pub features_out: Option<PathBuf>,
     /// Reorder after RRF (`ATLAS_RERANK=0` turns it off).
@@ -340,6 +368,7 @@ impl Default for SearchConfig {
             arms: Ok(Arms::ALL),
             allocation: Ok(Allocation::None),
             fusion: Ok(Fusion::Split),
+            file_order: Ok(FileOrder::Fused),
             features_out: None,
             rerank: true,
             compact_by_default: false,
@@ -372,6 +401,16 @@ impl SearchConfig {
             .clone()
             .map_err(|reason| AtlasError::InvalidInput {
                 what: "ATLAS_FUSION",
+                reason,
+            })
+    }
+
+    /// Split fusion's file order, or the typed error of a wrong `ATLAS_FILE_ORDER`.
+    pub fn file_order(&self) -> Result<FileOrder> {
+        self.file_order
+            .clone()
+            .map_err(|reason| AtlasError::InvalidInput {
+                what: "ATLAS_FILE_ORDER",
                 reason,
             })
     }
@@ -702,6 +741,10 @@ impl Config {
                     Some(value) if !value.trim().is_empty() => Fusion::parse(&value),
                     _ => Ok(Fusion::Split),
                 },
+                file_order: match text("ATLAS_FILE_ORDER") {
+                    Some(value) if !value.trim().is_empty() => FileOrder::parse(&value),
+                    _ => Ok(FileOrder::Fused),
+                },
                 features_out: path("ATLAS_SEARCH_FEATURES"),
                 rerank: !on("ATLAS_RERANK", "0"),
                 compact_by_default: on("ATLAS_CONTEXT_OPTIMIZATION", "1"),
@@ -757,6 +800,7 @@ mod tests {
             ("ATLAS_SEARCH_ARMS", "bm25, graph"),
             ("ATLAS_SEARCH_ALLOCATION", "file"),
             ("ATLAS_FUSION", "learned"),
+            ("ATLAS_FILE_ORDER", "rrf"),
             ("ATLAS_SEARCH_FEATURES", "/f.jsonl"),
             ("ATLAS_RERANK", "0"),
             ("ATLAS_CONTEXT_OPTIMIZATION", "1"),
@@ -792,6 +836,7 @@ mod tests {
         );
         assert_eq!(c.search.allocation().unwrap(), Allocation::File);
         assert_eq!(c.search.fusion().unwrap(), Fusion::Learned);
+        assert_eq!(c.search.file_order().unwrap(), FileOrder::Rrf);
         assert_eq!(c.search.features_out, Some(PathBuf::from("/f.jsonl")));
         assert_eq!(c.embed, EmbedSource::Dir("/m".into()));
         assert_eq!(c.tokenizer, Some("/t.json".into()));
@@ -808,6 +853,11 @@ mod tests {
         assert!(!c.search.wants_vectors());
         let c = config(&[("ATLAS_FUSION", "boosted")]);
         assert_eq!(c.search.fusion().unwrap_err().code(), "atlas-invalid-input");
+        let c = config(&[("ATLAS_FILE_ORDER", "alphabetical")]);
+        assert_eq!(
+            c.search.file_order().unwrap_err().code(),
+            "atlas-invalid-input"
+        );
         let c = config(&[("ATLAS_SEARCH_ALLOCATION", "files")]);
         let err = c.search.allocation().unwrap_err();
         assert_eq!(err.code(), "atlas-invalid-input");

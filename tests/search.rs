@@ -325,6 +325,7 @@ fn a_wrong_search_setting_is_a_typed_error() {
         ("ATLAS_SEARCH_ARMS", "bm25,telepathy"),
         ("ATLAS_SEARCH_ALLOCATION", "folders"),
         ("ATLAS_FUSION", "boosted"),
+        ("ATLAS_FILE_ORDER", "alphabetical"),
     ] {
         let run = s
             .search("checkout")
@@ -1230,6 +1231,8 @@ fn split_fusion_keeps_rrf_file_order_and_the_learned_order_within_files() {
             s.search(query)
                 .top_k(500)
                 .env("ATLAS_FUSION", fusion)
+                // RRF's file order alone: the evidence-weighed order has a test of its own.
+                .env("ATLAS_FILE_ORDER", "rrf")
                 .env("ATLAS_SEARCH_FEATURES", features.to_str().unwrap()),
         )
         .hits
@@ -1329,5 +1332,80 @@ fn split_files_moves_whole_files_and_keeps_each_files_order() {
     };
     for (path, _) in &split {
         assert_eq!(within(&files, path), within(&split, path), "{path}");
+    }
+}
+
+/// Split fusion weighs RRF's file order with each file's BM25 evidence (its best symbols'
+/// scores among the best 200 symbol documents, `ATLAS_FILE_ORDER=fused`, the default). A
+/// file the query names leads RRF's order; three files whose many symbols match the
+/// text lead by evidence, and the first of them moves ahead. `rrf` keeps RRF's order, and
+/// either way the hits and each file's own order are the same.
+#[test]
+fn split_fusion_weighs_rrfs_file_order_with_the_files_bm25_evidence() {
+    let s = Sandbox::new();
+    s.write(
+        "net/tls.py",
+        "def load_tls(settings):\n    return settings.tls\n",
+    );
+    for dir in ["auth", "store", "wire"] {
+        let functions: Vec<String> = (0..6)
+            .map(|i| {
+                format!(
+                    "def verify_certificate_bundle_path_{i}(session):\n    \"\"\"The session keeps the default certificate bundle path; the verify flag ignores it.\"\"\"\n    return session.bundle_path, session.verify\n"
+                )
+            })
+            .collect();
+        s.write(&format!("{dir}/handlers.py"), functions.join("\n\n"));
+    }
+    // Unrelated files, so that the matching words are rare enough to be evidence.
+    for i in 1..=100 {
+        s.write(
+            &format!("misc/filler_{i}.py"),
+            format!("def filler_{i}(x):\n    return x + {i}\n"),
+        );
+    }
+    s.build_json();
+    let query = "load_tls() ignores the certificate bundle path and the verify flag, the session keeps the default";
+    // Without the vector arm, so that the orders follow from the two arms alone.
+    let run = |order: &str| -> Vec<(String, String)> {
+        searched(
+            s.search(query)
+                .top_k(60)
+                .env("ATLAS_SEARCH_ARMS", "bm25,graph")
+                .env("ATLAS_FILE_ORDER", order),
+        )
+        .hits
+        .into_iter()
+        .filter(|h| h.kind.as_deref() != Some("commit"))
+        .map(|h| (h.path, h.symbol))
+        .collect()
+    };
+    let (fused, rrf) = (run("fused"), run("rrf"));
+    let files = |hits: &[(String, String)]| -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for (path, _) in hits {
+            if !seen.contains(path) {
+                seen.push(path.clone());
+            }
+        }
+        seen
+    };
+    assert_eq!(files(&rrf)[0], "net/tls.py", "{rrf:?}");
+    assert!(files(&fused)[0].ends_with("/handlers.py"), "{fused:?}");
+    assert_eq!(files(&fused)[1], "net/tls.py", "{fused:?}");
+    let sorted = |hits: &[(String, String)]| {
+        let mut hits = hits.to_vec();
+        hits.sort();
+        hits
+    };
+    assert_eq!(sorted(&fused), sorted(&rrf));
+    for file in files(&rrf) {
+        let within = |hits: &[(String, String)]| -> Vec<String> {
+            hits.iter()
+                .filter(|(path, _)| *path == file)
+                .map(|(_, symbol)| symbol.clone())
+                .collect()
+        };
+        assert_eq!(within(&fused), within(&rrf), "{file}");
     }
 }

@@ -23,6 +23,10 @@ impl SearchIndex {
         relevance: Option<&relevance::Setting>,
     ) -> Result<SearchOutput> {
         let arms = config.arms()?;
+        // Split fusion's files, weighed with their symbols' BM25 evidence (`split`).
+        let by_evidence = config.rerank
+            && config.fusion()? == Fusion::Split
+            && config.file_order()? == crate::config::FileOrder::Fused;
         let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
         let files = file_lookup(graph);
         let node_count = graph.node_count() as u32;
@@ -43,10 +47,16 @@ impl SearchIndex {
                 })
             });
             let lexical = arms.bm25.then(|| {
-                crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>)> {
+                crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>, Vec<FileId>)> {
+                    let evidence = if by_evidence {
+                        self.files_by_bm25(graph, &files, query)?
+                    } else {
+                        Vec::new()
+                    };
                     Ok((
                         self.bm25(graph, &files, query, index::KIND_SYMBOL)?,
                         self.bm25(graph, &files, query, index::KIND_SECTION)?,
+                        evidence,
                     ))
                 })
                 .unwrap_or_else(|panic| {
@@ -65,12 +75,12 @@ impl SearchIndex {
                 .unwrap_or_else(|_| Some(Err("the vector arm's thread failed".into())));
             (vectors, lexical, graph_arm)
         });
-        let (bm25, bm25_sections) = match lexical {
-            None => (Vec::new(), Vec::new()),
+        let (bm25, bm25_sections, evidence) = match lexical {
+            None => (Vec::new(), Vec::new(), Vec::new()),
             Some(Ok(lists)) => lists,
             Some(Err(e)) => {
                 unavailable.insert("bm25", e.to_string());
-                (Vec::new(), Vec::new())
+                (Vec::new(), Vec::new(), Vec::new())
             }
         };
         // Search items: a node's id, or `node_count + i` for section `i`.
@@ -179,7 +189,7 @@ impl SearchIndex {
             if let Some(path) = &config.features_out {
                 write_features(graph, &priors, &ranked, path, &mut unavailable);
             }
-            let (exact, promoted) = rerank_ranked(graph, &priors, query, &mut ranked);
+            let (exact, promoted) = rerank_ranked(graph, &priors, query, &mut ranked, &evidence);
             // Allocation ranks files by BM25 within them: an ablation without the BM25 arm
             // keeps the other arms' order.
             // Without it, files are still ranked by evidence for `--group-by file`.
@@ -749,6 +759,7 @@ fn rerank_ranked(
     priors: &Priors,
     query: &str,
     ranked: &mut [(u32, Fused)],
+    evidence: &[FileId],
 ) -> (HashSet<u32>, usize) {
     let node_count = graph.node_count() as u32;
     let weights: HashMap<u32, f64> = ranked
@@ -777,9 +788,23 @@ fn rerank_ranked(
                 features: (*item < node_count).then_some(features),
             })
             .collect();
-        // `split` keeps RRF's file order: no file is scored.
+        // `split` keeps RRF's file order (`ATLAS_FILE_ORDER=rrf`), or weighs it with the
+        // files' BM25 evidence; `split-files` scores files by the learned file scorer.
         let file_scores = if priors.fusion == Fusion::SplitFiles {
             split::file_scores(&scored)
+        } else if !evidence.is_empty() {
+            // The files that hold symbols, in RRF's order of first appearance, weighed
+            // with their symbols' BM25 evidence; Markdown files keep their places.
+            let mut rrf_order: Vec<FileId> = Vec::new();
+            let mut seen: HashSet<FileId> = HashSet::new();
+            for (entry, file) in scored.iter().zip(&files) {
+                if let (Some(file), Some(_)) = (file, entry.features)
+                    && seen.insert(*file)
+                {
+                    rrf_order.push(*file);
+                }
+            }
+            split::fused_file_order(&rrf_order, evidence)
         } else {
             HashMap::new()
         };

@@ -640,6 +640,21 @@ impl SearchIndex {
         limit: usize,
         in_files: &[&str],
     ) -> Result<Vec<TantivyDocument>> {
+        Ok(self
+            .scored_documents(query, kind, limit, in_files)?
+            .into_iter()
+            .map(|(_, document)| document)
+            .collect())
+    }
+
+    /// `top_documents` with each document's BM25 score.
+    fn scored_documents(
+        &self,
+        query: &str,
+        kind: &str,
+        limit: usize,
+        in_files: &[&str],
+    ) -> Result<Vec<(f32, TantivyDocument)>> {
         let clauses = self.text_query(query);
         if clauses.is_empty() || limit == 0 {
             return Ok(Vec::new());
@@ -678,7 +693,7 @@ impl SearchIndex {
             .search(&query, &TopDocs::with_limit(limit).order_by_score())
             .map_err(damaged)?;
         top.into_iter()
-            .map(|(_, address)| searcher.doc(address).map_err(damaged))
+            .map(|(score, address)| Ok((score, searcher.doc(address).map_err(damaged)?)))
             .collect()
     }
 
@@ -688,6 +703,37 @@ impl SearchIndex {
             .top_documents(query, kind, POOL, &[])?
             .iter()
             .filter_map(|document| self.item_of(graph, files, document))
+            .collect())
+    }
+
+    /// Files by the BM25 evidence of their symbols deep in the ranking (the best
+    /// `split::EVIDENCE_DEPTH` symbol documents, tests left out): a file's evidence sums
+    /// its best symbols' scores with a harmonic decay, as `allocate::rank_files` weighs
+    /// candidates. Best first, at most `split::EVIDENCE_FILES`. Split fusion weighs RRF's
+    /// file order with it (`split::fused_file_order`).
+    fn files_by_bm25(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        query: &str,
+    ) -> Result<Vec<crate::graph::ids::FileId>> {
+        let candidates: Vec<allocate::Candidate> = self
+            .scored_documents(query, index::KIND_SYMBOL, split::EVIDENCE_DEPTH, &[])?
+            .iter()
+            .filter_map(|(score, document)| {
+                let node = NodeId(self.item_of(graph, files, document)?);
+                let file = graph.node(node).file();
+                (!graph.is_test(node)).then_some(allocate::Candidate {
+                    file: Some(file),
+                    weight: f64::from(*score),
+                    node: Some(node),
+                })
+            })
+            .collect();
+        Ok(allocate::rank_files(&candidates)
+            .into_iter()
+            .take(split::EVIDENCE_FILES)
+            .map(|f| f.file)
             .collect())
     }
 

@@ -1301,6 +1301,35 @@ fn split_fusion_keeps_rrf_file_order_and_the_learned_order_within_files() {
     );
 }
 
+/// A search's code hits (commits left out) as `(path, symbol)`.
+fn code_hits(out: SearchOut) -> Vec<(String, String)> {
+    out.hits
+        .into_iter()
+        .filter(|h| h.kind.as_deref() != Some("commit"))
+        .map(|h| (h.path, h.symbol))
+        .collect()
+}
+
+/// Asserts that two rankings hold the same hits, each file's in the same order: they
+/// differ at most in how files interleave.
+fn assert_same_hits_and_order_within_files(a: &[(String, String)], b: &[(String, String)]) {
+    let sorted = |hits: &[(String, String)]| {
+        let mut hits = hits.to_vec();
+        hits.sort();
+        hits
+    };
+    assert_eq!(sorted(a), sorted(b));
+    let within = |hits: &[(String, String)], file: &str| -> Vec<String> {
+        hits.iter()
+            .filter(|(path, _)| path == file)
+            .map(|(_, symbol)| symbol.clone())
+            .collect()
+    };
+    for (path, _) in a {
+        assert_eq!(within(a, path), within(b, path), "{path}");
+    }
+}
+
 /// `split-files` reorders files by the file scorer and nothing else: the same pool as
 /// `split`, each file's symbols in the same order.
 #[test]
@@ -1308,31 +1337,14 @@ fn split_files_moves_whole_files_and_keeps_each_files_order() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
     let query = "the order total is wrong after a discount and the shipping fee";
-    let run = |fusion: &str| -> Vec<(String, String)> {
-        searched(s.search(query).top_k(500).env("ATLAS_FUSION", fusion))
-            .hits
-            .into_iter()
-            .filter(|h| h.kind.as_deref() != Some("commit"))
-            .map(|h| (h.path, h.symbol))
-            .collect()
+    let run = |fusion: &str| {
+        code_hits(searched(
+            s.search(query).top_k(500).env("ATLAS_FUSION", fusion),
+        ))
     };
     let (split, files) = (run("split"), run("split-files"));
-    let sorted = |hits: &[(String, String)]| {
-        let mut hits = hits.to_vec();
-        hits.sort();
-        hits
-    };
     assert!(split.len() >= 5, "{split:?}");
-    assert_eq!(sorted(&files), sorted(&split));
-    let within = |hits: &[(String, String)], file: &str| -> Vec<String> {
-        hits.iter()
-            .filter(|(path, _)| path == file)
-            .map(|(_, symbol)| symbol.clone())
-            .collect()
-    };
-    for (path, _) in &split {
-        assert_eq!(within(&files, path), within(&split, path), "{path}");
-    }
+    assert_same_hits_and_order_within_files(&split, &files);
 }
 
 /// Split fusion weighs RRF's file order with each file's BM25 evidence (its best symbols'
@@ -1367,18 +1379,13 @@ fn split_fusion_weighs_rrfs_file_order_with_the_files_bm25_evidence() {
     s.build_json();
     let query = "load_tls() ignores the certificate bundle path and the verify flag, the session keeps the default";
     // Without the vector arm, so that the orders follow from the two arms alone.
-    let run = |order: &str| -> Vec<(String, String)> {
-        searched(
+    let run = |order: &str| {
+        code_hits(searched(
             s.search(query)
                 .top_k(60)
                 .env("ATLAS_SEARCH_ARMS", "bm25,graph")
                 .env("ATLAS_FILE_ORDER", order),
-        )
-        .hits
-        .into_iter()
-        .filter(|h| h.kind.as_deref() != Some("commit"))
-        .map(|h| (h.path, h.symbol))
-        .collect()
+        ))
     };
     let (fused, rrf) = (run("fused"), run("rrf"));
     let files = |hits: &[(String, String)]| -> Vec<String> {
@@ -1393,19 +1400,5 @@ fn split_fusion_weighs_rrfs_file_order_with_the_files_bm25_evidence() {
     assert_eq!(files(&rrf)[0], "net/tls.py", "{rrf:?}");
     assert!(files(&fused)[0].ends_with("/handlers.py"), "{fused:?}");
     assert_eq!(files(&fused)[1], "net/tls.py", "{fused:?}");
-    let sorted = |hits: &[(String, String)]| {
-        let mut hits = hits.to_vec();
-        hits.sort();
-        hits
-    };
-    assert_eq!(sorted(&fused), sorted(&rrf));
-    for file in files(&rrf) {
-        let within = |hits: &[(String, String)]| -> Vec<String> {
-            hits.iter()
-                .filter(|(path, _)| *path == file)
-                .map(|(_, symbol)| symbol.clone())
-                .collect()
-        };
-        assert_eq!(within(&fused), within(&rrf), "{file}");
-    }
+    assert_same_hits_and_order_within_files(&rrf, &fused);
 }

@@ -31,7 +31,9 @@ use type_text::{strip_generics, type_name_and_qualifier};
 
 /// Bumped whenever extraction output changes for the same input; part of the cache key
 /// and of the fingerprint.
-pub const EXTRACTOR_VERSION: u32 = 7;
+/// 8: a call assigned at module level is never `RETURNED`, and a function's returned names
+/// leave out those of the functions nested in it.
+pub const EXTRACTOR_VERSION: u32 = 8;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is

@@ -174,7 +174,7 @@ pub(super) struct ReturnedNames<'s> {
 
 impl<'s> ReturnedNames<'s> {
     /// Whether the function enclosing `node` returns the bare name `name` somewhere,
-    /// looking at a bounded number of nodes.
+    /// looking at a bounded number of nodes. Code outside any function returns nothing.
     pub(super) fn returns<'t>(
         &mut self,
         node: Node<'t>,
@@ -182,14 +182,18 @@ impl<'s> ReturnedNames<'s> {
         source: &'s str,
         parents: &Parents<'t>,
     ) -> bool {
-        let mut function = node;
-        while let Some(parent) = parents.of(function) {
-            function = parent;
-            let kind = parent.kind();
-            if kind.contains("function") || kind.contains("method") || kind == "lambda" {
+        let mut climbed = node;
+        let mut function = None;
+        while let Some(parent) = parents.of(climbed) {
+            climbed = parent;
+            if is_function(parent.kind()) {
+                function = Some(parent);
                 break;
             }
         }
+        let Some(function) = function else {
+            return false;
+        };
         self.by_function
             .entry(function.id())
             .or_insert_with(|| returned_names(function, source))
@@ -197,7 +201,14 @@ impl<'s> ReturnedNames<'s> {
     }
 }
 
-/// The bare names `function` returns, among its first 20,001 nodes.
+/// Where `returns` stops climbing, and what `returned_names` does not enter: a function,
+/// a method or a lambda (of any of the grammars' spellings).
+fn is_function(kind: &str) -> bool {
+    kind.contains("function") || kind.contains("method") || kind == "lambda"
+}
+
+/// The bare names `function` returns, among its first 20,001 nodes; the returns of the
+/// functions nested in it are theirs, not its own.
 fn returned_names<'s>(function: Node, source: &'s str) -> Vec<&'s str> {
     let mut names = Vec::new();
     let mut cursor = function.walk();
@@ -205,6 +216,7 @@ fn returned_names<'s>(function: Node, source: &'s str) -> Vec<&'s str> {
     loop {
         let current = cursor.node();
         visited += 1;
+        let nested = current.id() != function.id() && is_function(current.kind());
         if matches!(current.kind(), "return_statement" | "return_expression") {
             let returned = source.get(current.byte_range()).unwrap_or("");
             let value = returned
@@ -222,7 +234,7 @@ fn returned_names<'s>(function: Node, source: &'s str) -> Vec<&'s str> {
         if visited > 20_000 {
             return names;
         }
-        if cursor.goto_first_child() {
+        if !nested && cursor.goto_first_child() {
             continue;
         }
         loop {

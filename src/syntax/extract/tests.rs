@@ -365,6 +365,38 @@ fn bindings_type_receivers() {
 }
 
 #[test]
+fn a_call_is_returned_only_from_the_function_that_returns_its_name() {
+    use crate::syntax::facts::site;
+    let source = "\
+rv = compute()
+
+def wraps():
+    rv = make()
+    def inner():
+        return rv
+    return inner
+
+def passes():
+    rv = build()
+    return rv
+";
+    let facts = extract(Language::Python, source).unwrap();
+    let returned = |name: &str| {
+        let call = facts
+            .refs
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("a call of {name}"));
+        call.site_flags & site::RETURNED != 0
+    };
+    // Module-level code returns nothing, even a name some function returns.
+    assert!(!returned("compute"));
+    // `inner` returns `rv`, not `wraps`, which returns `inner`.
+    assert!(!returned("make"));
+    assert!(returned("build"));
+}
+
+#[test]
 fn garbage_input_never_panics() {
     for language in Language::ALL {
         for source in [

@@ -32,6 +32,10 @@ pub const STATUS_FILE: &str = "watch.json";
 const LOCK_FILE: &str = "watch.lock";
 /// A steady stream of changes still builds at least this often.
 const MAX_DELAY_FACTOR: u32 = 10;
+/// Walks of a directory that appeared, each watching what the last did not see
+/// (`Backend::add`): by the last, every parent of a newer subdirectory is watched, so
+/// that subdirectory brings an event of its own.
+const ADD_ROUNDS: usize = 3;
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -374,17 +378,30 @@ impl Backend {
     /// Watches a directory that appeared (and what the inventory would enter below it);
     /// false when the backend refused (inotify's watches exhausted).
     fn add(&mut self, directory: &Path) -> bool {
-        let directories = inventory::directories(directory);
-        let watched = match &mut self.kind {
-            BackendKind::Inotify(w) => watch_all(w, &directories),
-            BackendKind::Poll(w) => watch_all(w, &directories),
-            BackendKind::None => return false,
-        };
-        let ok = watched.is_ok();
-        if ok {
+        // The walk comes before the watches: a subdirectory made in between (`mkdir -p
+        // a/b` while `a` is being added) would have neither a watch nor an event. So
+        // the tree is walked again after each round of watches, until a walk finds
+        // nothing new.
+        let mut directories = inventory::directories(directory);
+        for _ in 0..ADD_ROUNDS {
+            let watched = match &mut self.kind {
+                BackendKind::Inotify(w) => watch_all(w, &directories),
+                BackendKind::Poll(w) => watch_all(w, &directories),
+                BackendKind::None => return false,
+            };
+            if watched.is_err() {
+                return false;
+            }
             self.watched.extend(directories);
+            directories = inventory::directories(directory)
+                .into_iter()
+                .filter(|d| !self.watched.contains(d))
+                .collect();
+            if directories.is_empty() {
+                break;
+            }
         }
-        ok
+        true
     }
 
     /// Whether `path` was a watched directory; it and everything below it no longer are

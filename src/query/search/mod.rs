@@ -48,7 +48,7 @@ use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
 use crate::build::store::Store;
 use crate::error::{AtlasError, IoContext, Result};
-use crate::graph::ids::NodeId;
+use crate::graph::ids::{FileId, NodeId};
 use crate::graph::reader::Graph;
 use embed::Embedder;
 use index::{Fields, FileLookup, IndexMeta, file_lookup, tantivy_error};
@@ -711,12 +711,7 @@ impl SearchIndex {
     /// its best symbols' scores with a harmonic decay, as `allocate::rank_files` weighs
     /// candidates. Best first, at most `split::EVIDENCE_FILES`. Split fusion weighs RRF's
     /// file order with it (`split::fused_file_order`).
-    fn files_by_bm25(
-        &self,
-        graph: &Graph,
-        files: &FileLookup,
-        query: &str,
-    ) -> Result<Vec<crate::graph::ids::FileId>> {
+    fn files_by_bm25(&self, graph: &Graph, files: &FileLookup, query: &str) -> Result<Vec<FileId>> {
         let candidates: Vec<allocate::Candidate> = self
             .scored_documents(query, index::KIND_SYMBOL, split::EVIDENCE_DEPTH, &[])?
             .iter()

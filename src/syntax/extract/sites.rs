@@ -182,16 +182,9 @@ impl<'s> ReturnedNames<'s> {
         source: &'s str,
         parents: &Parents<'t>,
     ) -> bool {
-        let mut climbed = node;
-        let mut function = None;
-        while let Some(parent) = parents.of(climbed) {
-            climbed = parent;
-            if is_function(parent.kind()) {
-                function = Some(parent);
-                break;
-            }
-        }
-        let Some(function) = function else {
+        let Some(function) = std::iter::successors(parents.of(node), |n| parents.of(*n))
+            .find(|n| is_function(n.kind()))
+        else {
             return false;
         };
         self.by_function

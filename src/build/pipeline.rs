@@ -371,13 +371,6 @@ fn attempt(
     }
     memo.generation = fingerprint_bytes;
     let memo = Arc::new(memo);
-    // Written beside compilation and publication; a watcher keeps it as well.
-    let memo_writer = {
-        let (dir, memo, builder) = (options.graph_dir.clone(), memo.clone(), builder.clone());
-        std::thread::Builder::new()
-            .name("atlas-resolution".into())
-            .spawn(move || super::resolution_cache::write(&dir, &builder, &memo))
-    };
     if let Some(kept) = &options.memo {
         kept.keep_resolution(memo.clone());
     }
@@ -419,6 +412,14 @@ fn attempt(
     });
     let mut encoded = encode_generation(compiled)?;
     timings.compile = ms(stage);
+    // Written beside publication, whose writes and fsyncs leave the processors idle;
+    // beside compilation, it took a processor from compilation's parallel work.
+    let memo_writer = {
+        let (dir, memo, builder) = (options.graph_dir.clone(), memo.clone(), builder.clone());
+        std::thread::Builder::new()
+            .name("atlas-resolution".into())
+            .spawn(move || super::resolution_cache::write(&dir, &builder, &memo))
+    };
 
     let stage = Instant::now();
     let staging = store.staging(lock)?;

@@ -3,12 +3,14 @@
 from a repository's own history, scored for `atlas search` against whole-file BM25.
 
   python3 bench/commits.py --repo tokio-rs/tokio --lang rust [--count 60] [--bin BIN]
-      [--out FILE] [--env NAME=VALUE ...] [--baseline]
+      [--out FILE] [--env NAME=VALUE ...] [--baseline] [--min-words N]
 
 The repository comes from the mirror (`fetch github:owner/name`; MIRROR, default
 /work/.mirror). Selection is deterministic: non-merge commits among the newest 2,000 that
 change 1–3 existing non-test source files of the language (≤ 300 changed lines) and whose
-subject has at least three words, `--count` of them evenly spaced. The query is the whole
+subject has at least three words (and whose whole message has at least `--min-words`:
+40 makes a set of long messages, closer to an issue's text than a subject line is),
+`--count` of them evenly spaced. The query is the whole
 message (subject and body, trailers removed), as an agent would paste it. Each commit's
 parent is checked out and built (one graph directory per repository, so the fact cache
 makes later builds cheap), then searched with `--frozen`.
@@ -54,7 +56,7 @@ def is_source(path, lang):
     return path.endswith(EXTENSIONS[lang]) and not TEST_PATH.search(path)
 
 
-def select(gitdir, lang, count):
+def select(gitdir, lang, count, min_words=0):
     """The commits of the set, oldest first: [(hash, parent, message, gold files)]."""
     log = git(gitdir, 'log', '--no-merges', '-n', '2000', '--format=@@%H %P', '--name-status', '--no-renames')
     eligible = []
@@ -79,6 +81,8 @@ def select(gitdir, lang, count):
         if changed > 300:
             continue
         body = '\n'.join(l for l in message.strip().split('\n') if not TRAILER.match(l.strip()))
+        if len(body.split()) < min_words:
+            continue
         chosen.append((commit, parent, body.strip(), files))
     step = max(len(chosen) / count, 1.0)
     picked = [chosen[int(i * step)] for i in range(min(count, len(chosen)))]
@@ -180,6 +184,8 @@ def main():
     parser.add_argument('--env', action='append', default=[],
                         help='NAME=VALUE for the searches; NAME=A|B|C runs one configuration each')
     parser.add_argument('--baseline', action='store_true', help='also score whole-file BM25')
+    parser.add_argument('--min-words', type=int, default=0,
+                        help='only commits whose message (trailers removed) has this many words')
     args = parser.parse_args()
     if args.repo in FORBIDDEN:
         sys.exit(f'{args.repo} is kept for evaluation or independent checks (issue 16)')
@@ -195,7 +201,7 @@ def main():
     names = [','.join(f'{k}={v}' for k, v in c.items()) or 'default' for c in configs]
     rows = {n: [] for n in names + (['bm25-files'] if args.baseline else [])}
     out = open(args.out, 'w') if args.out else None
-    commits = select(gitdir, args.lang, args.count)
+    commits = select(gitdir, args.lang, args.count, args.min_words)
     started = time.time()
     for n, (commit, parent, message, files) in enumerate(commits):
         checkout(gitdir, parent, code)

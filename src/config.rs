@@ -126,8 +126,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "ATLAS_FILE_ORDER",
-        values: "fused|rrf",
-        doc: "the file order of `split` fusion: `fused` (default) weighs each file's place in RRF's order with its place among files by the BM25 evidence of their symbols (the decayed sum of their best scores among the best 200 symbol documents, tests left out); `rrf` keeps RRF's order alone; other fusions ignore it; anything else is `atlas-invalid-input` when a search runs",
+        values: "fused|symbols|rrf",
+        doc: "the file order of `split` fusion: `fused` (default) weighs each file's place in RRF's order with its place among files by the BM25 evidence of their symbols (the decayed sum of their best scores among the best 200 symbol documents, tests left out) and its place by BM25 over the files' whole text (one document per file, scored among files only; tests left out); `symbols` leaves the whole text out (the default before search index version 6); `rrf` keeps RRF's order alone; other fusions ignore it; anything else is `atlas-invalid-input` when a search runs",
     },
     Variable {
         name: "ATLAS_SEARCH_FEATURES",
@@ -322,8 +322,12 @@ impl Fusion {
 /// The file order of split fusion (`ATLAS_FILE_ORDER`, issue 16); `Fused` by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileOrder {
-    /// RRF's file order weighed with the files' own BM25 evidence (`split::fused_file_order`).
+    /// RRF's file order weighed with the files' own BM25 evidence: their symbols' and
+    /// their whole text's (`split::fused_file_order`).
     Fused,
+    /// RRF's file order weighed with their symbols' BM25 evidence only (the default
+    /// until search index version 6).
+    Symbols,
     /// RRF's file order alone.
     Rrf,
 }
@@ -332,9 +336,10 @@ impl FileOrder {
     pub fn parse(value: &str) -> std::result::Result<FileOrder, String> {
         match value.trim() {
             "fused" => Ok(FileOrder::Fused),
+            "symbols" => Ok(FileOrder::Symbols),
             "rrf" => Ok(FileOrder::Rrf),
             other => Err(format!(
-                "unknown file order `{other}` (expected fused, rrf)"
+                "unknown file order `{other}` (expected fused, symbols, rrf)"
             )),
         }
     }
@@ -853,6 +858,8 @@ mod tests {
         assert!(!c.search.wants_vectors());
         let c = config(&[("ATLAS_FUSION", "boosted")]);
         assert_eq!(c.search.fusion().unwrap_err().code(), "atlas-invalid-input");
+        let c = config(&[("ATLAS_FILE_ORDER", " symbols ")]);
+        assert_eq!(c.search.file_order().unwrap(), FileOrder::Symbols);
         let c = config(&[("ATLAS_FILE_ORDER", "alphabetical")]);
         assert_eq!(
             c.search.file_order().unwrap_err().code(),

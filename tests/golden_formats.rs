@@ -42,15 +42,15 @@ fn manifests_of_every_version_are_read() {
 }
 
 #[test]
-fn the_search_index_metadata_and_vectors_of_version_5_are_read() {
-    let dir = golden("search/v5");
+fn the_search_index_metadata_and_vectors_of_version_6_are_read() {
+    let dir = golden("search/v6");
     let meta: IndexMeta =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
-    assert_eq!(meta.version, 5);
+    assert_eq!(meta.version, 6);
     assert_eq!(
         (INDEX_VERSION, VECTOR_FORMAT),
-        (5, 3),
-        "a new index version keeps tests/golden/search/v5 and this test refuses it"
+        (6, 3),
+        "a new index version keeps tests/golden/search/v6 and this test refuses it"
     );
     // An update's index: a table over the first build's pack and the update's own.
     assert_eq!((meta.symbols, meta.mode.as_str()), (22, "incremental"));
@@ -87,6 +87,28 @@ fn the_search_index_metadata_and_vectors_of_version_5_are_read() {
 }
 
 #[test]
+fn the_search_index_of_version_5_is_refused_typed_though_its_vectors_still_parse() {
+    // Version 5 has no file documents (version 6's `KIND_FILE`). Readers read only
+    // `INDEX_VERSION` metadata (`atlas-search-corrupt`, and a build rebuilds it); its
+    // vectors are of the format version 6 still writes.
+    let dir = golden("search/v5");
+    let meta: IndexMeta =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(meta.version, 5);
+    assert_ne!(meta.version, INDEX_VERSION);
+    let embedder = Embedder::load(&Default::default()).unwrap();
+    let bytes = std::fs::read(dir.join(format!("vectors-{}.bin", embedder.identity))).unwrap();
+    assert!(vector_checksum_ok(&bytes));
+    assert_eq!(
+        parse_vector_table(&bytes, embedder.dim)
+            .unwrap()
+            .packs
+            .len(),
+        2
+    );
+}
+
+#[test]
 fn the_search_index_of_version_4_is_refused_typed() {
     // Version 4 (one vector file of rows) is refused as a whole: readers read only
     // `INDEX_VERSION` metadata (`atlas-search-corrupt`, and a build rebuilds it), and its
@@ -111,7 +133,7 @@ fn the_search_index_of_version_4_is_refused_typed() {
 
 #[test]
 fn a_vector_file_of_another_format_or_model_is_refused_typed() {
-    let dir = golden("search/v5");
+    let dir = golden("search/v6");
     let file = |suffix: &str| {
         std::fs::read(
             std::fs::read_dir(&dir)

@@ -1387,7 +1387,9 @@ fn split_fusion_weighs_rrfs_file_order_with_the_files_bm25_evidence() {
                 .env("ATLAS_FILE_ORDER", order),
         ))
     };
-    let (fused, rrf) = (run("fused"), run("rrf"));
+    // `symbols`: RRF's order weighed with the symbols' evidence alone (`fused` adds the
+    // files' whole text, `split_fusion_weighs_its_file_order_with_the_files_whole_text`).
+    let (fused, rrf) = (run("symbols"), run("rrf"));
     let files = |hits: &[(String, String)]| -> Vec<String> {
         let mut seen: Vec<String> = Vec::new();
         for (path, _) in hits {
@@ -1401,4 +1403,64 @@ fn split_fusion_weighs_rrfs_file_order_with_the_files_bm25_evidence() {
     assert!(files(&fused)[0].ends_with("/handlers.py"), "{fused:?}");
     assert_eq!(files(&fused)[1], "net/tls.py", "{fused:?}");
     assert_same_hits_and_order_within_files(&rrf, &fused);
+}
+
+/// Files in first-appearance order.
+fn files_of(hits: &[(String, String)]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for (path, _) in hits {
+        if !seen.contains(path) {
+            seen.push(path.clone());
+        }
+    }
+    seen
+}
+
+#[test]
+fn split_fusion_weighs_its_file_order_with_the_files_whole_text() {
+    let s = Sandbox::new();
+    // Named in the query: first in RRF's order, and first by its symbols' evidence.
+    s.write(
+        "net/tls.py",
+        "def load_tls(settings):\n    return settings.tls\n",
+    );
+    // Its comments, at module level, hold the query's words many times: no symbol's
+    // document holds them, the file's does.
+    let comments = "# The certificate bundle path and the verify flag: the session keeps the default\n\
+                    # certificate bundle path unless the verify flag is set; a bundle path ignores the flag.\n";
+    s.write(
+        "config/defaults.py",
+        format!(
+            "{}\n\ndef default_bundle_path():\n    return None\n\n\ndef default_verify_flag():\n    return None\n\n\ndef default_session():\n    return None\n",
+            comments.repeat(4)
+        ),
+    );
+    s.write(
+        "wire/session.py",
+        "# A session keeps the default verify flag and bundle path.\n\ndef open_session():\n    return None\n",
+    );
+    for i in 1..=100 {
+        s.write(
+            &format!("misc/filler_{i}.py"),
+            format!("def filler_{i}(x):\n    return x + {i}\n"),
+        );
+    }
+    s.build_json();
+    let query = "load_tls() ignores the certificate bundle path and the verify flag, the session keeps the default";
+    let run = |order: &str| {
+        code_hits(searched(
+            s.search(query)
+                .top_k(20)
+                .env("ATLAS_SEARCH_ARMS", "bm25,graph")
+                .env("ATLAS_FILE_ORDER", order),
+        ))
+    };
+    let (fused, symbols) = (run("fused"), run("symbols"));
+    assert_eq!(files_of(&symbols)[0], "net/tls.py", "{symbols:?}");
+    assert_eq!(
+        files_of(&fused)[..2],
+        ["config/defaults.py", "net/tls.py"],
+        "{fused:?}"
+    );
+    assert_same_hits_and_order_within_files(&symbols, &fused);
 }

@@ -23,10 +23,12 @@ impl SearchIndex {
         relevance: Option<&relevance::Setting>,
     ) -> Result<SearchOutput> {
         let arms = config.arms()?;
-        // Split fusion's files, weighed with their symbols' BM25 evidence (`split`).
+        // Split fusion's files, weighed with their own BM25 evidence (`split`).
+        let file_order = config.file_order()?;
         let by_evidence = config.rerank
             && config.fusion()? == Fusion::Split
-            && config.file_order()? == crate::config::FileOrder::Fused;
+            && file_order != crate::config::FileOrder::Rrf;
+        let by_text = by_evidence && file_order == crate::config::FileOrder::Fused;
         let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
         let files = file_lookup(graph);
         let node_count = graph.node_count() as u32;
@@ -47,11 +49,18 @@ impl SearchIndex {
                 })
             });
             let lexical = arms.bm25.then(|| {
-                crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>, Vec<FileId>)> {
+                crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>, split::FileEvidence)> {
                     let evidence = if by_evidence {
-                        self.files_by_bm25(graph, &files, query)?
+                        split::FileEvidence {
+                            symbols: self.files_by_bm25(graph, &files, query)?,
+                            text: if by_text {
+                                self.files_by_text(graph, &files, query)?
+                            } else {
+                                Vec::new()
+                            },
+                        }
                     } else {
-                        Vec::new()
+                        split::FileEvidence::default()
                     };
                     Ok((
                         self.bm25(graph, &files, query, index::KIND_SYMBOL)?,
@@ -76,11 +85,11 @@ impl SearchIndex {
             (vectors, lexical, graph_arm)
         });
         let (bm25, bm25_sections, evidence) = match lexical {
-            None => (Vec::new(), Vec::new(), Vec::new()),
+            None => (Vec::new(), Vec::new(), split::FileEvidence::default()),
             Some(Ok(lists)) => lists,
             Some(Err(e)) => {
                 unavailable.insert("bm25", e.to_string());
-                (Vec::new(), Vec::new(), Vec::new())
+                (Vec::new(), Vec::new(), split::FileEvidence::default())
             }
         };
         // Search items: a node's id, or `node_count + i` for section `i`.
@@ -759,7 +768,7 @@ fn rerank_ranked(
     priors: &Priors,
     query: &str,
     ranked: &mut [(u32, Fused)],
-    evidence: &[FileId],
+    evidence: &split::FileEvidence,
 ) -> (HashSet<u32>, usize) {
     let node_count = graph.node_count() as u32;
     let weights: HashMap<u32, f64> = ranked

@@ -655,7 +655,17 @@ impl SearchIndex {
         limit: usize,
         in_files: &[&str],
     ) -> Result<Vec<(f32, TantivyDocument)>> {
-        let clauses = self.text_query(query);
+        self.scored_by(self.text_query(query), kind, limit, in_files)
+    }
+
+    /// The best `limit` documents of one kind for a query's clauses, with their scores.
+    fn scored_by(
+        &self,
+        clauses: Vec<(Occur, Box<dyn Query>)>,
+        kind: &str,
+        limit: usize,
+        in_files: &[&str],
+    ) -> Result<Vec<(f32, TantivyDocument)>> {
         if clauses.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -689,8 +699,13 @@ impl SearchIndex {
             path: PathBuf::from("tantivy"),
             reason: e.to_string(),
         };
+        let statistics = Statistics::of(&searcher, kind == index::KIND_FILE).map_err(damaged)?;
         let top = searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .search_with_statistics_provider(
+                &query,
+                &TopDocs::with_limit(limit).order_by_score(),
+                &statistics,
+            )
             .map_err(damaged)?;
         top.into_iter()
             .map(|(score, address)| Ok((score, searcher.doc(address).map_err(damaged)?)))
@@ -729,6 +744,32 @@ impl SearchIndex {
             .into_iter()
             .take(split::EVIDENCE_FILES)
             .map(|f| f.file)
+            .collect())
+    }
+
+    /// Files by BM25 over their whole text (`index::KIND_FILE` documents), test files
+    /// left out: best first, at most `split::EVIDENCE_FILES`.
+    fn files_by_text(&self, graph: &Graph, files: &FileLookup, query: &str) -> Result<Vec<FileId>> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = text::identifier_tokens(query)
+            .split(' ')
+            .filter(|t| !t.is_empty() && !text::is_stopword(t))
+            .map(|token| {
+                let term = TermQuery::new(
+                    Term::from_field_text(self.fields.text, token),
+                    IndexRecordOption::WithFreqs,
+                );
+                (Occur::Should, Box::new(term) as Box<dyn Query>)
+            })
+            .collect();
+        Ok(self
+            .scored_by(clauses, index::KIND_FILE, split::EVIDENCE_FILES * 2, &[])?
+            .iter()
+            .filter_map(|(_, document)| {
+                let path = document.get_first(self.fields.file)?.as_str()?;
+                let file = *files.get(path)?;
+                (!graph.is_test(graph.file(file)?.node())).then_some(file)
+            })
+            .take(split::EVIDENCE_FILES)
             .collect())
     }
 
@@ -885,6 +926,52 @@ impl SearchIndex {
             }
         }
         Ok(scored)
+    }
+}
+
+/// BM25's collection statistics for one kind of document. File documents
+/// (`index::KIND_FILE`) are scored among themselves, every other kind as if no file
+/// document were in the index: the fields of each are their own, so only the document
+/// count differs, and a file's text, many times a symbol's, would otherwise inflate
+/// every idf and shrink the average length that norms divide by.
+struct Statistics<'s> {
+    searcher: &'s tantivy::Searcher,
+    documents: u64,
+}
+
+impl<'s> Statistics<'s> {
+    fn of(searcher: &'s tantivy::Searcher, files: bool) -> tantivy::Result<Statistics<'s>> {
+        use tantivy::query::Bm25StatisticsProvider;
+        let fields = index::schema().1;
+        // Deleted documents count on both sides, as tantivy's own statistics count them.
+        let file_documents =
+            searcher.doc_freq(&Term::from_field_text(fields.kind, index::KIND_FILE))?;
+        let all = Bm25StatisticsProvider::total_num_docs(searcher)?;
+        let documents = if files {
+            file_documents
+        } else {
+            all.saturating_sub(file_documents)
+        };
+        Ok(Statistics {
+            searcher,
+            documents,
+        })
+    }
+}
+
+impl tantivy::query::Bm25StatisticsProvider for Statistics<'_> {
+    fn total_num_tokens(&self, field: tantivy::schema::Field) -> tantivy::Result<u64> {
+        tantivy::query::Bm25StatisticsProvider::total_num_tokens(self.searcher, field)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.documents)
+    }
+
+    /// At most the document count: tantivy's idf asserts it (a damaged or odd index
+    /// must not panic a search).
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        Ok(self.searcher.doc_freq(term)?.min(self.documents))
     }
 }
 
@@ -1103,4 +1190,114 @@ fn longer_words(field: tantivy::schema::Field, prefix: &str) -> tantivy::query::
         std::ops::Bound::Excluded(Term::from_field_text(field, prefix)),
         std::ops::Bound::Excluded(Term::from_field_text(field, &successor)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An in-memory index of `(kind, text)` documents, the text in the field of its kind
+    /// (symbols' `body`, files' `text`), committed as one segment.
+    fn index_of(documents: &[(&str, &str)]) -> Index {
+        let (schema, fields) = index::schema();
+        let index = Index::create_in_ram(schema);
+        index::register_tokenizer(&index);
+        let mut writer: tantivy::IndexWriter =
+            index.writer_with_num_threads(1, 15_000_000).unwrap();
+        for (kind, text) in documents {
+            let mut document = TantivyDocument::default();
+            document.add_text(fields.kind, *kind);
+            let field = if *kind == index::KIND_FILE {
+                fields.text
+            } else {
+                fields.body
+            };
+            document.add_text(field, *text);
+            writer.add_document(document).unwrap();
+        }
+        writer.commit().unwrap();
+        index
+    }
+
+    /// The scores of a one-field query over `words`, in document order, with the
+    /// statistics of `kind` (`None`: tantivy's own, over every document).
+    fn scores(
+        index: &Index,
+        field: tantivy::schema::Field,
+        words: &[&str],
+        kind: Option<&str>,
+    ) -> Vec<f32> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = words
+            .iter()
+            .map(|word| {
+                let term = TermQuery::new(
+                    Term::from_field_text(field, word),
+                    IndexRecordOption::WithFreqs,
+                );
+                (Occur::Should, Box::new(term) as Box<dyn Query>)
+            })
+            .collect();
+        let searcher = index.reader().unwrap().searcher();
+        let (query, top) = (
+            BooleanQuery::new(clauses),
+            TopDocs::with_limit(10).order_by_score(),
+        );
+        let mut top = match kind {
+            Some(kind) => {
+                let statistics = Statistics::of(&searcher, kind == index::KIND_FILE).unwrap();
+                searcher.search_with_statistics_provider(&query, &top, &statistics)
+            }
+            None => searcher.search(&query, &top),
+        }
+        .unwrap();
+        top.sort_by_key(|(_, address)| address.doc_id);
+        top.into_iter().map(|(score, _)| score).collect()
+    }
+
+    const SYMBOLS: [(&str, &str); 3] = [
+        ("symbol", "parse header value"),
+        ("symbol", "parse body"),
+        ("symbol", "render header header"),
+    ];
+    const FILES: [(&str, &str); 2] = [
+        (
+            "file",
+            "parse header value parse body lots of other words here",
+        ),
+        ("file", "render header header and more"),
+    ];
+
+    #[test]
+    fn file_documents_leave_the_other_kinds_scores_as_they_were_and_score_among_themselves() {
+        let (_, fields) = index::schema();
+        let words = ["parse", "header"];
+        let symbols_alone = index_of(&SYMBOLS);
+        let both = index_of(&[SYMBOLS.as_slice(), FILES.as_slice()].concat());
+        let before = scores(&symbols_alone, fields.body, &words, None);
+        assert_eq!(before.len(), 3);
+        assert_eq!(
+            scores(
+                &symbols_alone,
+                fields.body,
+                &words,
+                Some(index::KIND_SYMBOL)
+            ),
+            before
+        );
+        assert_eq!(
+            scores(&both, fields.body, &words, Some(index::KIND_SYMBOL)),
+            before
+        );
+        // Tantivy's own statistics count the file documents too: every score moves.
+        let plain = scores(&both, fields.body, &words, None);
+        assert!(plain.iter().zip(&before).all(|(a, b)| a != b), "{plain:?}");
+        // Files are scored as an index of files alone would score them.
+        let files_alone = index_of(&FILES);
+        let files = scores(&files_alone, fields.text, &words, None);
+        assert_eq!(files.len(), 2);
+        assert_eq!(
+            scores(&both, fields.text, &words, Some(index::KIND_FILE)),
+            files
+        );
+    }
 }

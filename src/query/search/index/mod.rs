@@ -44,7 +44,8 @@ pub use vectors::{
 /// Bumped when documents or the layout change: older indexes are rebuilt, not updated.
 /// v4: vectors behind a checksummed header, `index.json` lists every artifact with its
 /// length and blake3. v5: vectors as a row table over packs shared between generations.
-pub const INDEX_VERSION: u32 = 5;
+/// v6: a file document (`KIND_FILE`) per file with searchable symbols: its whole text.
+pub const INDEX_VERSION: u32 = 6;
 pub const TOKENIZER: &str = "atlas_ident";
 /// The row table's magic (`vectors-<model>.bin`).
 const VECTOR_MAGIC: &[u8; 8] = b"ATLASVEC";
@@ -75,6 +76,8 @@ const INCREMENTAL_MAX_CHANGED: f64 = 0.5;
 pub const KIND_SYMBOL: &str = "symbol";
 pub const KIND_SECTION: &str = "section";
 pub const KIND_COMMIT: &str = "commit";
+/// One document per source file that holds searchable symbols: its path and whole text.
+pub const KIND_FILE: &str = "file";
 
 /// A tantivy failure as Atlas reports it: the disk (an I/O error — a full disk is
 /// `atlas-io`) or the index itself (`atlas-search-corrupt`), never bad input.
@@ -120,6 +123,8 @@ pub struct Fields {
     pub signature: Field,
     pub doc: Field,
     pub body: Field,
+    /// A file document's whole text (`KIND_FILE`).
+    pub text: Field,
 }
 
 pub fn schema() -> (Schema, Fields) {
@@ -142,7 +147,8 @@ pub fn schema() -> (Schema, Fields) {
         path: builder.add_text_field("path", text.clone()),
         signature: builder.add_text_field("signature", text.clone()),
         doc: builder.add_text_field("doc", text.clone()),
-        body: builder.add_text_field("body", text),
+        body: builder.add_text_field("body", text.clone()),
+        text: builder.add_text_field("text", text),
     };
     (builder.build(), fields)
 }
@@ -595,6 +601,19 @@ pub fn build(
             None => current_text(graph, root, f),
         };
         let path = graph.file_path(f);
+        // The file's whole text, for files' BM25 evidence (`SearchIndex::files_by_text`):
+        // symbols' documents leave out module-level code and weigh a file's words by
+        // symbol, not by file.
+        if let Some(text) = text.as_deref() {
+            let mut document = TantivyDocument::default();
+            document.add_text(fields.kind, KIND_FILE);
+            document.add_text(fields.file, path);
+            document.add_text(fields.text, identifier_tokens(path));
+            document.add_text(fields.text, identifier_tokens(text));
+            writer
+                .add_document(document)
+                .map_err(|e| tantivy_error(dir, e))?;
+        }
         for &node in nodes {
             let Some((_, local)) = local_of(graph, node) else {
                 continue;

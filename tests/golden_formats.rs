@@ -86,18 +86,25 @@ fn the_search_index_metadata_and_vectors_of_version_6_are_read() {
     assert_eq!(places.len(), table.locations.len());
 }
 
+/// A golden index of an older `version`: its metadata (which readers refuse, reading only
+/// `INDEX_VERSION`), the embedded model, and its vector table's bytes.
+fn an_older_index(relative: &str, version: u32) -> (IndexMeta, Embedder, Vec<u8>) {
+    let dir = golden(relative);
+    let meta: IndexMeta =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(meta.version, version);
+    assert_ne!(meta.version, INDEX_VERSION);
+    let embedder = Embedder::load(&Default::default()).unwrap();
+    let bytes = std::fs::read(dir.join(format!("vectors-{}.bin", embedder.identity))).unwrap();
+    (meta, embedder, bytes)
+}
+
 #[test]
 fn the_search_index_of_version_5_is_refused_typed_though_its_vectors_still_parse() {
     // Version 5 has no file documents (version 6's `KIND_FILE`). Readers read only
     // `INDEX_VERSION` metadata (`atlas-search-corrupt`, and a build rebuilds it); its
     // vectors are of the format version 6 still writes.
-    let dir = golden("search/v5");
-    let meta: IndexMeta =
-        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
-    assert_eq!(meta.version, 5);
-    assert_ne!(meta.version, INDEX_VERSION);
-    let embedder = Embedder::load(&Default::default()).unwrap();
-    let bytes = std::fs::read(dir.join(format!("vectors-{}.bin", embedder.identity))).unwrap();
+    let (_, embedder, bytes) = an_older_index("search/v5", 5);
     assert!(vector_checksum_ok(&bytes));
     assert_eq!(
         parse_vector_table(&bytes, embedder.dim)
@@ -113,13 +120,7 @@ fn the_search_index_of_version_4_is_refused_typed() {
     // Version 4 (one vector file of rows) is refused as a whole: readers read only
     // `INDEX_VERSION` metadata (`atlas-search-corrupt`, and a build rebuilds it), and its
     // vector file is of another format.
-    let dir = golden("search/v4");
-    let meta: IndexMeta =
-        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
-    assert_eq!(meta.version, 4);
-    assert_ne!(meta.version, INDEX_VERSION);
-    let embedder = Embedder::load(&Default::default()).unwrap();
-    let bytes = std::fs::read(dir.join(format!("vectors-{}.bin", embedder.identity))).unwrap();
+    let (meta, embedder, bytes) = an_older_index("search/v4", 4);
     assert_eq!(
         meta.artifacts[&format!("vectors-{}.bin", embedder.identity)].blake3,
         checksum(&bytes)

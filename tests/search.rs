@@ -1369,40 +1369,39 @@ fn split_fusion_weighs_rrfs_file_order_with_the_files_bm25_evidence() {
             .collect();
         s.write(&format!("{dir}/handlers.py"), functions.join("\n\n"));
     }
-    // Unrelated files, so that the matching words are rare enough to be evidence.
+    write_fillers(&s);
+    s.build_json();
+    let run = |order: &str| in_file_order(&s, order, 60);
+    // `symbols`: RRF's order weighed with the symbols' evidence alone (`fused` adds the
+    // files' whole text, `split_fusion_weighs_its_file_order_with_the_files_whole_text`).
+    let (fused, rrf) = (run("symbols"), run("rrf"));
+    assert_eq!(files_of(&rrf)[0], "net/tls.py", "{rrf:?}");
+    assert!(files_of(&fused)[0].ends_with("/handlers.py"), "{fused:?}");
+    assert_eq!(files_of(&fused)[1], "net/tls.py", "{fused:?}");
+    assert_same_hits_and_order_within_files(&rrf, &fused);
+}
+
+/// Unrelated files, so that the matching words of the file-order tests are rare enough
+/// to be evidence.
+fn write_fillers(s: &Sandbox) {
     for i in 1..=100 {
         s.write(
             &format!("misc/filler_{i}.py"),
             format!("def filler_{i}(x):\n    return x + {i}\n"),
         );
     }
-    s.build_json();
+}
+
+/// The file-order tests' query, searched without the vector arm (so that the orders
+/// follow from the other two arms alone) under `ATLAS_FILE_ORDER=order`.
+fn in_file_order(s: &Sandbox, order: &str, top_k: usize) -> Vec<(String, String)> {
     let query = "load_tls() ignores the certificate bundle path and the verify flag, the session keeps the default";
-    // Without the vector arm, so that the orders follow from the two arms alone.
-    let run = |order: &str| {
-        code_hits(searched(
-            s.search(query)
-                .top_k(60)
-                .env("ATLAS_SEARCH_ARMS", "bm25,graph")
-                .env("ATLAS_FILE_ORDER", order),
-        ))
-    };
-    // `symbols`: RRF's order weighed with the symbols' evidence alone (`fused` adds the
-    // files' whole text, `split_fusion_weighs_its_file_order_with_the_files_whole_text`).
-    let (fused, rrf) = (run("symbols"), run("rrf"));
-    let files = |hits: &[(String, String)]| -> Vec<String> {
-        let mut seen: Vec<String> = Vec::new();
-        for (path, _) in hits {
-            if !seen.contains(path) {
-                seen.push(path.clone());
-            }
-        }
-        seen
-    };
-    assert_eq!(files(&rrf)[0], "net/tls.py", "{rrf:?}");
-    assert!(files(&fused)[0].ends_with("/handlers.py"), "{fused:?}");
-    assert_eq!(files(&fused)[1], "net/tls.py", "{fused:?}");
-    assert_same_hits_and_order_within_files(&rrf, &fused);
+    code_hits(searched(
+        s.search(query)
+            .top_k(top_k)
+            .env("ATLAS_SEARCH_ARMS", "bm25,graph")
+            .env("ATLAS_FILE_ORDER", order),
+    ))
 }
 
 /// Files in first-appearance order.
@@ -1439,22 +1438,9 @@ fn split_fusion_weighs_its_file_order_with_the_files_whole_text() {
         "wire/session.py",
         "# A session keeps the default verify flag and bundle path.\n\ndef open_session():\n    return None\n",
     );
-    for i in 1..=100 {
-        s.write(
-            &format!("misc/filler_{i}.py"),
-            format!("def filler_{i}(x):\n    return x + {i}\n"),
-        );
-    }
+    write_fillers(&s);
     s.build_json();
-    let query = "load_tls() ignores the certificate bundle path and the verify flag, the session keeps the default";
-    let run = |order: &str| {
-        code_hits(searched(
-            s.search(query)
-                .top_k(20)
-                .env("ATLAS_SEARCH_ARMS", "bm25,graph")
-                .env("ATLAS_FILE_ORDER", order),
-        ))
-    };
+    let run = |order: &str| in_file_order(&s, order, 20);
     let (fused, symbols) = (run("fused"), run("symbols"));
     assert_eq!(files_of(&symbols)[0], "net/tls.py", "{symbols:?}");
     assert_eq!(

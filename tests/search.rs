@@ -74,6 +74,34 @@ fn frozen_search_never_builds_the_index() {
 }
 
 #[test]
+fn an_index_of_an_older_version_is_refused_typed_and_rebuilt_by_the_next_build() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let current = std::fs::read_to_string(s.graph().join("CURRENT")).unwrap();
+    let meta = s
+        .graph()
+        .join("search")
+        .join(current.trim())
+        .join("index.json");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let version = format!(
+        "\"version\": {}",
+        atlas::query::search::index::INDEX_VERSION
+    );
+    assert!(text.contains(&version), "{text}");
+    // Version 5 had no file documents: a reader must not take it for this version.
+    std::fs::write(&meta, text.replace(&version, "\"version\": 5")).unwrap();
+    s.search("checkout")
+        .frozen()
+        .run()
+        .failure(4, "atlas-search-corrupt");
+    s.build_json();
+    assert!(std::fs::read_to_string(&meta).unwrap().contains(&version));
+    let out = searched(s.search("checkout").frozen());
+    assert_eq!(out.hits[0].symbol, "checkout");
+}
+
+#[test]
 fn free_words_in_context_become_search_hits() {
     let s = Sandbox::with_fixture("python");
     s.build_json();

@@ -12,6 +12,13 @@ pub fn identifier_tokens(text: &str) -> String {
         if run.is_empty() {
             continue;
         }
+        // Most runs of code and prose are lower-case words, which are their only part:
+        // kept as they are, without a lower-cased copy or a split (a fifth of a cold
+        // index build went to those).
+        if run.bytes().all(|b| b.is_ascii_lowercase()) {
+            push(&mut out, run);
+            continue;
+        }
         let whole = run.to_lowercase();
         let parts = split_identifier(run);
         push(&mut out, &whole);
@@ -62,5 +69,27 @@ mod tests {
         );
         assert_eq!(identifier_tokens("a.b::C"), "a b c");
         assert_eq!(identifier_tokens("  "), "");
+    }
+
+    #[test]
+    fn lower_case_words_take_the_short_way_to_the_same_tokens() {
+        // What the general path makes of a run (lower-cased whole, then its other parts).
+        let general = |run: &str| -> Vec<String> {
+            let whole = run.to_lowercase();
+            let parts = split_identifier(run);
+            let mut out = vec![whole.clone()];
+            if parts.len() > 1 {
+                out.extend(parts.into_iter().filter(|p| *p != whole));
+            }
+            out
+        };
+        for run in ["parse", "x", "header", "ab", "zz"] {
+            assert_eq!(identifier_tokens(run), general(run).join(" "), "{run}");
+        }
+        let text = "def parse_header(value): return value.strip() # émoji café HTTP2 x";
+        assert_eq!(
+            identifier_tokens(text),
+            "def parse_header parse header value return value strip émoji café http2 http 2 x"
+        );
     }
 }

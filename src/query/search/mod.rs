@@ -699,7 +699,8 @@ impl SearchIndex {
             path: PathBuf::from("tantivy"),
             reason: e.to_string(),
         };
-        let statistics = Statistics::of(&searcher, kind == index::KIND_FILE).map_err(damaged)?;
+        let statistics = Statistics::of(&searcher, self.fields.kind, kind == index::KIND_FILE)
+            .map_err(damaged)?;
         let top = searcher
             .search_with_statistics_provider(
                 &query,
@@ -940,12 +941,16 @@ struct Statistics<'s> {
 }
 
 impl<'s> Statistics<'s> {
-    fn of(searcher: &'s tantivy::Searcher, files: bool) -> tantivy::Result<Statistics<'s>> {
+    /// The statistics of file documents (`files`) or of every other kind; `kind` is the
+    /// index's kind field.
+    fn of(
+        searcher: &'s tantivy::Searcher,
+        kind: tantivy::schema::Field,
+        files: bool,
+    ) -> tantivy::Result<Statistics<'s>> {
         use tantivy::query::Bm25StatisticsProvider;
-        let fields = index::schema().1;
         // Deleted documents count on both sides, as tantivy's own statistics count them.
-        let file_documents =
-            searcher.doc_freq(&Term::from_field_text(fields.kind, index::KIND_FILE))?;
+        let file_documents = searcher.doc_freq(&Term::from_field_text(kind, index::KIND_FILE))?;
         let all = Bm25StatisticsProvider::total_num_docs(searcher)?;
         let documents = if files {
             file_documents
@@ -1244,7 +1249,9 @@ mod tests {
         );
         let mut top = match kind {
             Some(kind) => {
-                let statistics = Statistics::of(&searcher, kind == index::KIND_FILE).unwrap();
+                let statistics =
+                    Statistics::of(&searcher, index::schema().1.kind, kind == index::KIND_FILE)
+                        .unwrap();
                 searcher.search_with_statistics_provider(&query, &top, &statistics)
             }
             None => searcher.search(&query, &top),

@@ -46,14 +46,15 @@ pub const EVIDENCE_FILES: usize = 50;
 /// The text's weight: `TEXT_WEIGHT`.
 pub fn fused_file_order(rrf: &[FileId], evidence: &FileEvidence) -> HashMap<FileId, f64> {
     let mut scores: HashMap<FileId, f64> = HashMap::new();
-    for (place, file) in rrf.iter().enumerate() {
-        *scores.entry(*file).or_default() += 1.0 / (FILE_ORDER_K + place as f64 + 1.0);
-    }
-    for (place, file) in evidence.symbols.iter().enumerate() {
-        *scores.entry(*file).or_default() += EVIDENCE_WEIGHT / (FILE_ORDER_K + place as f64 + 1.0);
-    }
-    for (place, file) in evidence.text.iter().enumerate() {
-        *scores.entry(*file).or_default() += TEXT_WEIGHT / (FILE_ORDER_K + place as f64 + 1.0);
+    let orders = [
+        (rrf, 1.0),
+        (evidence.symbols.as_slice(), EVIDENCE_WEIGHT),
+        (evidence.text.as_slice(), TEXT_WEIGHT),
+    ];
+    for (order, weight) in orders {
+        for (place, file) in order.iter().enumerate() {
+            *scores.entry(*file).or_default() += weight / (FILE_ORDER_K + place as f64 + 1.0);
+        }
     }
     scores
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """`atlas search` latency with and without one arm, interleaved, on a built graph.
 
-Usage: bench/search_arms_latency.py REPO GRAPH (--without bm25,vector,graph | --env NAME=VALUE)
+Usage: bench/search_arms_latency.py REPO GRAPH
+           (--without bm25,vector,graph | --env NAME=VALUE | --baseline BIN)
            [--query Q …] [--rounds N] [--atlas BIN]
 
 Runs each query as a whole process (`--frozen`), alternating the default and the other side
-(`ATLAS_SEARCH_ARMS=<--without>`, or the variable `--env` sets) every round, and prints
-both medians.
+(`ATLAS_SEARCH_ARMS=<--without>`, the variable `--env` sets, or another binary on the same
+graph) every round, and prints both medians.
 """
 import argparse
 import os
@@ -27,26 +28,29 @@ def main():
     p.add_argument("--query", action="append")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--atlas", default=DEFAULT_BIN)
+    p.add_argument("--baseline", help="another binary, run with the default environment")
     args = p.parse_args()
     queries = args.query or [
         "Add.flatten returns wrong order",
         "matrix determinant of a symbolic matrix is slow",
         "`simplify` hangs on trig expressions with `Piecewise`",
     ]
-    if bool(args.without) == bool(args.env):
-        raise SystemExit("give one of --without and --env")
-    other = args.env or f"ATLAS_SEARCH_ARMS={args.without}"
+    if sum(map(bool, (args.without, args.env, args.baseline))) != 1:
+        raise SystemExit("give one of --without, --env and --baseline")
+    other = args.baseline or args.env or f"ATLAS_SEARCH_ARMS={args.without}"
     times = {"default": [], other: []}
     for r in range(args.rounds):
         sides = list(times) if r % 2 == 0 else list(times)[::-1]
         for side in sides:
-            env = dict(os.environ)
-            if side != "default":
+            env, binary = dict(os.environ), args.atlas
+            if side != "default" and args.baseline:
+                binary = args.baseline
+            elif side != "default":
                 name, value = side.split("=", 1)
                 env[name] = value
             for q in queries:
                 start = time.perf_counter()
-                out = subprocess.run([args.atlas, "search", q, "--code", args.repo, "--graph",
+                out = subprocess.run([binary, "search", q, "--code", args.repo, "--graph",
                                       args.graph, "--frozen", "--format", "json"],
                                      capture_output=True, env=env)
                 times[side].append(time.perf_counter() - start)

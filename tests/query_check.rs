@@ -558,8 +558,8 @@ fn search_arms_toggle_in_process_by_config() {
         &config_with(BM25_ONLY, true),
         r#"
         billing/store.py::write_row bm25+file
-        billing/invoice.py::Invoice.finalize bm25+file
         billing/store.py::save_invoice bm25+file
+        billing/invoice.py::Invoice.finalize bm25+file
         billing/invoice.py::issue_invoice bm25+file
         billing/invoice.py::Invoice.__init__ bm25+file
         "#,
@@ -578,8 +578,8 @@ fn a_code_shaped_name_ranks_its_definition_first() {
         billing/store.py::save_invoice bm25+vector+graph+propagate+file
         billing/invoice.py::issue_invoice bm25+vector+propagate+file
         billing/invoice.py::Invoice.finalize bm25+vector+propagate+file
+        billing/invoice.py::Invoice bm25+vector+propagate+file
         billing/invoice.py::Invoice.subtotal bm25+vector+propagate+file
-        billing/invoice.py::Invoice.__init__ bm25+vector+propagate+file
         "#,
     );
     // A qualified method name, with BM25 alone: the definition before `issue_invoice`,
@@ -633,8 +633,8 @@ fn rerank_toggles_in_process_by_config() {
         &config_with(Arms::ALL, true),
         r#"
         billing/tax.py::add_tax bm25+vector+file
-        billing/tax.py::round_cents bm25+file
         billing/tax.py::RATE bm25+file
+        billing/tax.py::round_cents bm25+file
         billing/invoice.py::Invoice.finalize bm25+file
         billing/invoice.py::Invoice bm25+file
         "#,

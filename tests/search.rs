@@ -1443,8 +1443,9 @@ fn files_of(hits: &[(String, String)]) -> Vec<String> {
     seen
 }
 
-#[test]
-fn split_fusion_weighs_its_file_order_with_the_files_whole_text() {
+/// A file named in the query, and a file whose module-level comments hold the query's
+/// words (`in_file_order`'s) many times, among fillers; built.
+fn whole_text_sandbox() -> Sandbox {
     let s = Sandbox::new();
     // Named in the query: first in RRF's order, and first by its symbols' evidence.
     s.write(
@@ -1468,6 +1469,12 @@ fn split_fusion_weighs_its_file_order_with_the_files_whole_text() {
     );
     write_fillers(&s);
     s.build_json();
+    s
+}
+
+#[test]
+fn split_fusion_weighs_its_file_order_with_the_files_whole_text() {
+    let s = whole_text_sandbox();
     let run = |order: &str| in_file_order(&s, order, 20);
     let (fused, symbols) = (run("fused"), run("symbols"));
     assert_eq!(files_of(&symbols)[0], "net/tls.py", "{symbols:?}");
@@ -1477,4 +1484,55 @@ fn split_fusion_weighs_its_file_order_with_the_files_whole_text() {
         "{fused:?}"
     );
     assert_same_hits_and_order_within_files(&symbols, &fused);
+}
+
+#[test]
+fn the_learned_scorer_sees_where_each_file_stands_in_the_order_that_merges_the_results() {
+    let s = whole_text_sandbox();
+    // Each file's (file_order_rr, file_text_rr), the same for all of its candidates.
+    let standing = |order: &str| -> std::collections::BTreeMap<String, (f64, f64)> {
+        let features = s.path().join(format!("features-{order}.jsonl"));
+        let query = "load_tls() ignores the certificate bundle path and the verify flag, the session keeps the default";
+        searched(
+            s.search(query)
+                .top_k(20)
+                .env("ATLAS_SEARCH_ARMS", "bm25,graph")
+                .env("ATLAS_FILE_ORDER", order)
+                .env("ATLAS_SEARCH_FEATURES", features.to_str().unwrap()),
+        );
+        let line = std::fs::read_to_string(&features).unwrap();
+        let pool: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        let names = pool["features"].as_array().unwrap();
+        let at = |name: &str| names.iter().position(|n| n == name).unwrap();
+        let (order_at, text_at) = (at("file_order_rr"), at("file_text_rr"));
+        let mut by_file = std::collections::BTreeMap::new();
+        for c in pool["candidates"].as_array().unwrap() {
+            let x = c["x"].as_array().unwrap();
+            let pair = (x[order_at].as_f64().unwrap(), x[text_at].as_f64().unwrap());
+            let path = c["path"].as_str().unwrap().to_string();
+            let first = *by_file.entry(path.clone()).or_insert(pair);
+            assert_eq!(first, pair, "{path}: one standing per file");
+        }
+        by_file
+    };
+    // Fused: the file whose text matches leads both the merging order and the text's.
+    let fused = standing("fused");
+    assert_eq!(fused["config/defaults.py"], (1.0, 1.0), "{fused:?}");
+    assert_eq!(fused["net/tls.py"].0, 0.5, "{fused:?}");
+    // The feature is the order the results are merged by.
+    let merged = files_of(&in_file_order(&s, "fused", 20));
+    for (place, path) in merged.iter().take(2).enumerate() {
+        assert_eq!(
+            fused[path].0,
+            1.0 / (1.0 + place as f64),
+            "{merged:?} {fused:?}"
+        );
+    }
+    // Symbols only: the file named in the query leads, and no file has a text place.
+    let symbols = standing("symbols");
+    assert_eq!(symbols["net/tls.py"].0, 1.0, "{symbols:?}");
+    assert!(
+        symbols.values().all(|&(_, text)| text == 0.0),
+        "{symbols:?}"
+    );
 }

@@ -173,15 +173,11 @@ impl SearchIndex {
         let allocation = config.allocation()?;
         let fusion = config.fusion()?;
         let (exact, files_ranked) = if rerank {
-            let priors = Priors::new(
-                graph,
-                &self.sections,
-                &files,
-                query,
-                fusion,
-                &ranked,
-                config.features_out.is_some(),
-            );
+            let mut priors = Priors::new(graph, &self.sections, &files, query, fusion);
+            // Where files stand are learned features only: RRF weighing never reads them.
+            if fusion != Fusion::Rrf || config.features_out.is_some() {
+                priors.stand_files(&ranked, &evidence);
+            }
             // Split fusion ranks symbols within files: the first files RRF shows bring
             // their own symbols by BM25 within each (the `file` arm), which the global
             // pools of 50 per arm rarely hold, for the learned scorer to rank.
@@ -634,9 +630,10 @@ pub(super) struct Priors<'a> {
     files: &'a FileLookup<'a>,
     scope: Vec<String>,
     fusion: Fusion,
-    /// Each file's evidence over the best file's, from the prior-weighted pool the arms
-    /// fused (a learned feature; empty unless learned fusion or the feature dump asks).
-    file_evidence: HashMap<FileId, f64>,
+    /// Where each file stands (learned features; empty unless learned fusion or the
+    /// feature dump asks): its evidence over the best file's, from the prior-weighted
+    /// pool the arms fused, and its places in the merging file order and by whole text.
+    file_standing: HashMap<FileId, learned::FileStanding>,
 }
 
 impl<'a> Priors<'a> {
@@ -646,34 +643,65 @@ impl<'a> Priors<'a> {
         files: &'a FileLookup<'a>,
         query: &str,
         fusion: Fusion,
-        ranked: &[(u32, Fused)],
-        features: bool,
     ) -> Self {
-        let mut priors = Priors {
+        Priors {
             graph,
             sections,
             files,
             scope: scope::scope_names(query),
             fusion,
-            file_evidence: HashMap::new(),
-        };
-        // File evidence is a learned feature only: RRF weighing never reads it.
-        if fusion == Fusion::Rrf && !features {
-            return priors;
+            file_standing: HashMap::new(),
         }
-        let candidates: Vec<allocate::Candidate> = ranked
+    }
+
+    /// Records where each file of the arms' pool (`ranked`) stands, for the learned
+    /// features.
+    pub(super) fn stand_files(&mut self, ranked: &[(u32, Fused)], evidence: &split::FileEvidence) {
+        let mut weighed: Vec<(u32, f64)> = ranked
             .iter()
-            .map(|(item, fused)| priors.candidate(*item, priors.prior(*item, fused.score)))
+            .map(|(item, fused)| (*item, self.prior(*item, fused.score)))
+            .collect();
+        let candidates: Vec<allocate::Candidate> = weighed
+            .iter()
+            .map(|&(item, weight)| self.candidate(item, weight))
             .collect();
         let files_ranked = allocate::rank_files(&candidates);
         let best = files_ranked.first().map_or(0.0, |f| f.evidence);
-        if best > 0.0 {
-            priors.file_evidence = files_ranked
-                .iter()
-                .map(|f| (f.file, f.evidence / best))
-                .collect();
+        for f in &files_ranked {
+            let standing = self.file_standing.entry(f.file).or_default();
+            standing.evidence = if best > 0.0 { f.evidence / best } else { 0.0 };
         }
-        priors
+        // The fused file order as `rerank_ranked` makes it: the files that hold symbols in
+        // the order the prior-weighted pool first shows them, weighed with the evidence.
+        // It also places the files only the evidence ranks: the pool's files merge the
+        // results in this order, and a file below them stands lower.
+        weighed.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let node_count = self.graph.node_count() as u32;
+        let mut rrf_order: Vec<FileId> = Vec::new();
+        let mut seen: HashSet<FileId> = HashSet::new();
+        for &(item, _) in &weighed {
+            if item < node_count
+                && let Some(file) = self.file_and_node(item).0
+                && seen.insert(file)
+            {
+                rrf_order.push(file);
+            }
+        }
+        let order: Vec<FileId> = if evidence.is_empty() {
+            rrf_order
+        } else {
+            let scores = split::fused_file_order(&rrf_order, evidence);
+            let mut order: Vec<FileId> = scores.keys().copied().collect();
+            order.sort_by(|a, b| scores[b].total_cmp(&scores[a]).then(a.0.cmp(&b.0)));
+            order
+        };
+        let reciprocal = |place: usize| 1.0 / (1.0 + place as f64);
+        for (place, file) in order.iter().enumerate() {
+            self.file_standing.entry(*file).or_default().order = reciprocal(place);
+        }
+        for (place, file) in evidence.text.iter().enumerate() {
+            self.file_standing.entry(*file).or_default().text = reciprocal(place);
+        }
     }
 
     /// The candidate's file (a section's Markdown file) and node.
@@ -722,13 +750,13 @@ impl<'a> Priors<'a> {
 
     /// The candidate's learned features.
     pub(super) fn features(&self, item: u32, fused: &Fused) -> [f64; learned::FEATURES.len()] {
-        let evidence = self
+        let standing = self
             .file_and_node(item)
             .0
-            .and_then(|f| self.file_evidence.get(&f))
+            .and_then(|f| self.file_standing.get(&f))
             .copied()
-            .unwrap_or(0.0);
-        let context = learned::Context::of(self.graph, item, self.in_scope(item), evidence);
+            .unwrap_or_default();
+        let context = learned::Context::of(self.graph, item, self.in_scope(item), standing);
         learned::features(fused.score, &fused.ranks, &context)
     }
 

@@ -14,7 +14,7 @@ use crate::syntax::facts::SymbolKind;
 use super::{RRF_K, Ranks};
 
 /// The features, in `WEIGHTS` order.
-pub const FEATURES: [&str; 20] = [
+pub const FEATURES: [&str; 22] = [
     "rrf",
     "bm25_rr",
     "vector_rr",
@@ -35,6 +35,8 @@ pub const FEATURES: [&str; 20] = [
     "log_lines",
     "log_centrality",
     "file_evidence",
+    "file_order_rr",
+    "file_text_rr",
 ];
 
 /// What a candidate's features are computed from, beside its fused ranks.
@@ -46,12 +48,25 @@ pub struct Context {
     pub kind: Option<SymbolKind>,
     pub lines: u32,
     pub centrality: u32,
-    /// Its file's evidence over the best file's (0 when it has no file).
-    pub file_evidence: f64,
+    /// Where its file stands (all 0 when it has none).
+    pub file: FileStanding,
+}
+
+/// Where a candidate's file stands among the files of one search.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FileStanding {
+    /// Its evidence in the arms' pool over the best file's.
+    pub evidence: f64,
+    /// The reciprocal of its place in the fused file order (`split::fused_file_order`,
+    /// over the pool's files and those the evidence ranks; the pool's in RRF's order
+    /// where that is off). The pool's files merge the results in this order.
+    pub order: f64,
+    /// The reciprocal of its place by BM25 over the files' whole text.
+    pub text: f64,
 }
 
 impl Context {
-    pub fn of(graph: &Graph, item: u32, in_scope: bool, file_evidence: f64) -> Context {
+    pub fn of(graph: &Graph, item: u32, in_scope: bool, file: FileStanding) -> Context {
         if item >= graph.node_count() as u32 {
             return Context {
                 test: false,
@@ -60,7 +75,7 @@ impl Context {
                 kind: None,
                 lines: 0,
                 centrality: 0,
-                file_evidence,
+                file,
             };
         }
         let node = NodeId(item);
@@ -77,7 +92,7 @@ impl Context {
                 .saturating_sub(span.start_line.to_native())
                 + 1,
             centrality: graph.centrality(node),
-            file_evidence,
+            file,
         }
     }
 }
@@ -122,17 +137,19 @@ pub fn features(rrf: f64, ranks: &Ranks, context: &Context) -> [f64; FEATURES.le
         })),
         (1.0 + f64::from(context.lines)).ln() / 5.0,
         (1.0 + f64::from(context.centrality)).ln() / 10.0,
-        context.file_evidence,
+        context.file.evidence,
+        context.file.order,
+        context.file.text,
     ]
 }
 
 /// The scorer's weights (`FEATURES` order) and bias, trained by `bench/fusion/train.py`.
 pub const WEIGHTS: [f64; FEATURES.len()] = [
-    1.083487, 1.782021, 0.997799, 0.367916, -0.033346, -0.547985, -0.354316, -0.456142, 0.172873,
-    -0.46595, 1.009848, -3.668537, 0.0, 0.015046, -0.873519, -2.127467, -0.791853, 2.499658,
-    0.02812, 1.176832,
+    1.077662, 1.327817, 0.904631, 0.399505, -0.139218, -0.106224, -0.375858, -0.452766, 0.074692,
+    -0.505408, 0.762634, -3.242686, 0.0, 0.313238, -0.793493, -1.948554, -0.639538, 2.416416,
+    -0.013721, 0.213973, 0.139322, 1.496442,
 ];
-pub const BIAS: f64 = -6.143287;
+pub const BIAS: f64 = -6.170557;
 
 /// The file scorer's features (`FILE_WEIGHTS` order), from a file's symbol candidates:
 /// the file's rank as RRF shows it, its RRF evidence over the best file's, how many
@@ -220,7 +237,11 @@ mod tests {
             kind: Some(SymbolKind::Method),
             lines: 9,
             centrality: 0,
-            file_evidence: 0.5,
+            file: FileStanding {
+                evidence: 0.5,
+                order: 0.25,
+                text: 1.0,
+            },
         }
     }
 
@@ -250,6 +271,7 @@ mod tests {
         assert!((at("log_lines") - 10f64.ln() / 5.0).abs() < 1e-12);
         assert_eq!(at("log_centrality"), 0.0);
         assert_eq!(at("file_evidence"), 0.5);
+        assert_eq!((at("file_order_rr"), at("file_text_rr")), (0.25, 1.0));
     }
 
     #[test]

@@ -127,6 +127,28 @@ fn a_failed_build_leaves_the_committed_generation_readable() {
 }
 
 #[test]
+fn a_build_that_fails_while_its_memo_is_written_leaves_no_temporary_file() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    s.write("shop/util.py", "def replaced():\n    return 2\n");
+    // Publication fails while the resolution memo's writer waits before its rename.
+    s.atlas_env(
+        &["build"],
+        &[("ATLAS_INJECT_FAILURE", "slow-memo-write,before-publish")],
+    )
+    .failure(1, "atlas-build-injected-failure");
+    let temporary: Vec<String> = std::fs::read_dir(s.graph())
+        .unwrap()
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".tmp"))
+        .collect();
+    assert!(temporary.is_empty(), "left behind: {temporary:?}");
+    let report = s.build_json();
+    assert_eq!(report["unchanged"], false);
+}
+
+#[test]
 fn a_killed_build_leftover_does_not_block_the_next_build() {
     let s = Sandbox::with_fixture("python");
     s.build_json();

@@ -196,18 +196,23 @@ pub fn millis(d: std::time::Duration) -> f64 {
 /// `before-publish`; `stall-<point>` hangs there instead.
 fn inject(options: &BuildOptions, point: &str) -> Result<()> {
     // `stall-<point>`: hang there for ten seconds, for tests that kill a build midway.
-    if options
-        .inject_failure
-        .as_deref()
-        .and_then(|v| v.strip_prefix("stall-"))
-        == Some(point)
-    {
+    if injected(options).any(|value| value.strip_prefix("stall-") == Some(point)) {
         std::thread::sleep(std::time::Duration::from_secs(10));
     }
-    match &options.inject_failure {
-        Some(value) if value == point => Err(AtlasError::InjectedFailure(point.to_string())),
-        _ => Ok(()),
+    if injected(options).any(|value| value == point) {
+        return Err(AtlasError::InjectedFailure(point.to_string()));
     }
+    Ok(())
+}
+
+/// The failures and stalls `ATLAS_INJECT_FAILURE` asks for: one, or several joined by
+/// commas (`slow-memo-write,before-publish`).
+fn injected(options: &BuildOptions) -> impl Iterator<Item = &str> {
+    options
+        .inject_failure
+        .as_deref()
+        .into_iter()
+        .flat_map(|value| value.split(','))
 }
 
 pub fn build(options: &BuildOptions) -> Result<BuildReport> {
@@ -416,9 +421,21 @@ fn attempt(
     // beside compilation, it took a processor from compilation's parallel work.
     let memo_writer = {
         let (dir, memo, builder) = (options.graph_dir.clone(), memo.clone(), builder.clone());
-        std::thread::Builder::new()
-            .name("atlas-resolution".into())
-            .spawn(move || super::resolution_cache::write(&dir, &builder, &memo))
+        // `slow-memo-write`: the written memo waits half a second before its rename, for
+        // tests of a build that fails meanwhile.
+        let slow = injected(options).any(|value| value == "slow-memo-write");
+        JoinedOnDrop(
+            std::thread::Builder::new()
+                .name("atlas-resolution".into())
+                .spawn(move || {
+                    super::resolution_cache::write_then(&dir, &builder, &memo, || {
+                        if slow {
+                            std::thread::sleep(std::time::Duration::from_millis(500));
+                        }
+                    })
+                })
+                .ok(),
+        )
     };
 
     let stage = Instant::now();
@@ -477,9 +494,7 @@ fn attempt(
         fingerprint_bytes,
         stamped_at,
     );
-    if let Ok(writer) = memo_writer {
-        let _ = writer.join();
-    }
+    drop(memo_writer);
     timings.publish += ms(stage);
     timings.total = ms(started);
 
@@ -812,6 +827,21 @@ fn committed_partial_files(
     }
     partial.sort_by(|a, b| a.path.cmp(&b.path));
     Some(partial_files(&partial))
+}
+
+/// A thread joined wherever its owner goes out of scope, on `?` too: a build that fails
+/// while the resolution memo is being written must not exit under the writer, which
+/// would leave its temporary file behind (a full disk, `bench/bad_inputs.py` E18–E23;
+/// `tests/graph_file.rs::a_build_that_fails_while_its_memo_is_written_leaves_no_temporary_file`).
+/// The writer removes that file itself when its write fails.
+struct JoinedOnDrop(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for JoinedOnDrop {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Frees a build's large structures (every file's facts, the resolved graph: hundreds of

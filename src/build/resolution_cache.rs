@@ -61,6 +61,12 @@ pub fn read(graph_dir: &Path, builder: &str, stop: &AtomicBool) -> Option<Memo> 
 /// Writes the memo atomically. Best effort: a read-only or full disk only means the next
 /// build resolves every file.
 pub fn write(graph_dir: &Path, builder: &str, memo: &Memo) {
+    write_then(graph_dir, builder, memo, || ());
+}
+
+/// `write`, calling `before_rename` once the temporary file is written (a seam for tests
+/// of a build that ends while the memo is being written).
+pub fn write_then(graph_dir: &Path, builder: &str, memo: &Memo, before_rename: impl FnOnce()) {
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = graph_dir.join(format!("{RESOLUTION_FILE}.{}.{n}.tmp", std::process::id()));
@@ -69,6 +75,7 @@ pub fn write(graph_dir: &Path, builder: &str, memo: &Memo) {
         encode(memo, builder, &mut out);
         out.finish()
     });
+    before_rename();
     if written.is_err() || std::fs::rename(&tmp, graph_dir.join(RESOLUTION_FILE)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

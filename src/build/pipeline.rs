@@ -428,7 +428,7 @@ fn attempt(
             std::thread::Builder::new()
                 .name("atlas-resolution".into())
                 .spawn(move || {
-                    super::resolution_cache::write_then(&dir, &builder, &memo, || {
+                    super::resolution_cache::write(&dir, &builder, &memo, || {
                         if slow {
                             std::thread::sleep(std::time::Duration::from_millis(500));
                         }

@@ -59,14 +59,9 @@ pub fn read(graph_dir: &Path, builder: &str, stop: &AtomicBool) -> Option<Memo> 
 }
 
 /// Writes the memo atomically. Best effort: a read-only or full disk only means the next
-/// build resolves every file.
-pub fn write(graph_dir: &Path, builder: &str, memo: &Memo) {
-    write_then(graph_dir, builder, memo, || ());
-}
-
-/// `write`, calling `before_rename` once the temporary file is written (a seam for tests
-/// of a build that ends while the memo is being written).
-pub fn write_then(graph_dir: &Path, builder: &str, memo: &Memo, before_rename: impl FnOnce()) {
+/// build resolves every file. `before_rename` is called once the temporary file is written (a seam for tests of a
+/// build that ends while the memo is being written).
+pub fn write(graph_dir: &Path, builder: &str, memo: &Memo, before_rename: impl FnOnce()) {
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = graph_dir.join(format!("{RESOLUTION_FILE}.{}.{n}.tmp", std::process::id()));
@@ -708,7 +703,7 @@ mod tests {
         m.files = vec![file; 20_000];
         m.file_nodes = vec![0; 20_000];
         let temp = tempfile::tempdir().unwrap();
-        write(temp.path(), "b1", &m);
+        write(temp.path(), "b1", &m, || ());
         let bytes = std::fs::read(temp.path().join(RESOLUTION_FILE)).unwrap();
         assert!(bytes.len() > 2 * Sealed::FLUSH_AT);
         assert_eq!(bytes, encoded(&m, "b1"));

@@ -194,7 +194,7 @@ impl SearchIndex {
             if let Some(path) = &config.features_out {
                 write_features(graph, &priors, &ranked, path, &mut unavailable);
             }
-            let (exact, promoted) = rerank_ranked(graph, &priors, query, &mut ranked, &evidence);
+            let (exact, promoted) = rerank_ranked(graph, &priors, query, &mut ranked);
             // Allocation ranks files by BM25 within them: an ablation without the BM25 arm
             // keeps the other arms' order.
             // Without it, files are still ranked by evidence for `--group-by file`.
@@ -634,6 +634,9 @@ pub(super) struct Priors<'a> {
     /// feature dump asks): its evidence over the best file's, from the prior-weighted
     /// pool the arms fused, and its places in the merging file order and by whole text.
     file_standing: HashMap<FileId, learned::FileStanding>,
+    /// Each file's score in the fused file order (`split::fused_file_order`), which split
+    /// fusion merges the results by; empty where that order is RRF's alone.
+    fused_file_scores: HashMap<FileId, f64>,
 }
 
 impl<'a> Priors<'a> {
@@ -651,6 +654,7 @@ impl<'a> Priors<'a> {
             scope: scope::scope_names(query),
             fusion,
             file_standing: HashMap::new(),
+            fused_file_scores: HashMap::new(),
         }
     }
 
@@ -693,6 +697,7 @@ impl<'a> Priors<'a> {
             let scores = split::fused_file_order(&rrf_order, evidence);
             let mut order: Vec<FileId> = scores.keys().copied().collect();
             order.sort_by(|a, b| scores[b].total_cmp(&scores[a]).then(a.0.cmp(&b.0)));
+            self.fused_file_scores = scores;
             order
         };
         let reciprocal = |place: usize| 1.0 / (1.0 + place as f64);
@@ -796,7 +801,6 @@ fn rerank_ranked(
     priors: &Priors,
     query: &str,
     ranked: &mut [(u32, Fused)],
-    evidence: &split::FileEvidence,
 ) -> (HashSet<u32>, usize) {
     let node_count = graph.node_count() as u32;
     let weights: HashMap<u32, f64> = ranked
@@ -827,23 +831,16 @@ fn rerank_ranked(
             .collect();
         // `split` keeps RRF's file order (`ATLAS_FILE_ORDER=rrf`), or weighs it with the
         // files' BM25 evidence; `split-files` scores files by the learned file scorer.
+        // The fused order (the files that hold symbols, in RRF's order of first
+        // appearance, weighed with their evidence; `Priors::stand_files`, over the same
+        // prior-weighted order as above: the file arm's additions hold no other files).
+        // Markdown files keep their places.
+        let learned_file_scores;
         let file_scores = if priors.fusion == Fusion::SplitFiles {
-            split::file_scores(&scored)
-        } else if !evidence.is_empty() {
-            // The files that hold symbols, in RRF's order of first appearance, weighed
-            // with their symbols' BM25 evidence; Markdown files keep their places.
-            let mut rrf_order: Vec<FileId> = Vec::new();
-            let mut seen: HashSet<FileId> = HashSet::new();
-            for (entry, file) in scored.iter().zip(&files) {
-                if let (Some(file), Some(_)) = (file, entry.features)
-                    && seen.insert(*file)
-                {
-                    rrf_order.push(*file);
-                }
-            }
-            split::fused_file_order(&rrf_order, evidence)
+            learned_file_scores = split::file_scores(&scored);
+            &learned_file_scores
         } else {
-            HashMap::new()
+            &priors.fused_file_scores
         };
         let pool: Vec<split::Candidate> = ranked
             .iter()

@@ -1040,7 +1040,7 @@ fn write_generation(
         GRAPH_FILE.to_string(),
         Artifact {
             bytes: encoded.root.len() as u64,
-            blake3: blake3::hash(&encoded.root).to_hex().to_string(),
+            blake3: format::digest(&encoded.root).to_hex().to_string(),
         },
     );
     Ok(artifacts)

@@ -45,7 +45,7 @@ const HEADER_LEN: usize = 64;
 pub const SEGMENTS_DIR: &str = "segments";
 
 /// The complete file bytes (header + payload) of an archived value.
-fn encode_with<T>(magic: &[u8; 8], value: &T) -> Result<Vec<u8>>
+fn encode_with<T>(magic: &[u8; 8], value: &T, capacity: usize) -> Result<Vec<u8>>
 where
     T: for<'a> rkyv::Serialize<
             rkyv::api::high::HighSerializer<
@@ -59,7 +59,10 @@ where
     // root is 10 MB on sympy. Positions in an rkyv archive are relative, and the header's
     // length is a multiple of every alignment, so the payload's bytes are those
     // `rkyv::to_bytes` would give.
-    let bytes = vec![0u8; HEADER_LEN];
+    // Room for the whole archive at once: grown by doubling, a root was copied (and its
+    // fresh pages faulted in) four or five times over.
+    let mut bytes = Vec::with_capacity(HEADER_LEN + capacity);
+    bytes.resize(HEADER_LEN, 0);
     let mut bytes =
         rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(value, bytes).map_err(|e| {
             AtlasError::Internal {
@@ -68,7 +71,7 @@ where
             }
         })?;
     let payload_len = (bytes.len() - HEADER_LEN) as u64;
-    let hash = blake3::hash(&bytes[HEADER_LEN..]);
+    let hash = digest(&bytes[HEADER_LEN..]);
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(magic);
     header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -83,12 +86,39 @@ where
 
 /// A segment file's bytes.
 pub fn encode_segment(data: &GraphData) -> Result<Vec<u8>> {
-    encode_with(SEGMENT_MAGIC, data)
+    encode_with(SEGMENT_MAGIC, data, 0)
 }
 
 /// A root file's bytes.
 pub fn encode_root(root: &RootData) -> Result<Vec<u8>> {
-    encode_with(MAGIC, root)
+    encode_with(MAGIC, root, root_capacity(root))
+}
+
+/// A generous estimate of a root's archived size: its tables are flat arrays of
+/// fixed-size records. Room beyond what is written is never touched, so costs nothing.
+fn root_capacity(root: &RootData) -> usize {
+    use super::data::{ArchivedEdgeRecord, ArchivedModuleEdgeRecord, ArchivedSegmentEntry};
+    use std::mem::size_of;
+    let words = root.file_modules.len()
+        + root.centrality.len()
+        + root.cross_out_offsets.len()
+        + root.cross_in_offsets.len();
+    let estimate = 4 * words
+        + size_of::<ArchivedEdgeRecord>() * (root.cross_out.len() + root.cross_in.len())
+        + size_of::<ArchivedModuleEdgeRecord>() * root.module_edges.len()
+        + size_of::<ArchivedSegmentEntry>() * root.segments.len();
+    estimate + estimate / 8 + 64 * 1024
+}
+
+/// The blake3 of `bytes`, on every processor where they are large (a root is 10 MB and
+/// more, hashed on an edit's critical path).
+pub fn digest(bytes: &[u8]) -> blake3::Hash {
+    if bytes.len() < 1 << 20 {
+        return blake3::hash(bytes);
+    }
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_rayon(bytes);
+    hasher.finalize()
 }
 
 /// The blake3 of a file's payload, as its header records it (a segment's name).

@@ -45,6 +45,17 @@ impl<'a> Resolver<'a> {
                 self.contains(parent, id);
             }
         }
+        // Sized once (48k nodes on sympy): grown by doubling, the table was copied and its
+        // fresh pages faulted in at every step.
+        let defs: usize = self
+            .units
+            .iter()
+            .filter_map(|u| u.facts)
+            .map(|f| f.defs.len())
+            .sum();
+        let nodes = self.out.nodes.len() + self.units.len() + defs;
+        self.out.nodes.reserve(nodes - self.out.nodes.len());
+        self.edges.reserve(nodes);
         for (file, unit) in self.units.iter().enumerate() {
             let file = file as u32;
             let file_node = self.out.nodes.len() as u32;

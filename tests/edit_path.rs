@@ -443,8 +443,10 @@ fn incremental_typescript_builds_equal_cold_builds_over_random_edits() {
 
 /// The edits users make most — a line inside a function body — shift every later offset
 /// of the file. Other files' resolution only compares a file's offsets with each other,
-/// so the edit re-resolves the file alone; a new method re-resolves its readers; a
-/// damaged resolution cache resolves everything. Each build equals a cold one.
+/// so the edit re-resolves the file alone, and the memo is written as a delta of the
+/// entries that differ; a damaged delta falls back on the memo file (an older whole
+/// resolution: the files changed since are resolved again); a new method re-resolves its
+/// readers; a damaged resolution cache resolves everything. Each build equals a cold one.
 #[test]
 fn a_body_edit_re_resolves_its_file_alone_and_a_damaged_cache_resolves_everything() {
     let sandbox = Sandbox::with_fixture("python");
@@ -457,16 +459,21 @@ fn a_body_edit_re_resolves_its_file_alone_and_a_damaged_cache_resolves_everythin
     let original = std::fs::read_to_string(&models).unwrap();
     // (what, the new text of models.py or empty for the damage, (resolved, files) → ok)
     type Expected = fn(u64, u64) -> bool;
-    let steps: [(&str, String, Expected); 3] = [
+    let body_edit = original.replacen(
+        "        self.name = name\n",
+        "        print(name)\n        self.name = name\n",
+        1,
+    );
+    let steps: [(&str, String, Expected); 4] = [
         (
             "a call added at the top of a method body",
-            original.replacen(
-                "        self.name = name\n",
-                "        print(name)\n        self.name = name\n",
-                1,
-            ),
+            body_edit.clone(),
             |resolved, _| resolved == 1,
         ),
+        // The body edit (since the memo file) and a comment in util.py.
+        ("the resolution delta damaged", body_edit, |resolved, _| {
+            resolved == 2
+        }),
         (
             "a method added to a class others use",
             original.replacen(
@@ -482,18 +489,28 @@ fn a_body_edit_re_resolves_its_file_alone_and_a_damaged_cache_resolves_everythin
             |resolved, files| resolved == files,
         ),
     ];
+    let comment_util = || {
+        // A comment edit, which would resolve one file with the cache whole (and keeps
+        // the build from stopping at an unchanged generation).
+        let util = sandbox.repo().join("shop/util.py");
+        let text = std::fs::read_to_string(&util).unwrap() + "# edited\n";
+        std::fs::write(&util, text).unwrap();
+    };
     for (step, (what, text, expected)) in steps.into_iter().enumerate() {
-        if text.is_empty() {
+        if what == "the resolution delta damaged" {
+            let delta = graph.join("resolution.delta");
+            let mut bytes = std::fs::read(&delta).expect("the body edit wrote a delta");
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x55;
+            std::fs::write(&delta, bytes).unwrap();
+            comment_util();
+        } else if text.is_empty() {
             let cache = graph.join("resolution.bin");
             let mut bytes = std::fs::read(&cache).unwrap();
             let middle = bytes.len() / 2;
             bytes[middle] ^= 0x55;
             std::fs::write(&cache, bytes).unwrap();
-            // A comment edit, which would resolve one file with the cache whole (and
-            // keeps the build from stopping at an unchanged generation).
-            let util = sandbox.repo().join("shop/util.py");
-            let text = std::fs::read_to_string(&util).unwrap() + "# edited\n";
-            std::fs::write(&util, text).unwrap();
+            comment_util();
         } else {
             std::fs::write(&models, text).unwrap();
         }

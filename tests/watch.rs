@@ -178,6 +178,35 @@ fn a_watchers_builds_take_unchanged_facts_from_memory_and_equal_a_cold_build() {
     assert!(watched.stdout == cold_dump.stdout, "the dumps differ");
 }
 
+/// A watcher keeps its resolution in memory. Once its memo is written whole, the next
+/// build's memo extends that file, so a body edit writes only the entries that differ
+/// (`resolution.delta`) and leaves the memo file as it was.
+#[test]
+fn a_watchers_body_edit_writes_only_a_delta_of_its_resolution() {
+    let sandbox = Sandbox::with_fixture("python");
+    // Enough files that one changed entry is within a delta's share.
+    for i in 0..10 {
+        sandbox.write(
+            &format!("shop/extra/m{i}.py"),
+            format!("def extra_{i}():\n    return {i}\n"),
+        );
+    }
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let graph = sandbox.graph();
+    let memo = std::fs::read(graph.join("resolution.bin")).unwrap();
+    assert!(!graph.join("resolution.delta").exists());
+    let mut status = watcher.status();
+    for edit in 0..2 {
+        status = append_and_wait(&sandbox, &watcher, &status, &format!("\n# edit {edit}\n"));
+        assert_eq!(status["last_build"]["outcome"], "published", "{status:#}");
+        assert!(graph.join("resolution.delta").exists(), "edit {edit}");
+        assert!(
+            std::fs::read(graph.join("resolution.bin")).unwrap() == memo,
+            "edit {edit}: the memo file was written again"
+        );
+    }
+}
+
 #[test]
 fn a_burst_of_changes_gives_one_build() {
     let sandbox = Sandbox::with_fixture("python");

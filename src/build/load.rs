@@ -37,6 +37,9 @@ pub(super) struct LoadCounters {
 pub struct FactMemo {
     entries: std::sync::Mutex<rustc_hash::FxHashMap<[u8; 32], Held>>,
     resolution: std::sync::Mutex<Option<Arc<crate::build::resolve::Memo>>>,
+    /// The checksum of the memo file the kept resolution was written whole as, once its
+    /// build wrote it: the next build's memo extends that file (a delta, not the whole).
+    written: std::sync::Mutex<Option<[u8; 32]>>,
 }
 
 impl std::fmt::Debug for FactMemo {
@@ -75,6 +78,25 @@ impl FactMemo {
     /// Lets go of the kept resolution (a build about to consume it).
     pub(super) fn forget_resolution(&self) {
         *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The checksum of the memo file the kept resolution was written whole as, if it was.
+    pub(super) fn resolution_written(&self) -> Option<[u8; 32]> {
+        *self.written.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that `memo`, if it is still the kept resolution, was written whole as the
+    /// memo file sealed by `checksum`.
+    pub(super) fn wrote_resolution(
+        &self,
+        memo: &Arc<crate::build::resolve::Memo>,
+        checksum: [u8; 32],
+    ) {
+        let kept = self.resolution.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.as_ref().is_some_and(|k| Arc::ptr_eq(k, memo)) {
+            *self.written.lock().unwrap_or_else(|p| p.into_inner()) = Some(checksum);
+        }
     }
 
     /// Forgets everything kept: facts and resolution (a build found a kept entry's body
@@ -86,6 +108,7 @@ impl FactMemo {
 
     pub(super) fn keep_resolution(&self, memo: Arc<crate::build::resolve::Memo>) {
         *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = Some(memo);
+        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Keeps the facts of `files` (a build's), and only those: what the tree no longer

@@ -363,7 +363,17 @@ fn attempt(
     if let Some(kept) = &options.memo {
         kept.forget_resolution();
     }
-    let prior = prior.map(|p| Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone()));
+    let prior = prior.map(|(p, written)| {
+        let mut prior = Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone());
+        // A kept memo written whole is that memo file, every entry alike.
+        if let Some(checksum) = written {
+            prior.on_disk = Some(super::resolve::OnDisk {
+                checksum,
+                differs: vec![false; prior.files.len()],
+            });
+        }
+        prior
+    });
     let prior_generation = prior.as_ref().map(|p| p.generation);
     let digests: Vec<[u8; 32]> = files
         .iter()
@@ -421,6 +431,7 @@ fn attempt(
     // beside compilation, it took a processor from compilation's parallel work.
     let memo_writer = {
         let (dir, memo, builder) = (options.graph_dir.clone(), memo.clone(), builder.clone());
+        let kept = options.memo.clone();
         // `slow-memo-write`: the written memo waits half a second before its rename, for
         // tests of a build that fails meanwhile.
         let slow = injected(options).any(|value| value == "slow-memo-write");
@@ -428,11 +439,15 @@ fn attempt(
             std::thread::Builder::new()
                 .name("atlas-resolution".into())
                 .spawn(move || {
-                    super::resolution_cache::write(&dir, &builder, &memo, || {
+                    let whole = super::resolution_cache::write(&dir, &builder, &memo, || {
                         if slow {
                             std::thread::sleep(std::time::Duration::from_millis(500));
                         }
-                    })
+                    });
+                    // A watcher's next memo extends the file just written.
+                    if let (Some(checksum), Some(kept)) = (whole, kept) {
+                        kept.wrote_resolution(&memo, checksum);
+                    }
                 })
                 .ok(),
         )
@@ -1156,6 +1171,8 @@ fn load_all(
 /// A watcher's kept resolution needs no read.
 struct PriorRead {
     kept: Option<Arc<super::resolve::Memo>>,
+    /// The checksum of the memo file `kept` was written whole as (`FactMemo`).
+    written: Option<[u8; 32]>,
     graph_dir: PathBuf,
     builder: String,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -1167,6 +1184,7 @@ impl PriorRead {
     fn new(options: &BuildOptions, builder: &str) -> Self {
         PriorRead {
             kept: options.memo.as_ref().and_then(|m| m.resolution()),
+            written: options.memo.as_ref().and_then(|m| m.resolution_written()),
             graph_dir: options.graph_dir.clone(),
             builder: builder.to_string(),
             stop: Arc::default(),
@@ -1198,13 +1216,15 @@ impl PriorRead {
     }
 
     /// The prior, waiting for its read (started now if nothing started it).
-    fn take(self) -> Option<Arc<super::resolve::Memo>> {
-        if self.kept.is_some() {
-            return self.kept;
+    /// With a kept memo, the checksum of the memo file it was written whole as.
+    fn take(self) -> Option<(Arc<super::resolve::Memo>, Option<[u8; 32]>)> {
+        if let Some(kept) = self.kept {
+            return Some((kept, self.written));
         }
         self.start();
         let reader = self.reader.into_inner().unwrap_or_else(|p| p.into_inner());
-        reader.and_then(|r| r.join().ok()).flatten().map(Arc::new)
+        let read = reader.and_then(|r| r.join().ok()).flatten();
+        read.map(|memo| (Arc::new(memo), None))
     }
 }
 

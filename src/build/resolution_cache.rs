@@ -1,10 +1,18 @@
 //! `<graph>/resolution.bin`: the last resolution's per-file results and recorded reads
 //! (`resolve::Memo`), so that the next build re-resolves only what an edit can change.
 //!
-//! A cache, never an authority: it is written whole and atomically after a build, and a
-//! missing, damaged or foreign file (another atlas build, another version) only means
-//! every file is resolved. Which files it may still serve is decided by the memo's own
-//! digests (`resolve::incremental`), not by the generation it was written with.
+//! A cache, never an authority: it is written atomically after a build, and a missing,
+//! damaged or foreign file (another atlas build, another version) only means every file
+//! is resolved. Which files it may still serve is decided by the memo's own digests
+//! (`resolve::incremental`), not by the generation it was written with.
+//!
+//! An edit changes few entries, so a build whose memo extends the file on disk (read
+//! from it, no node id moved) writes only the entries that differ from it, in
+//! `<graph>/resolution.delta`, while they are at most one in eight (`DELTA_SHARE`); else
+//! the whole memo again, and no delta. On sympy a body edit wrote 12.2 MB; its delta is
+//! 14 kB. A delta names the memo file it extends by that file's checksum: one that does
+//! not verify or extends another file is passed over, and the memo file alone is read,
+//! an older but whole resolution (its own digests decide what it still serves).
 //!
 //! Layout (little-endian; "var" is LEB128, seven bits a byte, low first; a span is its
 //! start line, line count, start byte and byte length as four vars, wrapping): magic
@@ -28,6 +36,12 @@
 //! `u32` and site as four `u32`s: start byte, end byte, start line, end line)). Last, the
 //! blake3 of everything before it (32 bytes).
 //!
+//! The delta (`ATLASRD1`, the same version): magic, version, reserved and builder as
+//! above, the checksum of the memo file it extends (32 bytes), the files' digest and the
+//! generation (32 bytes each), the file count (`u32`), its own frontier names, the count
+//! of entries (`u32`), then each: the file's index (`u32`, ascending) and its entry as
+//! above. Last, the blake3 of everything before it.
+//!
 //! Version 2 added the import passes, version 3 the generation, version 4 the shared
 //! names and vars (sympy's file 19.2 → 12.2 MB); an older file reads as `None`.
 
@@ -35,45 +49,120 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::resolve::{
-    FileImports, FileMemo, FrontierEntry, ImportsMemo, Memo, ResolvedEdge, Site, SpanKey, Target,
+    FileImports, FileMemo, FrontierEntry, ImportsMemo, Memo, OnDisk, ResolvedEdge, Site, SpanKey,
+    Target,
 };
 use super::stamps::Reader;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
 use crate::syntax::facts::{RefRole, Span};
 
 pub const RESOLUTION_FILE: &str = "resolution.bin";
+/// The entries of the last memo that differ from the memo file, beside it.
+pub const DELTA_FILE: &str = "resolution.delta";
 const MAGIC: &[u8; 8] = b"ATLASRM1";
+const DELTA_MAGIC: &[u8; 8] = b"ATLASRD1";
+/// A delta is written while at most one entry in this many differs from the memo file;
+/// beyond, the whole memo is written again (and the next read decodes one file).
+const DELTA_SHARE: usize = 8;
 /// Bumped when the layout, or what resolution records (`resolve::reads`), changes.
 const VERSION: u32 = 4;
 
-/// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies; `None`
-/// as well once `stop` is set (a build that turns out to have nothing to resolve stops
-/// the read it started beside extraction).
+/// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies, with
+/// the entries of a delta that extends it; `None` as well once `stop` is set (a build
+/// that turns out to have nothing to resolve stops the read it started beside
+/// extraction).
 pub fn read(graph_dir: &Path, builder: &str, stop: &AtomicBool) -> Option<Memo> {
-    let file = std::fs::File::open(graph_dir.join(RESOLUTION_FILE)).ok()?;
-    // Mapped, not read: 19 MB on sympy, whose copy into fresh pages cost more CPU than
-    // its decoding spared. SAFETY: the file is only ever replaced whole, by a rename
-    // (`write`), never written in place; the mapping keeps the inode it opened.
-    let bytes = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    decode(&bytes, builder, stop)
+    let bytes = map(&graph_dir.join(RESOLUTION_FILE))?;
+    let mut memo = decode(&bytes, builder, stop)?;
+    let checksum: [u8; 32] = bytes[bytes.len() - 32..].try_into().ok()?;
+    let mut differs = vec![false; memo.files.len()];
+    // A delta that does not verify, or extends another memo file, is passed over: the
+    // memo file alone is a whole resolution, only an older one.
+    let delta = map(&graph_dir.join(DELTA_FILE))
+        .and_then(|delta| decode_delta(&delta, builder, &checksum, memo.files.len(), stop));
+    if stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    if let Some(delta) = delta {
+        memo.files_digest = delta.files_digest;
+        memo.generation = delta.generation;
+        for (index, file) in delta.files {
+            memo.files[index as usize] = file;
+            differs[index as usize] = true;
+        }
+    }
+    memo.on_disk = Some(OnDisk { checksum, differs });
+    Some(memo)
 }
 
-/// Writes the memo atomically. Best effort: a read-only or full disk only means the next
-/// build resolves every file. `before_rename` is called once the temporary file is written (a seam for tests of a
-/// build that ends while the memo is being written).
-pub fn write(graph_dir: &Path, builder: &str, memo: &Memo, before_rename: impl FnOnce()) {
+/// `path` mapped. Mapped, not read: the memo file is 12 MB on sympy, whose copy into
+/// fresh pages cost more CPU than its decoding spared. SAFETY: both files are only
+/// ever replaced whole, by a rename (`write`), never written in place; the mapping keeps
+/// the inode it opened.
+fn map(path: &Path) -> Option<memmap2::Mmap> {
+    let file = std::fs::File::open(path).ok()?;
+    unsafe { memmap2::Mmap::map(&file) }.ok()
+}
+
+/// Writes the memo atomically: only the entries that differ from the memo file it
+/// extends, in `resolution.delta`, while they are few (`DELTA_SHARE`) and that file is
+/// still the one on disk; else the whole memo, with no delta. Best effort: a read-only
+/// or full disk only means the next build resolves every file. `before_rename` is
+/// called once the temporary file is written (a seam for tests of a build that ends
+/// while the memo is being written). Returns the checksum of the memo file when the
+/// whole memo was written.
+pub fn write(
+    graph_dir: &Path,
+    builder: &str,
+    memo: &Memo,
+    before_rename: impl FnOnce(),
+) -> Option<[u8; 32]> {
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = graph_dir.join(format!("{RESOLUTION_FILE}.{}.{n}.tmp", std::process::id()));
+    let base = memo.on_disk.as_ref().filter(|d| {
+        let differing = d.differs.iter().filter(|&&x| x).count();
+        d.differs.len() == memo.files.len()
+            && differing * DELTA_SHARE <= memo.files.len()
+            && checksum_on_disk(graph_dir) == Some(d.checksum)
+    });
+    let name = match base {
+        Some(_) => DELTA_FILE,
+        None => RESOLUTION_FILE,
+    };
+    let tmp = graph_dir.join(format!("{name}.{}.{n}.tmp", std::process::id()));
     let written = std::fs::File::create(&tmp).and_then(|file| {
         let mut out = Sealed::new(file);
-        encode(memo, builder, &mut out);
+        match base {
+            Some(base) => encode_delta(memo, builder, base, &mut out),
+            None => encode(memo, builder, &mut out),
+        }
         out.finish()
     });
     before_rename();
-    if written.is_err() || std::fs::rename(&tmp, graph_dir.join(RESOLUTION_FILE)).is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let checksum = match written {
+        Ok(checksum) if std::fs::rename(&tmp, graph_dir.join(name)).is_ok() => checksum,
+        _ => {
+            let _ = std::fs::remove_file(&tmp);
+            return None;
+        }
+    };
+    // A delta left beside a new memo file extends the old one (its checksum says so),
+    // and would only be read and passed over.
+    if base.is_none() {
+        let _ = std::fs::remove_file(graph_dir.join(DELTA_FILE));
     }
+    base.is_none().then_some(checksum)
+}
+
+/// The checksum that seals the memo file on disk (its last 32 bytes), unverified: a
+/// delta is written only beside the file its base was read from.
+fn checksum_on_disk(graph_dir: &Path) -> Option<[u8; 32]> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(graph_dir.join(RESOLUTION_FILE)).ok()?;
+    file.seek(SeekFrom::End(-32)).ok()?;
+    let mut checksum = [0u8; 32];
+    file.read_exact(&mut checksum).ok()?;
+    Some(checksum)
 }
 
 /// A file written through a buffer that is hashed as it is flushed, then sealed with the
@@ -108,15 +197,16 @@ impl Sealed {
         self.buffer.clear();
     }
 
-    /// Writes the checksum after what was written.
-    fn finish(mut self) -> std::io::Result<()> {
+    /// Writes the checksum after what was written, and returns it.
+    fn finish(mut self) -> std::io::Result<[u8; 32]> {
         use std::io::Write;
         self.flush();
         let checksum = self.hasher.finalize();
         match self.error {
             Some(e) => Err(e),
             None => self.file.write_all(checksum.as_bytes()),
-        }
+        }?;
+        Ok(*checksum.as_bytes())
     }
 }
 
@@ -176,13 +266,13 @@ struct NameTable<'m> {
 }
 
 impl<'m> NameTable<'m> {
-    fn of(memo: &'m Memo) -> NameTable<'m> {
+    fn of(files: impl Iterator<Item = &'m FileMemo>) -> NameTable<'m> {
         let mut table = NameTable {
             texts: Vec::new(),
             by_address: Default::default(),
             by_text: Default::default(),
         };
-        for entry in memo.files.iter().flat_map(|f| &f.frontier) {
+        for entry in files.flat_map(|f| &f.frontier) {
             let name: &'m str = &entry.name;
             if table.by_address.contains_key(&name.as_ptr()) {
                 continue;
@@ -208,17 +298,13 @@ impl<'m> NameTable<'m> {
 /// Removes the memo (a build that could not write a current one must not leave a stale
 /// one claiming files it no longer describes — though the digests would refuse it).
 pub fn remove(graph_dir: &Path) {
+    let _ = std::fs::remove_file(graph_dir.join(DELTA_FILE));
     let _ = std::fs::remove_file(graph_dir.join(RESOLUTION_FILE));
 }
 
 /// Writes `memo` to `out`, all but the checksum that seals it.
 fn encode<O: Out>(memo: &Memo, builder: &str, out: &mut O) {
-    out.put(MAGIC);
-    out.put(&VERSION.to_le_bytes());
-    out.put(&0u32.to_le_bytes());
-    let builder = &builder.as_bytes()[..builder.len().min(usize::from(u16::MAX))];
-    out.put(&(builder.len() as u16).to_le_bytes());
-    out.put(builder);
+    put_header(out, MAGIC, builder);
     out.put(&memo.files_digest);
     out.put(&memo.generation);
     out.put(&(memo.files.len() as u32).to_le_bytes());
@@ -226,12 +312,58 @@ fn encode<O: Out>(memo: &Memo, builder: &str, out: &mut O) {
         out.put(&node.to_le_bytes());
     }
     // Frontier names, each once (resolution shares one text among many entries).
-    let names = NameTable::of(memo);
+    let names = NameTable::of(memo.files.iter());
+    put_names(out, &names);
+    for (index, file) in memo.files.iter().enumerate() {
+        put_file(out, index, file, &names);
+    }
+}
+
+/// Writes the entries of `memo` that differ from the memo file it extends (`base`, the
+/// file's checksum), all but the checksum that seals them.
+fn encode_delta<O: Out>(memo: &Memo, builder: &str, base: &OnDisk, out: &mut O) {
+    put_header(out, DELTA_MAGIC, builder);
+    out.put(&base.checksum);
+    out.put(&memo.files_digest);
+    out.put(&memo.generation);
+    out.put(&(memo.files.len() as u32).to_le_bytes());
+    let differing = || {
+        memo.files
+            .iter()
+            .zip(&base.differs)
+            .enumerate()
+            .filter(|(_, (_, differs))| **differs)
+            .map(|(index, (file, _))| (index, file))
+    };
+    let names = NameTable::of(differing().map(|(_, file)| file));
+    put_names(out, &names);
+    out.put(&(differing().count() as u32).to_le_bytes());
+    for (index, file) in differing() {
+        out.put(&(index as u32).to_le_bytes());
+        put_file(out, index, file, &names);
+    }
+}
+
+/// Magic, version, the reserved word and the builder id.
+fn put_header<O: Out>(out: &mut O, magic: &[u8; 8], builder: &str) {
+    out.put(magic);
+    out.put(&VERSION.to_le_bytes());
+    out.put(&0u32.to_le_bytes());
+    let builder = &builder.as_bytes()[..builder.len().min(usize::from(u16::MAX))];
+    out.put(&(builder.len() as u16).to_le_bytes());
+    out.put(builder);
+}
+
+fn put_names<O: Out>(out: &mut O, names: &NameTable) {
     out.put(&(names.texts.len() as u32).to_le_bytes());
     for text in &names.texts {
         put_var(out, text.len() as u64);
         out.put(text.as_bytes());
     }
+}
+
+/// One file's entry; `index` is the file's own (a site in the file is written short).
+fn put_file<O: Out>(out: &mut O, index: usize, file: &FileMemo, names: &NameTable) {
     let u32s = |out: &mut O, values: &[u32]| {
         out.put(&(values.len() as u32).to_le_bytes());
         values.iter().for_each(|v| out.put(&v.to_le_bytes()));
@@ -245,90 +377,88 @@ fn encode<O: Out>(memo: &Memo, builder: &str, out: &mut O) {
             out.put(&v.to_le_bytes());
         }
     };
-    for (index, file) in memo.files.iter().enumerate() {
-        out.put(&file.digest);
-        out.put(&file.interface);
-        out.put(&file.bindings);
-        out.put(&file.external_references.to_le_bytes());
-        u32s(out, &file.reads_files);
-        u32s(out, &file.reads_bindings);
-        u64s(out, &file.reads_keys);
-        u64s(out, &file.contributes);
-        out.put(&(file.edges.len() as u32).to_le_bytes());
-        for e in &file.edges {
-            put_var(out, u64::from(e.from));
-            put_var(out, u64::from(e.to));
-            out.put(&[
-                e.kind.code(),
-                e.subkind.code(),
-                e.provenance.code(),
-                e.resolution.code(),
-                e.confidence,
-                e.flags,
-            ]);
-            match e.site {
-                Some(site) if site.file as usize == index => {
-                    out.put(&[1]);
-                    put_span(out, site.span);
-                }
-                Some(site) => {
-                    out.put(&[2]);
-                    put_var(out, u64::from(site.file));
-                    put_span(out, site.span);
-                }
-                None => out.put(&[0]),
-            }
-        }
-        out.put(&(file.frontier.len() as u32).to_le_bytes());
-        for f in &file.frontier {
-            put_var(out, u64::from(names.index(&f.name)));
-            out.put(&[f.role.code()]);
-            put_var(out, u64::from(f.from));
-            put_var(out, u64::from(f.file));
-            put_span(out, f.site.into());
-            put_var(out, u64::from(f.candidates));
-        }
-        out.put(&[file.imports.len() as u8]);
-        for (pass, imports) in file.imports.iter().enumerate() {
-            out.put(&imports.digest);
-            u32s(out, &imports.reads_files);
-            u32s(out, &imports.reads_bindings);
-            u64s(out, &imports.reads_keys);
-            if shares_result(imports, pass.checked_sub(1).map(|b| &file.imports[b])) {
+    out.put(&file.digest);
+    out.put(&file.interface);
+    out.put(&file.bindings);
+    out.put(&file.external_references.to_le_bytes());
+    u32s(out, &file.reads_files);
+    u32s(out, &file.reads_bindings);
+    u64s(out, &file.reads_keys);
+    u64s(out, &file.contributes);
+    out.put(&(file.edges.len() as u32).to_le_bytes());
+    for e in &file.edges {
+        put_var(out, u64::from(e.from));
+        put_var(out, u64::from(e.to));
+        out.put(&[
+            e.kind.code(),
+            e.subkind.code(),
+            e.provenance.code(),
+            e.resolution.code(),
+            e.confidence,
+            e.flags,
+        ]);
+        match e.site {
+            Some(site) if site.file as usize == index => {
                 out.put(&[1]);
-                continue;
+                put_span(out, site.span);
             }
-            out.put(&[0]);
-            let result = &imports.result;
-            let text = |out: &mut O, text: &str| {
-                out.put(&(text.len() as u32).to_le_bytes());
-                out.put(text.as_bytes());
-            };
-            out.put(&(result.bindings.len() as u32).to_le_bytes());
-            for (name, target) in &result.bindings {
-                text(out, name);
-                match target {
-                    Target::Symbol(id) => {
-                        out.put(&[1]);
-                        out.put(&id.to_le_bytes());
-                    }
-                    Target::Files(files) => {
-                        out.put(&[2]);
-                        u32s(out, files);
-                    }
+            Some(site) => {
+                out.put(&[2]);
+                put_var(out, u64::from(site.file));
+                put_span(out, site.span);
+            }
+            None => out.put(&[0]),
+        }
+    }
+    out.put(&(file.frontier.len() as u32).to_le_bytes());
+    for f in &file.frontier {
+        put_var(out, u64::from(names.index(&f.name)));
+        out.put(&[f.role.code()]);
+        put_var(out, u64::from(f.from));
+        put_var(out, u64::from(f.file));
+        put_span(out, f.site.into());
+        put_var(out, u64::from(f.candidates));
+    }
+    out.put(&[file.imports.len() as u8]);
+    for (pass, imports) in file.imports.iter().enumerate() {
+        out.put(&imports.digest);
+        u32s(out, &imports.reads_files);
+        u32s(out, &imports.reads_bindings);
+        u64s(out, &imports.reads_keys);
+        if shares_result(imports, pass.checked_sub(1).map(|b| &file.imports[b])) {
+            out.put(&[1]);
+            continue;
+        }
+        out.put(&[0]);
+        let result = &imports.result;
+        let text = |out: &mut O, text: &str| {
+            out.put(&(text.len() as u32).to_le_bytes());
+            out.put(text.as_bytes());
+        };
+        out.put(&(result.bindings.len() as u32).to_le_bytes());
+        for (name, target) in &result.bindings {
+            text(out, name);
+            match target {
+                Target::Symbol(id) => {
+                    out.put(&[1]);
+                    out.put(&id.to_le_bytes());
+                }
+                Target::Files(files) => {
+                    out.put(&[2]);
+                    u32s(out, files);
                 }
             }
-            u32s(out, &result.wildcards);
-            out.put(&(result.unresolved.len() as u32).to_le_bytes());
-            for name in &result.unresolved {
-                text(out, name);
-            }
-            out.put(&[u8::from(result.unresolved_wildcard)]);
-            out.put(&(result.edges.len() as u32).to_le_bytes());
-            for &(target, site) in &result.edges {
-                out.put(&target.to_le_bytes());
-                span(out, site.into());
-            }
+        }
+        u32s(out, &result.wildcards);
+        out.put(&(result.unresolved.len() as u32).to_le_bytes());
+        for name in &result.unresolved {
+            text(out, name);
+        }
+        out.put(&[u8::from(result.unresolved_wildcard)]);
+        out.put(&(result.edges.len() as u32).to_le_bytes());
+        for &(target, site) in &result.edges {
+            out.put(&target.to_le_bytes());
+            span(out, site.into());
         }
     }
 }
@@ -366,12 +496,85 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 
 /// Reads `bytes` as a memo written by `builder`; `None` for anything that does not verify.
 fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
+    let mut r = header(bytes, MAGIC, builder, stop)?;
+    let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let generation: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let count = r.len_of(4)?;
+    let file_nodes = (0..count).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+    let names = names(&mut r)?;
+    let mut files = Vec::with_capacity(count);
+    for index in 0..count as u32 {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        files.push(decode_file(&mut r, index, &names)?);
+    }
+    r.0.is_empty().then_some(Memo {
+        files_digest,
+        generation,
+        file_nodes,
+        files,
+        on_disk: None,
+    })
+}
+
+/// The entries a delta replaces in the memo file it extends: (index, entry) in file
+/// order. `None` when the delta is damaged, foreign, or extends another memo file than
+/// `base` (its checksum) describing `count` files.
+fn decode_delta(
+    bytes: &[u8],
+    builder: &str,
+    base: &[u8; 32],
+    count: usize,
+    stop: &AtomicBool,
+) -> Option<Delta> {
+    let mut r = header(bytes, DELTA_MAGIC, builder, stop)?;
+    if r.take(32)? != base {
+        return None;
+    }
+    let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let generation: [u8; 32] = r.take(32)?.try_into().ok()?;
+    if r.u32()? as usize != count {
+        return None;
+    }
+    let names = names(&mut r)?;
+    let n = r.len_of(4)?;
+    let mut files = Vec::with_capacity(n);
+    for _ in 0..n {
+        let index = r.u32()?;
+        if (index as usize) >= count || files.last().is_some_and(|&(last, _)| last >= index) {
+            return None;
+        }
+        files.push((index, decode_file(&mut r, index, &names)?));
+    }
+    r.0.is_empty().then_some(Delta {
+        files_digest,
+        generation,
+        files,
+    })
+}
+
+/// What a delta holds: the memo's digests and the entries that differ from its base.
+struct Delta {
+    files_digest: [u8; 32],
+    generation: [u8; 32],
+    files: Vec<(u32, FileMemo)>,
+}
+
+/// The bytes after a sealed file's header, once its checksum, magic, version and
+/// builder are checked.
+fn header<'b>(
+    bytes: &'b [u8],
+    magic: &[u8; 8],
+    builder: &str,
+    stop: &AtomicBool,
+) -> Option<Reader<'b>> {
     let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
     if stop.load(Ordering::Relaxed) || blake3::hash(body).as_bytes() != checksum {
         return None;
     }
     let mut r = Reader(body);
-    if r.take(8)? != MAGIC || r.u32()? != VERSION {
+    if r.take(8)? != magic || r.u32()? != VERSION {
         return None;
     }
     r.u32()?;
@@ -379,133 +582,128 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
     if r.take(len)? != builder.as_bytes() {
         return None;
     }
-    let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
-    let generation: [u8; 32] = r.take(32)?.try_into().ok()?;
-    let count = r.len_of(4)?;
-    let file_nodes = (0..count).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-    let span = |r: &mut Reader| -> Option<SpanKey> {
-        let start_line = var32(r)?;
-        let end_line = start_line.wrapping_add(var32(r)?);
-        let start_byte = var32(r)?;
-        let end_byte = start_byte.wrapping_add(var32(r)?);
-        Some(SpanKey {
-            start_byte,
-            end_byte,
-            start_line,
-            end_line,
-        })
-    };
-    // One shared name per distinct text, as resolution shares them.
+    Some(r)
+}
+
+/// The frontier names: one shared text per distinct name, as resolution shares them.
+fn names(r: &mut Reader) -> Option<Vec<std::sync::Arc<str>>> {
     let n = r.len_of(1)?;
-    let mut names: Vec<std::sync::Arc<str>> = Vec::with_capacity(n);
+    let mut names = Vec::with_capacity(n);
     for _ in 0..n {
-        let len = usize::try_from(var(&mut r)?).ok()?;
+        let len = usize::try_from(var(r)?).ok()?;
         names.push(std::str::from_utf8(r.take(len)?).ok()?.into());
     }
-    let mut files = Vec::with_capacity(count);
-    for index in 0..count as u32 {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
+    Some(names)
+}
+
+/// A span as `put_span` writes it.
+fn span(r: &mut Reader) -> Option<SpanKey> {
+    let start_line = var32(r)?;
+    let end_line = start_line.wrapping_add(var32(r)?);
+    let start_byte = var32(r)?;
+    let end_byte = start_byte.wrapping_add(var32(r)?);
+    Some(SpanKey {
+        start_byte,
+        end_byte,
+        start_line,
+        end_line,
+    })
+}
+
+/// File `index`'s entry, as `put_file` writes it.
+fn decode_file(r: &mut Reader, index: u32, names: &[std::sync::Arc<str>]) -> Option<FileMemo> {
+    let digest: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let interface: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let bindings: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let external_references = r.u64()?;
+    let reads_files = r.u32s()?;
+    let reads_bindings = r.u32s()?;
+    let reads_keys = r.u64s()?;
+    let contributes = r.u64s()?;
+    let n = r.len_of(9)?;
+    let mut edges = Vec::with_capacity(n);
+    for _ in 0..n {
+        let from = var32(r)?;
+        let to = var32(r)?;
+        let codes = r.take(7)?;
+        let site = match codes[6] {
+            0 => None,
+            1 => Some(Site {
+                file: index,
+                span: span(r)?,
+            }),
+            2 => Some(Site {
+                file: var32(r)?,
+                span: span(r)?,
+            }),
+            _ => return None,
+        };
+        edges.push(ResolvedEdge {
+            from,
+            to,
+            kind: EdgeKind::from_code(codes[0])?,
+            subkind: EdgeSubkind::from_code(codes[1])?,
+            provenance: Provenance::from_code(codes[2])?,
+            resolution: Resolution::from_code(codes[3])?,
+            confidence: codes[4],
+            flags: codes[5],
+            site,
+        });
+    }
+    let n = r.len_of(9)?;
+    let mut frontier = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = names.get(usize::try_from(var(r)?).ok()?)?.clone();
+        let role = RefRole::from_code(r.u8()?)?;
+        let from = var32(r)?;
+        let file = var32(r)?;
+        let site = span(r)?;
+        frontier.push(FrontierEntry {
+            name,
+            role,
+            from,
+            file,
+            site: Span {
+                start_byte: site.start_byte,
+                end_byte: site.end_byte,
+                start_line: site.start_line,
+                end_line: site.end_line,
+            },
+            candidates: var32(r)?,
+        });
+    }
+    let passes = usize::from(r.u8()?);
+    let mut imports: Vec<ImportsMemo> = Vec::with_capacity(passes);
+    for _ in 0..passes {
         let digest: [u8; 32] = r.take(32)?.try_into().ok()?;
-        let interface: [u8; 32] = r.take(32)?.try_into().ok()?;
-        let bindings: [u8; 32] = r.take(32)?.try_into().ok()?;
-        let external_references = r.u64()?;
         let reads_files = r.u32s()?;
         let reads_bindings = r.u32s()?;
         let reads_keys = r.u64s()?;
-        let contributes = r.u64s()?;
-        let n = r.len_of(9)?;
-        let mut edges = Vec::with_capacity(n);
-        for _ in 0..n {
-            let from = var32(&mut r)?;
-            let to = var32(&mut r)?;
-            let codes = r.take(7)?;
-            let site = match codes[6] {
-                0 => None,
-                1 => Some(Site {
-                    file: index,
-                    span: span(&mut r)?,
-                }),
-                2 => Some(Site {
-                    file: var32(&mut r)?,
-                    span: span(&mut r)?,
-                }),
-                _ => return None,
-            };
-            edges.push(ResolvedEdge {
-                from,
-                to,
-                kind: EdgeKind::from_code(codes[0])?,
-                subkind: EdgeSubkind::from_code(codes[1])?,
-                provenance: Provenance::from_code(codes[2])?,
-                resolution: Resolution::from_code(codes[3])?,
-                confidence: codes[4],
-                flags: codes[5],
-                site,
-            });
-        }
-        let n = r.len_of(9)?;
-        let mut frontier = Vec::with_capacity(n);
-        for _ in 0..n {
-            let name = names.get(usize::try_from(var(&mut r)?).ok()?)?.clone();
-            let role = RefRole::from_code(r.u8()?)?;
-            let from = var32(&mut r)?;
-            let file = var32(&mut r)?;
-            let site = span(&mut r)?;
-            frontier.push(FrontierEntry {
-                name,
-                role,
-                from,
-                file,
-                site: Span {
-                    start_byte: site.start_byte,
-                    end_byte: site.end_byte,
-                    start_line: site.start_line,
-                    end_line: site.end_line,
-                },
-                candidates: var32(&mut r)?,
-            });
-        }
-        let passes = usize::from(r.u8()?);
-        let mut imports: Vec<ImportsMemo> = Vec::with_capacity(passes);
-        for _ in 0..passes {
-            let digest: [u8; 32] = r.take(32)?.try_into().ok()?;
-            let reads_files = r.u32s()?;
-            let reads_bindings = r.u32s()?;
-            let reads_keys = r.u64s()?;
-            let result = match r.u8()? {
-                1 => imports.last()?.result.clone(),
-                0 => std::sync::Arc::new(decode_imports(&mut r)?),
-                _ => return None,
-            };
-            imports.push(ImportsMemo {
-                digest,
-                reads_files,
-                reads_bindings,
-                reads_keys,
-                result,
-            });
-        }
-        files.push(FileMemo {
+        let result = match r.u8()? {
+            1 => imports.last()?.result.clone(),
+            0 => std::sync::Arc::new(decode_imports(r)?),
+            _ => return None,
+        };
+        imports.push(ImportsMemo {
             digest,
-            interface,
-            bindings,
             reads_files,
             reads_bindings,
             reads_keys,
-            contributes,
-            edges,
-            frontier,
-            external_references,
-            imports,
+            result,
         });
     }
-    r.0.is_empty().then_some(Memo {
-        files_digest,
-        generation,
-        file_nodes,
-        files,
+    Some(FileMemo {
+        digest,
+        interface,
+        bindings,
+        reads_files,
+        reads_bindings,
+        reads_keys,
+        contributes,
+        edges,
+        frontier,
+        external_references,
+        imports,
     })
 }
 
@@ -631,6 +829,7 @@ mod tests {
                 },
                 FileMemo::default(),
             ],
+            on_disk: None,
         }
     }
 
@@ -707,8 +906,135 @@ mod tests {
         let bytes = std::fs::read(temp.path().join(RESOLUTION_FILE)).unwrap();
         assert!(bytes.len() > 2 * Sealed::FLUSH_AT);
         assert_eq!(bytes, encoded(&m, "b1"));
-        assert_eq!(read(temp.path(), "b1", &AtomicBool::new(false)), Some(m));
+        let mut read_back = read(temp.path(), "b1", &AtomicBool::new(false)).expect("reads");
+        let on_disk = read_back.on_disk.take().expect("read from a memo file");
+        assert_eq!(read_back, m);
+        assert_eq!(on_disk.checksum, bytes[bytes.len() - 32..]);
+        assert_eq!(on_disk.differs, vec![false; 20_000]);
         assert_eq!(read(temp.path(), "b2", &AtomicBool::new(false)), None);
+    }
+
+    /// `memo` read back, with what it says of the memo file apart.
+    fn read_split(dir: &Path) -> (Memo, OnDisk) {
+        let mut memo = read(dir, "b1", &AtomicBool::new(false)).expect("reads");
+        let on_disk = memo.on_disk.take().expect("read from a memo file");
+        (memo, on_disk)
+    }
+
+    #[test]
+    fn a_delta_holds_the_entries_that_differ_and_extends_only_its_own_memo_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path();
+        let mut m = memo();
+        m.files = (0..16)
+            .map(|i| FileMemo {
+                digest: [i as u8; 32],
+                ..m.files[i % 2].clone()
+            })
+            .collect();
+        m.file_nodes = (0..16).collect();
+        write(dir, "b1", &m, || ());
+        let base = std::fs::read(dir.join(RESOLUTION_FILE)).unwrap();
+        assert!(
+            !dir.join(DELTA_FILE).exists(),
+            "a memo not read from disk is written whole"
+        );
+
+        // Two entries of sixteen change (within one in eight): only they are written.
+        let (mut edited, on_disk) = read_split(dir);
+        edited.on_disk = Some(on_disk);
+        edited.generation = [9; 32];
+        edited.files[4].digest = [0xaa; 32];
+        edited.files[4].frontier[0].name = "renamed".into();
+        edited.files[13].external_references = 99;
+        for index in [4, 13] {
+            edited.on_disk.as_mut().unwrap().differs[index] = true;
+        }
+        write(dir, "b1", &edited, || ());
+        assert_eq!(
+            std::fs::read(dir.join(RESOLUTION_FILE)).unwrap(),
+            base,
+            "memo file kept"
+        );
+        let delta = std::fs::read(dir.join(DELTA_FILE)).unwrap();
+        assert!(
+            delta.len() * 4 < base.len(),
+            "{} of {}",
+            delta.len(),
+            base.len()
+        );
+        let (read_back, on_disk) = read_split(dir);
+        let expected = Memo {
+            on_disk: None,
+            ..edited.clone()
+        };
+        assert_eq!(read_back, expected);
+        let differs: Vec<usize> = (0..16).filter(|&i| on_disk.differs[i]).collect();
+        assert_eq!(differs, [4, 13]);
+
+        // A damaged delta, or one whose memo file was replaced, is passed over: the memo
+        // file alone is read, an older whole resolution.
+        let original = Memo {
+            on_disk: None,
+            ..m.clone()
+        };
+        let mut damaged = delta.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x20;
+        std::fs::write(dir.join(DELTA_FILE), &damaged).unwrap();
+        assert_eq!(
+            read_split(dir),
+            (
+                original.clone(),
+                OnDisk {
+                    checksum: base[base.len() - 32..].try_into().unwrap(),
+                    differs: vec![false; 16],
+                }
+            )
+        );
+        std::fs::write(dir.join(DELTA_FILE), &delta).unwrap();
+        assert_eq!(read_split(dir).0, expected);
+        assert_eq!(
+            read(dir, "b2", &AtomicBool::new(false)),
+            None,
+            "another builder's"
+        );
+        assert_eq!(read(dir, "b1", &AtomicBool::new(true)), None, "stopped");
+
+        // A memo whose base is no longer the file on disk is written whole, and the delta
+        // of the old file goes.
+        let mut other = m.clone();
+        other.files[0].digest = [0x77; 32];
+        write(dir, "b1", &other, || ());
+        assert!(!dir.join(DELTA_FILE).exists());
+        std::fs::write(dir.join(DELTA_FILE), &delta).unwrap();
+        assert_eq!(
+            read_split(dir).0,
+            other,
+            "a stale delta extends another file"
+        );
+        write(dir, "b1", &edited, || ());
+        assert!(
+            !dir.join(DELTA_FILE).exists(),
+            "its base is gone: written whole"
+        );
+        assert_eq!(read_split(dir).0, expected);
+
+        // Beyond one entry in eight, the memo is written whole again.
+        let (mut many, on_disk) = read_split(dir);
+        many.on_disk = Some(OnDisk {
+            differs: (0..16).map(|i| i < 3).collect(),
+            ..on_disk
+        });
+        write(dir, "b1", &many, || ());
+        assert!(!dir.join(DELTA_FILE).exists());
+        assert_eq!(
+            read_split(dir).0,
+            Memo {
+                on_disk: None,
+                ..many
+            }
+        );
     }
 
     #[test]

@@ -79,6 +79,19 @@ pub struct Memo {
     /// Node id of each file's node, in the memo's ids.
     pub file_nodes: Vec<u32>,
     pub files: Vec<FileMemo>,
+    /// What the memo file on disk holds of this memo, when it was read from one (or
+    /// descends from one read): a build writes only the entries that differ from it
+    /// (`resolution_cache`).
+    pub on_disk: Option<OnDisk>,
+}
+
+/// The memo file (`resolution.bin`) a memo extends: its checksum, and per file whether
+/// the entry differs from the file's (such entries are written beside it, in
+/// `resolution.delta`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OnDisk {
+    pub checksum: [u8; 32],
+    pub differs: Vec<bool>,
 }
 
 /// How much of a resolution was redone.
@@ -177,7 +190,7 @@ impl<'a> Resolver<'a> {
                 .map(|f| std::mem::take(&mut f.imports))
                 .collect()
         });
-        let (mut imports, imports_reused) =
+        let (mut imports, imports_reused, passes_reused) =
             self.bind_all_imports(prior_imports.zip(changes.as_ref()), translate.as_ref());
         let bindings: Vec<[u8; 32]> = imports
             .iter()
@@ -206,7 +219,14 @@ impl<'a> Resolver<'a> {
             })
             .collect();
         // The prior's results are moved into the new memo, ids translated in place.
-        let mut old_files = prior.take().map(|p| p.files.into_iter());
+        let prior = prior.take();
+        // What the memo file on disk still holds of the new memo: an entry reused whole,
+        // none of its ids moved, every pass of its imports reused, is the file's.
+        let mut on_disk = prior
+            .as_ref()
+            .and_then(|p| p.on_disk.clone())
+            .filter(|d| d.differs.len() == count && translate.as_ref().is_some_and(|t| t.identity));
+        let mut old_files = prior.map(|p| p.files.into_iter());
         let mut files = Vec::with_capacity(count);
         let mut resolved = 0;
         for (index, (result, contributes)) in results.into_iter().zip(contributes).enumerate() {
@@ -214,6 +234,9 @@ impl<'a> Resolver<'a> {
             let memo = match (result, old, &translate) {
                 (Some((result, reads)), _, _) => {
                     resolved += 1;
+                    if let Some(d) = &mut on_disk {
+                        d.differs[index] = true;
+                    }
                     FileMemo {
                         digest: digests.get(index).copied().unwrap_or_default(),
                         interface: interfaces[index],
@@ -237,6 +260,11 @@ impl<'a> Resolver<'a> {
                         for entry in &mut old.frontier {
                             entry.from = translate.id(entry.from);
                         }
+                    }
+                    if let Some(d) = &mut on_disk {
+                        d.differs[index] |= !passes_reused[index]
+                            || old.bindings != bindings[index]
+                            || old.contributes != contributes;
                     }
                     FileMemo {
                         bindings: bindings[index],
@@ -275,6 +303,7 @@ impl<'a> Resolver<'a> {
             generation: [0; 32],
             file_nodes: self.out.file_nodes.clone(),
             files,
+            on_disk,
         };
         (
             memo,
@@ -338,12 +367,13 @@ impl<'a> Resolver<'a> {
     /// change: its facts changed, it read a reshaped file or a delta key, or it read the
     /// bindings of a file whose previous pass came out differently. Every other pass is
     /// reused, its ids translated. Returns each file's passes for the next resolution,
-    /// and whether its last pass (the one whose edges are kept) was reused.
+    /// whether its last pass (the one whose edges are kept) was reused, and whether
+    /// every pass was.
     pub(super) fn bind_all_imports(
         &mut self,
         prior: Option<(Vec<Vec<ImportsMemo>>, &Changes)>,
         translate: Option<&Translation>,
-    ) -> (Vec<Vec<ImportsMemo>>, Vec<bool>) {
+    ) -> (Vec<Vec<ImportsMemo>>, Vec<bool>, Vec<bool>) {
         use rayon::prelude::*;
         let count = self.units.len();
         let (mut prior, changes) = match prior {
@@ -362,6 +392,7 @@ impl<'a> Resolver<'a> {
         // The first pass reads no bindings: none changed before it.
         let mut rebound = vec![false; count];
         let mut reused_last = vec![false; count];
+        let mut reused_all = vec![true; count];
         // Per file, the last reused prior result and its translation: passes that share
         // a result share its translation.
         let mut translated: Vec<Option<(Arc<FileImports>, Arc<FileImports>)>> = vec![None; count];
@@ -414,6 +445,7 @@ impl<'a> Resolver<'a> {
             for (file, (mut memo, changed, reused)) in results.into_iter().enumerate() {
                 rebound[file] = changed;
                 reused_last[file] = reused;
+                reused_all[file] &= reused;
                 if let Some(translate) = translate.filter(|t| !t.identity)
                     && reused
                 {
@@ -457,7 +489,7 @@ impl<'a> Resolver<'a> {
                 });
             }
         }
-        (memos, reused_last)
+        (memos, reused_last, reused_all)
     }
 }
 

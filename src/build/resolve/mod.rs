@@ -28,7 +28,7 @@ use crate::syntax::facts::{
 pub mod merge_scip;
 
 pub use incremental::{
-    FileMemo, IMPORT_PASSES, ImportsMemo, Memo, Redone, fact_digest, files_digest,
+    FileMemo, IMPORT_PASSES, ImportsMemo, Memo, OnDisk, Redone, fact_digest, files_digest,
     resolve_incremental,
 };
 

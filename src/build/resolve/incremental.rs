@@ -280,11 +280,13 @@ impl<'a> Resolver<'a> {
         }
         // Copied once into room made for all of them: appended file by file, the edge
         // table (356k edges on sympy) was copied, and its fresh pages faulted in, at each
-        // doubling.
+        // doubling. With room to spare for the whole-graph passes' edges: sized exactly,
+        // the first `implements` edge of Go's pass copied the whole table again (42 ms
+        // of an 11,702-file tree's edit). Room never written is never faulted in.
         let (edges, frontier) = files.iter().fold((0, 0), |(e, f), m: &FileMemo| {
             (e + m.edges.len(), f + m.frontier.len())
         });
-        self.edges.reserve(edges);
+        self.edges.reserve(edges + edges / 16 + 1024);
         self.out.frontier.reserve(frontier);
         for memo in &files {
             self.edges.extend_from_slice(&memo.edges);

@@ -1017,18 +1017,6 @@ mod tests {
                 }
             )
         );
-        // A delta of the first layout (`ATLASRD1`, no file nodes), sealed again.
-        let mut first = delta.clone();
-        first[..8].copy_from_slice(b"ATLASRD1");
-        let body = first.len() - 32;
-        let checksum = *blake3::hash(&first[..body]).as_bytes();
-        first[body..].copy_from_slice(&checksum);
-        std::fs::write(dir.join(DELTA_FILE), &first).unwrap();
-        assert_eq!(
-            read_split(dir).0,
-            original,
-            "an ATLASRD1 delta is passed over"
-        );
         std::fs::write(dir.join(DELTA_FILE), &delta).unwrap();
         assert_eq!(read_split(dir).0, expected);
         assert_eq!(

@@ -7,16 +7,12 @@
 //! (`resolve::incremental`), not by the generation it was written with.
 //!
 //! An edit changes few entries, so a build whose memo extends the file on disk (read
-//! from it, then resolved again) writes only the entries that differ from it, in
+//! from it, no node id moved) writes only the entries that differ from it, in
 //! `<graph>/resolution.delta`, while they are at most one in eight (`DELTA_SHARE`); else
 //! the whole memo again, and no delta. On sympy a body edit wrote 12.2 MB; its delta is
 //! 14 kB. A delta names the memo file it extends by that file's checksum: one that does
 //! not verify or extends another file is passed over, and the memo file alone is read,
-//! an older but whole resolution (its own digests decide what it still serves). A
-//! definition added or removed moves the node ids of every later file: the delta holds
-//! the file nodes, and a read translates the memo file's other entries into them
-//! (`resolve::Translation`), as resolution translated the entries it reused (a reused
-//! entry never reaches a file whose definitions moved: that file is among its reads).
+//! an older but whole resolution (its own digests decide what it still serves).
 //!
 //! Layout (little-endian; "var" is LEB128, seven bits a byte, low first; a span is its
 //! start line, line count, start byte and byte length as four vars, wrapping): magic
@@ -40,10 +36,9 @@
 //! `u32` and site as four `u32`s: start byte, end byte, start line, end line)). Last, the
 //! blake3 of everything before it (32 bytes).
 //!
-//! The delta (`ATLASRD2`, the same version; `ATLASRD1`, without file nodes, is passed
-//! over): magic, version, reserved and builder as above, the checksum of the memo file
-//! it extends (32 bytes), the files' digest and the generation (32 bytes each), the file
-//! count (`u32`), each file's node id (`u32`, ascending), its own frontier names, the count
+//! The delta (`ATLASRD1`, the same version): magic, version, reserved and builder as
+//! above, the checksum of the memo file it extends (32 bytes), the files' digest and the
+//! generation (32 bytes each), the file count (`u32`), its own frontier names, the count
 //! of entries (`u32`), then each: the file's index (`u32`, ascending) and its entry as
 //! above. Last, the blake3 of everything before it.
 //!
@@ -55,7 +50,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::resolve::{
     FileImports, FileMemo, FrontierEntry, ImportsMemo, Memo, OnDisk, ResolvedEdge, Site, SpanKey,
-    Target, Translation,
+    Target,
 };
 use super::stamps::Reader;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
@@ -65,8 +60,7 @@ pub const RESOLUTION_FILE: &str = "resolution.bin";
 /// The entries of the last memo that differ from the memo file, beside it.
 pub const DELTA_FILE: &str = "resolution.delta";
 const MAGIC: &[u8; 8] = b"ATLASRM1";
-/// `ATLASRD1` deltas (2cc9ba2 only) held no file nodes: they are passed over.
-const DELTA_MAGIC: &[u8; 8] = b"ATLASRD2";
+const DELTA_MAGIC: &[u8; 8] = b"ATLASRD1";
 /// A delta is written while at most one entry in this many differs from the memo file;
 /// beyond, the whole memo is written again (and the next read decodes one file).
 const DELTA_SHARE: usize = 8;
@@ -95,15 +89,6 @@ pub fn read(graph_dir: &Path, builder: &str, stop: &AtomicBool) -> Option<Memo> 
         for (index, file) in delta.files {
             memo.files[index as usize] = file;
             differs[index as usize] = true;
-        }
-        // Definitions added or removed since the memo file moved the node ids after
-        // them: its other entries are taken in the delta's ids.
-        if delta.file_nodes != memo.file_nodes {
-            let translate = Translation::new(&memo.file_nodes, &delta.file_nodes);
-            for (file, _) in memo.files.iter_mut().zip(&differs).filter(|(_, d)| !**d) {
-                translate.entry(file);
-            }
-            memo.file_nodes = delta.file_nodes;
         }
     }
     memo.on_disk = Some(OnDisk { checksum, differs });
@@ -342,9 +327,6 @@ fn encode_delta<O: Out>(memo: &Memo, builder: &str, base: &OnDisk, out: &mut O) 
     out.put(&memo.files_digest);
     out.put(&memo.generation);
     out.put(&(memo.files.len() as u32).to_le_bytes());
-    for &node in &memo.file_nodes {
-        out.put(&node.to_le_bytes());
-    }
     let differing = || {
         memo.files
             .iter()
@@ -552,12 +534,7 @@ fn decode_delta(
     }
     let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
     let generation: [u8; 32] = r.take(32)?.try_into().ok()?;
-    if r.len_of(4)? != count {
-        return None;
-    }
-    let file_nodes = (0..count).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-    // Ascending, as node ids of files in order are: what a translation assumes.
-    if file_nodes.windows(2).any(|w| w[0] >= w[1]) {
+    if r.u32()? as usize != count {
         return None;
     }
     let names = names(&mut r)?;
@@ -573,7 +550,6 @@ fn decode_delta(
     r.0.is_empty().then_some(Delta {
         files_digest,
         generation,
-        file_nodes,
         files,
     })
 }
@@ -582,7 +558,6 @@ fn decode_delta(
 struct Delta {
     files_digest: [u8; 32],
     generation: [u8; 32],
-    file_nodes: Vec<u32>,
     files: Vec<(u32, FileMemo)>,
 }
 
@@ -1044,39 +1019,6 @@ mod tests {
             "its base is gone: written whole"
         );
         assert_eq!(read_split(dir).0, expected);
-
-        // A definition added to file 4 moves the node ids of every later file: the delta
-        // holds the new file nodes, and a read takes the memo file's other entries in
-        // them, as resolution translated the memo it wrote.
-        let (mut shifted, on_disk) = read_split(dir);
-        let moved: Vec<u32> = (0..16).map(|f| f + u32::from(f > 4)).collect();
-        let translate = Translation::new(&shifted.file_nodes, &moved);
-        for file in &mut shifted.files {
-            translate.entry(file);
-        }
-        shifted.file_nodes = moved;
-        shifted.files[4].digest = [0xbb; 32];
-        let mut on_disk = on_disk;
-        on_disk.differs[4] = true;
-        shifted.on_disk = Some(on_disk);
-        assert_eq!(
-            shifted.files[10].edges[0].to, 10,
-            "translated: file 9's node is 10"
-        );
-        write(dir, "b1", &shifted, || ());
-        assert!(
-            dir.join(DELTA_FILE).exists(),
-            "shifted ids are written as a delta"
-        );
-        let (read_back, on_disk) = read_split(dir);
-        assert_eq!(
-            read_back,
-            Memo {
-                on_disk: None,
-                ..shifted.clone()
-            }
-        );
-        assert_eq!(on_disk.differs, shifted.on_disk.unwrap().differs);
 
         // Beyond one entry in eight, the memo is written whole again.
         let (mut many, on_disk) = read_split(dir);

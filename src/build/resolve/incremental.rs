@@ -221,12 +221,11 @@ impl<'a> Resolver<'a> {
         // The prior's results are moved into the new memo, ids translated in place.
         let prior = prior.take();
         // What the memo file on disk still holds of the new memo: an entry reused whole,
-        // every pass of its imports reused, is the file's, its ids translated (as a read
-        // of the file with its delta translates it: translations compose).
+        // none of its ids moved, every pass of its imports reused, is the file's.
         let mut on_disk = prior
             .as_ref()
             .and_then(|p| p.on_disk.clone())
-            .filter(|d| d.differs.len() == count && translate.is_some());
+            .filter(|d| d.differs.len() == count && translate.as_ref().is_some_and(|t| t.identity));
         let mut old_files = prior.map(|p| p.files.into_iter());
         let mut files = Vec::with_capacity(count);
         let mut resolved = 0;
@@ -702,7 +701,7 @@ fn to_redo(prior: &Memo, changes: &Changes, bindings: &[[u8; 32]]) -> Vec<bool> 
 
 /// Old node ids to new ones, for files whose definitions are the same: module nodes keep
 /// their ids (same files, same directories), a file's nodes shift with its file node.
-pub struct Translation<'m> {
+pub(super) struct Translation<'m> {
     old: &'m [u32],
     new: &'m [u32],
     /// No file's definitions were added or removed: every id stays.
@@ -710,7 +709,7 @@ pub struct Translation<'m> {
 }
 
 impl<'m> Translation<'m> {
-    pub fn new(old: &'m [u32], new: &'m [u32]) -> Self {
+    fn new(old: &'m [u32], new: &'m [u32]) -> Self {
         Translation {
             old,
             new,
@@ -731,32 +730,6 @@ impl<'m> Translation<'m> {
 }
 
 impl Translation<'_> {
-    /// A whole memo entry in the new ids, in place: its edges, its frontier and its
-    /// passes of import binding (passes that shared a result share its translation).
-    pub fn entry(&self, memo: &mut FileMemo) {
-        if self.identity {
-            return;
-        }
-        for edge in &mut memo.edges {
-            edge.from = self.id(edge.from);
-            edge.to = self.id(edge.to);
-        }
-        for entry in &mut memo.frontier {
-            entry.from = self.id(entry.from);
-        }
-        let mut last: Option<(Arc<FileImports>, Arc<FileImports>)> = None;
-        for pass in &mut memo.imports {
-            let translated = match &last {
-                Some((old, new)) if Arc::ptr_eq(old, &pass.result) => new.clone(),
-                _ => Arc::new(self.imports(&pass.result)),
-            };
-            last = Some((
-                std::mem::replace(&mut pass.result, translated.clone()),
-                translated,
-            ));
-        }
-    }
-
     /// A pass of import binding in the new ids.
     fn imports(&self, imports: &FileImports) -> FileImports {
         let target = |target: &Target| match target {

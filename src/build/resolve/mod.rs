@@ -28,8 +28,8 @@ use crate::syntax::facts::{
 pub mod merge_scip;
 
 pub use incremental::{
-    FileMemo, IMPORT_PASSES, ImportsMemo, Memo, OnDisk, Redone, Translation, fact_digest,
-    files_digest, resolve_incremental,
+    FileMemo, IMPORT_PASSES, ImportsMemo, Memo, OnDisk, Redone, fact_digest, files_digest,
+    resolve_incremental,
 };
 
 mod incremental;

@@ -204,22 +204,29 @@ fn fact_cache_entries_and_resolution_memos_of_older_versions_are_refused_not_mis
         Cached::Damaged(reason) => assert_eq!(reason, "another fact cache version"),
         _ => panic!("a version 1 entry is refused lazily too"),
     }
-    // A version 3 `resolution.bin`, its builder made this one's and sealed again (the
-    // golden file names the builder of its day, which every extractor or resolver bump
-    // changes): refused by its version alone, so every file is resolved.
-    let memo = golden("cache/v3.resolution.bin");
-    let mut bytes = std::fs::read(&memo).unwrap();
-    let builder = atlas::build::manifest::builder_id();
-    assert_eq!(
-        u16::from_le_bytes([bytes[16], bytes[17]]) as usize,
-        builder.len(),
-        "the golden file's builder has this builder's length"
-    );
-    bytes[18..18 + builder.len()].copy_from_slice(builder.as_bytes());
-    let body = bytes.len() - 32;
-    let seal = *blake3::hash(&bytes[..body]).as_bytes();
-    bytes[body..].copy_from_slice(&seal);
-    std::fs::write(temp.path().join("resolution.bin"), &bytes).unwrap();
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    assert!(atlas::build::resolution_cache::read(temp.path(), &builder, &stop).is_none());
+    // A version 3 `resolution.bin` (before 2026-12-04) and a version 4 one (before the
+    // centrality inputs; written by d647ae6 for fixtures/python), each with its builder
+    // made this one's and sealed again (the golden file names the builder of its day,
+    // which every extractor or resolver bump changes): refused by its version alone, so
+    // every file is resolved.
+    for version in ["v3", "v4"] {
+        let memo = golden(&format!("cache/{version}.resolution.bin"));
+        let mut bytes = std::fs::read(&memo).unwrap();
+        let builder = atlas::build::manifest::builder_id();
+        assert_eq!(
+            u16::from_le_bytes([bytes[16], bytes[17]]) as usize,
+            builder.len(),
+            "the {version} golden file's builder has this builder's length"
+        );
+        bytes[18..18 + builder.len()].copy_from_slice(builder.as_bytes());
+        let body = bytes.len() - 32;
+        let seal = *blake3::hash(&bytes[..body]).as_bytes();
+        bytes[body..].copy_from_slice(&seal);
+        std::fs::write(temp.path().join("resolution.bin"), &bytes).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        assert!(
+            atlas::build::resolution_cache::read(temp.path(), &builder, &stop).is_none(),
+            "{version}"
+        );
+    }
 }

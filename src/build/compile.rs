@@ -125,6 +125,7 @@ pub fn compile(
     resolved: &Resolved,
     reuse: &(dyn Fn(&[u8; 32]) -> Option<SegmentEntry> + Sync),
     unchanged: &(dyn Fn(usize, &Cut) -> Option<SegmentEntry> + Sync),
+    centrality: Option<Vec<u32>>,
 ) -> Compiled {
     let shape = Shape {
         paths: files.iter().map(|f| f.path).collect(),
@@ -165,7 +166,7 @@ pub fn compile(
             }
         })
         .collect();
-    let root = compile_root(fingerprint, resolved, &cuts, &owner, &segments);
+    let root = compile_root(fingerprint, resolved, &cuts, &owner, &segments, centrality);
     Compiled {
         root,
         segments: segments.into_iter().map(|(s, _)| s).collect(),
@@ -664,15 +665,18 @@ fn compile_root(
     cuts: &[Cut],
     owner: &[u32],
     segments: &[(CompiledSegment, [u8; 32])],
+    known_centrality: Option<Vec<u32>>,
 ) -> RootData {
     // The three whole-graph parts are independent: side by side, they cost an edit the
     // longest of them rather than their sum (a third of a sympy edit's compile).
+    // Centrality is taken as given where it is known (`centrality_inputs` unchanged).
+    let known_centrality = known_centrality.filter(|c| c.len() == resolved.nodes.len());
     let (cross, (module_edges, centrality)) = rayon::join(
         || cross_edges(resolved, cuts, owner),
         || {
             rayon::join(
                 || module_edges(resolved),
-                || centrality(resolved.nodes.len(), resolved),
+                || known_centrality.unwrap_or_else(|| centrality(resolved.nodes.len(), resolved)),
             )
         },
     );
@@ -813,7 +817,7 @@ fn centrality(node_count: usize, resolved: &Resolved) -> Vec<u32> {
     if node_count == 0 {
         return Vec::new();
     }
-    let counted = |e: &&ResolvedEdge| e.kind != EdgeKind::Contains && e.from != e.to;
+    let counted = |e: &&ResolvedEdge| counted(e);
     let mut degree = vec![0u32; node_count];
     let mut in_offsets = vec![0u32; node_count + 1];
     for e in resolved.edges.iter().filter(counted) {
@@ -865,6 +869,32 @@ fn centrality(node_count: usize, resolved: &Resolved) -> Vec<u32> {
     rank.iter()
         .map(|r| (r * n * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32)
         .collect()
+}
+
+/// A digest of all that centrality is a function of: the node count and the counted
+/// edges' (source, target) in order (the order fixes the floating-point sums). A graph
+/// whose digest is the committed generation's has that generation's centrality, bit for
+/// bit.
+pub fn centrality_inputs(resolved: &Resolved) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&(resolved.nodes.len() as u64).to_le_bytes());
+    let mut buffer = Vec::with_capacity(64 * 1024);
+    for e in resolved.edges.iter().filter(|e| counted(e)) {
+        buffer.extend_from_slice(&e.from.to_le_bytes());
+        buffer.extend_from_slice(&e.to.to_le_bytes());
+        if buffer.len() >= 64 * 1024 {
+            hasher.update(&buffer);
+            buffer.clear();
+        }
+    }
+    hasher.update(&buffer);
+    *hasher.finalize().as_bytes()
+}
+
+/// Whether an edge counts for centrality: a reference between two nodes (containment
+/// and self-references do not).
+fn counted(e: &ResolvedEdge) -> bool {
+    e.kind != EdgeKind::Contains && e.from != e.to
 }
 
 #[cfg(test)]
@@ -1016,5 +1046,71 @@ mod tests {
         let pulled = super::centrality(nodes as usize, &resolved);
         assert_eq!(pulled, pushed_centrality(nodes as usize, &resolved));
         assert!(pulled.iter().any(|&r| r != pulled[0]), "ranks differ");
+    }
+
+    #[test]
+    fn centrality_inputs_see_references_between_nodes_and_nothing_else() {
+        use crate::build::resolve::{ResolvedEdge, ResolvedNode, Site, SpanKey};
+        use crate::graph::codes::{EdgeSubkind, Provenance, Resolution};
+        let edge = |from, to, kind| ResolvedEdge {
+            from,
+            to,
+            kind,
+            subkind: EdgeSubkind::None,
+            provenance: Provenance::TreeSitter,
+            resolution: Resolution::Scope,
+            confidence: 90,
+            site: None,
+            flags: 0,
+        };
+        let node = ResolvedNode {
+            kind: crate::syntax::facts::SymbolKind::Function,
+            name: "f".into(),
+            qualified: "f".into(),
+            file: Some(0),
+            span: Default::default(),
+            signature: Default::default(),
+            doc: None,
+            parent: None,
+            visibility: crate::syntax::facts::Visibility::Public,
+            in_test_scope: false,
+            declares_only: false,
+            scip_symbol: None,
+        };
+        let graph = |edges: Vec<ResolvedEdge>, nodes: usize| Resolved {
+            edges,
+            nodes: vec![node.clone(); nodes],
+            ..Resolved::default()
+        };
+        let base = vec![
+            edge(0, 1, EdgeKind::Calls),
+            edge(1, 2, EdgeKind::References),
+        ];
+        let digest = super::centrality_inputs(&graph(base.clone(), 3));
+        // Where a call sits, how sure or how resolved it is, containment and
+        // self-references: PageRank reads none of them.
+        let mut moved = base.clone();
+        moved[0].site = Some(Site {
+            file: 0,
+            span: SpanKey {
+                start_byte: 40,
+                end_byte: 44,
+                start_line: 3,
+                end_line: 3,
+            },
+        });
+        moved[0].confidence = 70;
+        moved[1].kind = EdgeKind::Calls;
+        moved.push(edge(0, 2, EdgeKind::Contains));
+        moved.push(edge(2, 2, EdgeKind::Calls));
+        assert_eq!(super::centrality_inputs(&graph(moved, 3)), digest);
+        // A reference added or retargeted, or a node added: another digest.
+        let mut added = base.clone();
+        added.push(edge(2, 0, EdgeKind::Calls));
+        assert_ne!(super::centrality_inputs(&graph(added, 3)), digest);
+        let mut retargeted = base.clone();
+        retargeted[1].to = 0;
+        assert_ne!(super::centrality_inputs(&graph(retargeted, 3)), digest);
+        assert_ne!(super::centrality_inputs(&graph(base, 4)), digest);
     }
 }

@@ -374,7 +374,7 @@ fn attempt(
         }
         prior
     });
-    let prior_generation = prior.as_ref().map(|p| p.generation);
+    let prior_generation = prior.as_ref().map(|p| (p.generation, p.centrality_inputs));
     let digests: Vec<[u8; 32]> = files
         .iter()
         .map(|f| super::resolve::fact_digest(&f.hash, f.language, f.facts.is_some()))
@@ -385,6 +385,7 @@ fn attempt(
         return Ok(damaged);
     }
     memo.generation = fingerprint_bytes;
+    memo.centrality_inputs = super::compile::centrality_inputs(&resolved);
     let memo = Arc::new(memo);
     if let Some(kept) = &options.memo {
         kept.keep_resolution(memo.clone());
@@ -400,7 +401,7 @@ fn attempt(
     // Where the prior resolution is the committed generation's, a segment whose files
     // resolution left unchanged is that generation's segment at the same place.
     let unchanged = match (&previous, prior_generation) {
-        (Some(previous), Some(generation))
+        (Some(previous), Some((generation, _)))
             if previous.fingerprint == generation && scip_facts.is_none() =>
         {
             Some(UnchangedSegments {
@@ -408,6 +409,17 @@ fn attempt(
                 files: &files,
                 unchanged: &redone.unchanged,
             })
+        }
+        _ => None,
+    };
+    // Where it was computed from the same inputs, the committed generation's centrality
+    // is this one's (PageRank is a function of them alone): a body edit that moves no
+    // reference between symbols keeps it.
+    let centrality = match (&previous, prior_generation) {
+        (Some(previous), Some((generation, inputs)))
+            if previous.fingerprint == generation && inputs == memo.centrality_inputs =>
+        {
+            Some(previous.centrality.clone())
         }
         _ => None,
     };
@@ -423,6 +435,7 @@ fn attempt(
             &resolved,
             &|inputs| previous.as_ref()?.by_inputs.get(inputs).cloned(),
             &|index, cut| unchanged.as_ref()?.entry(index, cut),
+            centrality,
         )
     });
     let mut encoded = encode_generation(compiled)?;
@@ -889,6 +902,8 @@ struct Previous {
     /// Its segments in order (`None` where the manifest lacks the file), with the first
     /// file id of each.
     in_order: Vec<(u32, Option<crate::graph::data::SegmentEntry>)>,
+    /// Its centrality, per node.
+    centrality: Vec<u32>,
 }
 
 /// Which segments of an edited graph are the committed generation's at the same place,
@@ -958,6 +973,12 @@ impl Previous {
         Some(Previous {
             dir,
             fingerprint: root.data().fingerprint,
+            centrality: root
+                .data()
+                .centrality
+                .iter()
+                .map(|c| c.to_native())
+                .collect(),
             artifacts: manifest.artifacts,
             by_inputs,
             in_order,

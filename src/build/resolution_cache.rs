@@ -16,9 +16,10 @@
 //!
 //! Layout (little-endian; "var" is LEB128, seven bits a byte, low first; a span is its
 //! start line, line count, start byte and byte length as four vars, wrapping): magic
-//! `ATLASRM1`, version `u32` (4), reserved `u32`, the builder id (`u16` length and bytes),
+//! `ATLASRM1`, version `u32` (5), reserved `u32`, the builder id (`u16` length and bytes),
 //! the files' digest (32 bytes), the fingerprint of the generation compiled from the
-//! resolution (32 bytes, zero when unknown), the file count (`u32`), each file's node id
+//! resolution (32 bytes, zero when unknown), the digest of that generation's centrality
+//! inputs (`compile::centrality_inputs`, 32 bytes), the file count (`u32`), each file's node id
 //! (`u32`), the frontier names (`u32` count; each a var length and bytes). Then each
 //! file: facts, interface and bindings digests (32 bytes each), external references
 //! (`u64`); read files (`u32` count, `u32`s); files whose bindings were read (the same);
@@ -37,13 +38,14 @@
 //! blake3 of everything before it (32 bytes).
 //!
 //! The delta (`ATLASRD1`, the same version): magic, version, reserved and builder as
-//! above, the checksum of the memo file it extends (32 bytes), the files' digest and the
-//! generation (32 bytes each), the file count (`u32`), its own frontier names, the count
+//! above, the checksum of the memo file it extends (32 bytes), the files' digest, the
+//! generation and the centrality inputs (32 bytes each), the file count (`u32`), its own frontier names, the count
 //! of entries (`u32`), then each: the file's index (`u32`, ascending) and its entry as
 //! above. Last, the blake3 of everything before it.
 //!
 //! Version 2 added the import passes, version 3 the generation, version 4 the shared
-//! names and vars (sympy's file 19.2 → 12.2 MB); an older file reads as `None`.
+//! names and vars (sympy's file 19.2 → 12.2 MB), version 5 the centrality inputs; an
+//! older file (or delta) reads as `None`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +67,7 @@ const DELTA_MAGIC: &[u8; 8] = b"ATLASRD1";
 /// beyond, the whole memo is written again (and the next read decodes one file).
 const DELTA_SHARE: usize = 8;
 /// Bumped when the layout, or what resolution records (`resolve::reads`), changes.
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 
 /// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies, with
 /// the entries of a delta that extends it; `None` as well once `stop` is set (a build
@@ -86,6 +88,7 @@ pub fn read(graph_dir: &Path, builder: &str, stop: &AtomicBool) -> Option<Memo> 
     if let Some(delta) = delta {
         memo.files_digest = delta.files_digest;
         memo.generation = delta.generation;
+        memo.centrality_inputs = delta.centrality_inputs;
         for (index, file) in delta.files {
             memo.files[index as usize] = file;
             differs[index as usize] = true;
@@ -307,6 +310,7 @@ fn encode<O: Out>(memo: &Memo, builder: &str, out: &mut O) {
     put_header(out, MAGIC, builder);
     out.put(&memo.files_digest);
     out.put(&memo.generation);
+    out.put(&memo.centrality_inputs);
     out.put(&(memo.files.len() as u32).to_le_bytes());
     for &node in &memo.file_nodes {
         out.put(&node.to_le_bytes());
@@ -326,6 +330,7 @@ fn encode_delta<O: Out>(memo: &Memo, builder: &str, base: &OnDisk, out: &mut O) 
     out.put(&base.checksum);
     out.put(&memo.files_digest);
     out.put(&memo.generation);
+    out.put(&memo.centrality_inputs);
     out.put(&(memo.files.len() as u32).to_le_bytes());
     let differing = || {
         memo.files
@@ -499,6 +504,7 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
     let mut r = header(bytes, MAGIC, builder, stop)?;
     let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
     let generation: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let centrality_inputs: [u8; 32] = r.take(32)?.try_into().ok()?;
     let count = r.len_of(4)?;
     let file_nodes = (0..count).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
     let names = names(&mut r)?;
@@ -512,6 +518,7 @@ fn decode(bytes: &[u8], builder: &str, stop: &AtomicBool) -> Option<Memo> {
     r.0.is_empty().then_some(Memo {
         files_digest,
         generation,
+        centrality_inputs,
         file_nodes,
         files,
         on_disk: None,
@@ -534,6 +541,7 @@ fn decode_delta(
     }
     let files_digest: [u8; 32] = r.take(32)?.try_into().ok()?;
     let generation: [u8; 32] = r.take(32)?.try_into().ok()?;
+    let centrality_inputs: [u8; 32] = r.take(32)?.try_into().ok()?;
     if r.u32()? as usize != count {
         return None;
     }
@@ -550,6 +558,7 @@ fn decode_delta(
     r.0.is_empty().then_some(Delta {
         files_digest,
         generation,
+        centrality_inputs,
         files,
     })
 }
@@ -558,6 +567,7 @@ fn decode_delta(
 struct Delta {
     files_digest: [u8; 32],
     generation: [u8; 32],
+    centrality_inputs: [u8; 32],
     files: Vec<(u32, FileMemo)>,
 }
 
@@ -805,6 +815,7 @@ mod tests {
         Memo {
             files_digest: [5; 32],
             generation: [6; 32],
+            centrality_inputs: [7; 32],
             file_nodes: vec![2, 7],
             files: vec![
                 FileMemo {
@@ -884,7 +895,7 @@ mod tests {
 
     #[test]
     fn an_older_version_reads_as_none() {
-        for version in [1u32, 2, 3] {
+        for version in [1u32, 2, 3, 4] {
             let mut bytes = encoded(&memo(), "b1");
             bytes[8..12].copy_from_slice(&version.to_le_bytes());
             let body = bytes.len() - 32;
@@ -944,6 +955,7 @@ mod tests {
         let (mut edited, on_disk) = read_split(dir);
         edited.on_disk = Some(on_disk);
         edited.generation = [9; 32];
+        edited.centrality_inputs = [8; 32];
         edited.files[4].digest = [0xaa; 32];
         edited.files[4].frontier[0].name = "renamed".into();
         edited.files[13].external_references = 99;
@@ -1122,8 +1134,8 @@ mod tests {
     #[test]
     fn counts_beyond_the_bytes_left_read_as_none_without_allocating_them() {
         let mut bytes = encoded(&memo(), "b1");
-        // The file count, just after magic, version, reserved, builder and digest.
-        let at = 8 + 4 + 4 + 2 + 2 + 32 + 32;
+        // The file count, just after magic, version, reserved, builder and digests.
+        let at = 8 + 4 + 4 + 2 + 2 + 32 + 32 + 32;
         bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let body = bytes.len() - 32;
         let checksum = *blake3::hash(&bytes[..body]).as_bytes();

@@ -76,6 +76,9 @@ pub struct Memo {
     pub files_digest: [u8; 32],
     /// Fingerprint of the generation compiled from this resolution (zero when unknown).
     pub generation: [u8; 32],
+    /// What that generation's centrality was computed from (`compile::centrality_inputs`;
+    /// zero when unknown): an edit that leaves it equal keeps the centrality.
+    pub centrality_inputs: [u8; 32],
     /// Node id of each file's node, in the memo's ids.
     pub file_nodes: Vec<u32>,
     pub files: Vec<FileMemo>,
@@ -303,6 +306,7 @@ impl<'a> Resolver<'a> {
         let memo = Memo {
             files_digest,
             generation: [0; 32],
+            centrality_inputs: [0; 32],
             file_nodes: self.out.file_nodes.clone(),
             files,
             on_disk,

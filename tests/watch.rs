@@ -184,11 +184,16 @@ fn a_watchers_builds_take_unchanged_facts_from_memory_and_equal_a_cold_build() {
 #[test]
 fn a_watchers_body_edit_writes_only_a_delta_of_its_resolution() {
     let sandbox = Sandbox::with_fixture("python");
-    // Enough files that one changed entry is within a delta's share.
-    for i in 0..10 {
+    // Enough files that one changed entry is within a delta's share (of the entries
+    // and of the memo file's bytes).
+    for i in 0..80 {
         sandbox.write(
             &format!("shop/extra/m{i}.py"),
-            format!("def extra_{i}():\n    return {i}\n"),
+            format!(
+                "def extra_{i}():\n    return helper_{i}() + other_{i}()\n\n\
+                 def helper_{i}():\n    return other_{i}()\n\n\
+                 def other_{i}():\n    return {i}\n"
+            ),
         );
     }
     let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);

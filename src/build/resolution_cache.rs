@@ -8,7 +8,8 @@
 //!
 //! An edit changes few entries, so a build whose memo extends the file on disk (read
 //! from it, no node id moved) writes only the entries that differ from it, in
-//! `<graph>/resolution.delta`, while they are at most one in eight (`DELTA_SHARE`); else
+//! `<graph>/resolution.delta`, while they are at most one entry in eight and an eighth of
+//! the memo file's bytes (`DELTA_SHARE`); else
 //! the whole memo again, and no delta. On sympy a body edit wrote 12.2 MB; its delta is
 //! 14 kB. A delta names the memo file it extends by that file's checksum: one that does
 //! not verify or extends another file is passed over, and the memo file alone is read,
@@ -63,8 +64,9 @@ pub const RESOLUTION_FILE: &str = "resolution.bin";
 pub const DELTA_FILE: &str = "resolution.delta";
 const MAGIC: &[u8; 8] = b"ATLASRM1";
 const DELTA_MAGIC: &[u8; 8] = b"ATLASRD1";
-/// A delta is written while at most one entry in this many differs from the memo file;
-/// beyond, the whole memo is written again (and the next read decodes one file).
+/// A delta is written while at most one entry in this many differs from the memo file,
+/// and it is at most this share of the file's bytes; beyond, the whole memo is written
+/// again (and the next read decodes one file).
 const DELTA_SHARE: usize = 8;
 /// Bumped when the layout, or what resolution records (`resolve::reads`), changes.
 const VERSION: u32 = 5;
@@ -108,7 +110,8 @@ fn map(path: &Path) -> Option<memmap2::Mmap> {
 }
 
 /// Writes the memo atomically: only the entries that differ from the memo file it
-/// extends, in `resolution.delta`, while they are few (`DELTA_SHARE`) and that file is
+/// extends, in `resolution.delta`, while they are few (at most one entry in
+/// `DELTA_SHARE`, and a delta at most that share of the file's bytes) and that file is
 /// still the one on disk; else the whole memo, with no delta. Best effort: a read-only
 /// or full disk only means the next build resolves every file. `before_rename` is
 /// called once the temporary file is written (a seam for tests of a build that ends
@@ -122,50 +125,68 @@ pub fn write(
 ) -> Option<[u8; 32]> {
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let base = memo.on_disk.as_ref().filter(|d| {
-        let differing = d.differs.iter().filter(|&&x| x).count();
-        d.differs.len() == memo.files.len()
-            && differing * DELTA_SHARE <= memo.files.len()
-            && checksum_on_disk(graph_dir) == Some(d.checksum)
-    });
-    let name = match base {
-        Some(_) => DELTA_FILE,
-        None => RESOLUTION_FILE,
+    let tmp = |name: &str| graph_dir.join(format!("{name}.{}.{n}.tmp", std::process::id()));
+    let sealed = |tmp: &Path, limit: u64, encode: &dyn Fn(&mut Sealed)| {
+        std::fs::File::create(tmp).and_then(|file| {
+            let mut out = Sealed::new(file, limit);
+            encode(&mut out);
+            out.finish()
+        })
     };
-    let tmp = graph_dir.join(format!("{name}.{}.{n}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|file| {
-        let mut out = Sealed::new(file);
-        match base {
-            Some(base) => encode_delta(memo, builder, base, &mut out),
-            None => encode(memo, builder, &mut out),
-        }
-        out.finish()
+    let base = memo.on_disk.as_ref().and_then(|d| {
+        let differing = d.differs.iter().filter(|&&x| x).count();
+        let (checksum, len) = on_disk(graph_dir)?;
+        (d.differs.len() == memo.files.len()
+            && differing * DELTA_SHARE <= memo.files.len()
+            && checksum == d.checksum)
+            .then_some((d, len / DELTA_SHARE as u64))
     });
+    if let Some((base, limit)) = base {
+        let delta = tmp(DELTA_FILE);
+        match sealed(&delta, limit, &|out| encode_delta(memo, builder, base, out)) {
+            // Beyond its share of bytes, the delta gives way to the whole memo: every
+            // later build would write it again, and every read decode it.
+            Ok(None) => {
+                let _ = std::fs::remove_file(&delta);
+            }
+            written => {
+                before_rename();
+                if !matches!(written, Ok(Some(_)))
+                    || std::fs::rename(&delta, graph_dir.join(DELTA_FILE)).is_err()
+                {
+                    let _ = std::fs::remove_file(&delta);
+                }
+                return None;
+            }
+        }
+    }
+    let whole = tmp(RESOLUTION_FILE);
+    let written = sealed(&whole, u64::MAX, &|out| encode(memo, builder, out));
     before_rename();
     let checksum = match written {
-        Ok(checksum) if std::fs::rename(&tmp, graph_dir.join(name)).is_ok() => checksum,
+        Ok(Some(checksum)) if std::fs::rename(&whole, graph_dir.join(RESOLUTION_FILE)).is_ok() => {
+            checksum
+        }
         _ => {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(&whole);
             return None;
         }
     };
     // A delta left beside a new memo file extends the old one (its checksum says so),
     // and would only be read and passed over.
-    if base.is_none() {
-        let _ = std::fs::remove_file(graph_dir.join(DELTA_FILE));
-    }
-    base.is_none().then_some(checksum)
+    let _ = std::fs::remove_file(graph_dir.join(DELTA_FILE));
+    Some(checksum)
 }
 
-/// The checksum that seals the memo file on disk (its last 32 bytes), unverified: a
-/// delta is written only beside the file its base was read from.
-fn checksum_on_disk(graph_dir: &Path) -> Option<[u8; 32]> {
+/// The checksum that seals the memo file on disk (its last 32 bytes, unverified: a
+/// delta is written only beside the file its base was read from), and its length.
+fn on_disk(graph_dir: &Path) -> Option<([u8; 32], u64)> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(graph_dir.join(RESOLUTION_FILE)).ok()?;
-    file.seek(SeekFrom::End(-32)).ok()?;
+    let len = file.seek(SeekFrom::End(-32)).ok()? + 32;
     let mut checksum = [0u8; 32];
     file.read_exact(&mut checksum).ok()?;
-    Some(checksum)
+    Some((checksum, len))
 }
 
 /// A file written through a buffer that is hashed as it is flushed, then sealed with the
@@ -175,22 +196,32 @@ struct Sealed {
     buffer: Vec<u8>,
     hasher: blake3::Hasher,
     error: Option<std::io::Error>,
+    /// Bytes flushed so far, and how many may be: beyond, nothing more is written.
+    written: u64,
+    limit: u64,
 }
 
 impl Sealed {
     const FLUSH_AT: usize = 1 << 20;
 
-    fn new(file: std::fs::File) -> Sealed {
+    fn new(file: std::fs::File, limit: u64) -> Sealed {
         Sealed {
             file,
             buffer: Vec::with_capacity(Self::FLUSH_AT + 4096),
             hasher: blake3::Hasher::new(),
             error: None,
+            written: 0,
+            limit,
         }
     }
 
     fn flush(&mut self) {
         use std::io::Write;
+        self.written = self.written.saturating_add(self.buffer.len() as u64);
+        if self.written > self.limit {
+            self.buffer.clear();
+            return;
+        }
         self.hasher.update(&self.buffer);
         if self.error.is_none()
             && let Err(e) = self.file.write_all(&self.buffer)
@@ -200,16 +231,20 @@ impl Sealed {
         self.buffer.clear();
     }
 
-    /// Writes the checksum after what was written, and returns it.
-    fn finish(mut self) -> std::io::Result<[u8; 32]> {
+    /// Writes the checksum after what was written, and returns it; `None` when what was
+    /// to be written went beyond the limit (the file is then incomplete).
+    fn finish(mut self) -> std::io::Result<Option<[u8; 32]>> {
         use std::io::Write;
         self.flush();
+        if self.written > self.limit {
+            return Ok(None);
+        }
         let checksum = self.hasher.finalize();
         match self.error {
             Some(e) => Err(e),
             None => self.file.write_all(checksum.as_bytes()),
         }?;
-        Ok(*checksum.as_bytes())
+        Ok(Some(*checksum.as_bytes()))
     }
 }
 
@@ -937,13 +972,13 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let dir = temp.path();
         let mut m = memo();
-        m.files = (0..16)
+        m.files = (0..64)
             .map(|i| FileMemo {
                 digest: [i as u8; 32],
                 ..m.files[i % 2].clone()
             })
             .collect();
-        m.file_nodes = (0..16).collect();
+        m.file_nodes = (0..64).collect();
         write(dir, "b1", &m, || ());
         let base = std::fs::read(dir.join(RESOLUTION_FILE)).unwrap();
         assert!(
@@ -951,7 +986,7 @@ mod tests {
             "a memo not read from disk is written whole"
         );
 
-        // Two entries of sixteen change (within one in eight): only they are written.
+        // Two entries of 64 change (within one in eight): only they are written.
         let (mut edited, on_disk) = read_split(dir);
         edited.on_disk = Some(on_disk);
         edited.generation = [9; 32];
@@ -963,9 +998,8 @@ mod tests {
             edited.on_disk.as_mut().unwrap().differs[index] = true;
         }
         write(dir, "b1", &edited, || ());
-        assert_eq!(
-            std::fs::read(dir.join(RESOLUTION_FILE)).unwrap(),
-            base,
+        assert!(
+            std::fs::read(dir.join(RESOLUTION_FILE)).unwrap() == base,
             "memo file kept"
         );
         let delta = std::fs::read(dir.join(DELTA_FILE)).unwrap();
@@ -981,7 +1015,7 @@ mod tests {
             ..edited.clone()
         };
         assert_eq!(read_back, expected);
-        let differs: Vec<usize> = (0..16).filter(|&i| on_disk.differs[i]).collect();
+        let differs: Vec<usize> = (0..64).filter(|&i| on_disk.differs[i]).collect();
         assert_eq!(differs, [4, 13]);
 
         // A damaged delta, or one whose memo file was replaced, is passed over: the memo
@@ -1000,7 +1034,7 @@ mod tests {
                 original.clone(),
                 OnDisk {
                     checksum: base[base.len() - 32..].try_into().unwrap(),
-                    differs: vec![false; 16],
+                    differs: vec![false; 64],
                 }
             )
         );
@@ -1035,7 +1069,7 @@ mod tests {
         // Beyond one entry in eight, the memo is written whole again.
         let (mut many, on_disk) = read_split(dir);
         many.on_disk = Some(OnDisk {
-            differs: (0..16).map(|i| i < 3).collect(),
+            differs: (0..64).map(|i| i < 9).collect(),
             ..on_disk
         });
         write(dir, "b1", &many, || ());
@@ -1046,6 +1080,25 @@ mod tests {
                 on_disk: None,
                 ..many
             }
+        );
+
+        // One entry of 64, but as large as the rest together: beyond an eighth of the
+        // memo file's bytes, the memo is written whole again too.
+        let (mut large, on_disk) = read_split(dir);
+        let edge = large.files[0].edges[0];
+        large.files[2].edges = vec![edge; 20_000];
+        large.on_disk = Some(OnDisk {
+            differs: (0..64).map(|i| i == 2).collect(),
+            ..on_disk
+        });
+        write(dir, "b1", &large, || ());
+        assert!(!dir.join(DELTA_FILE).exists(), "a large delta gives way");
+        assert!(
+            read_split(dir).0
+                == Memo {
+                    on_disk: None,
+                    ..large
+                }
         );
     }
 

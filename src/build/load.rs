@@ -27,6 +27,9 @@ pub(super) struct LoadCounters {
     pub(super) from_memory: AtomicUsize,
 }
 
+/// A kept resolution, and the checksum of the memo file it was written whole as.
+pub(super) type KeptResolution = (Arc<crate::build::resolve::Memo>, Option<[u8; 32]>);
+
 /// Facts kept in memory between the builds of one long-lived process (`atlas watch`
 /// builds in its own). A cache key's facts are a pure function of the key, so a kept
 /// entry is what the cache on disk would give, without reading, checking and decoding
@@ -36,10 +39,10 @@ pub(super) struct LoadCounters {
 #[derive(Default)]
 pub struct FactMemo {
     entries: std::sync::Mutex<rustc_hash::FxHashMap<[u8; 32], Held>>,
-    resolution: std::sync::Mutex<Option<Arc<crate::build::resolve::Memo>>>,
-    /// The checksum of the memo file the kept resolution was written whole as, once its
-    /// build wrote it: the next build's memo extends that file (a delta, not the whole).
-    written: std::sync::Mutex<Option<[u8; 32]>>,
+    /// The last build's resolution, and the checksum of the memo file it was written
+    /// whole as, once its build wrote it: the next build's memo extends that file (a
+    /// delta, not the whole).
+    resolution: std::sync::Mutex<Option<KeptResolution>>,
 }
 
 impl std::fmt::Debug for FactMemo {
@@ -67,8 +70,9 @@ impl FactMemo {
         self.lock().get(key.as_bytes()).cloned()
     }
 
-    /// The last build's resolution, when this process made one.
-    pub(super) fn resolution(&self) -> Option<Arc<crate::build::resolve::Memo>> {
+    /// The last build's resolution, when this process made one, with the checksum of
+    /// the memo file it was written whole as, if it was.
+    pub(super) fn resolution(&self) -> Option<KeptResolution> {
         self.resolution
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -78,12 +82,6 @@ impl FactMemo {
     /// Lets go of the kept resolution (a build about to consume it).
     pub(super) fn forget_resolution(&self) {
         *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// The checksum of the memo file the kept resolution was written whole as, if it was.
-    pub(super) fn resolution_written(&self) -> Option<[u8; 32]> {
-        *self.written.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Records that `memo`, if it is still the kept resolution, was written whole as the
@@ -93,9 +91,11 @@ impl FactMemo {
         memo: &Arc<crate::build::resolve::Memo>,
         checksum: [u8; 32],
     ) {
-        let kept = self.resolution.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.as_ref().is_some_and(|k| Arc::ptr_eq(k, memo)) {
-            *self.written.lock().unwrap_or_else(|p| p.into_inner()) = Some(checksum);
+        let mut kept = self.resolution.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((kept, written)) = kept.as_mut()
+            && Arc::ptr_eq(kept, memo)
+        {
+            *written = Some(checksum);
         }
     }
 
@@ -107,8 +107,7 @@ impl FactMemo {
     }
 
     pub(super) fn keep_resolution(&self, memo: Arc<crate::build::resolve::Memo>) {
-        *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = Some(memo);
-        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.resolution.lock().unwrap_or_else(|p| p.into_inner()) = Some((memo, None));
     }
 
     /// Keeps the facts of `files` (a build's), and only those: what the tree no longer

@@ -398,31 +398,28 @@ fn attempt(
         Ok(reader) => reader.join().ok().flatten(),
         Err(_) => Previous::load(store),
     };
-    // Where the prior resolution is the committed generation's, a segment whose files
-    // resolution left unchanged is that generation's segment at the same place.
-    let unchanged = match (&previous, prior_generation) {
-        (Some(previous), Some((generation, _)))
-            if previous.fingerprint == generation && scip_facts.is_none() =>
-        {
-            Some(UnchangedSegments {
-                previous,
-                files: &files,
-                unchanged: &redone.unchanged,
-            })
-        }
-        _ => None,
-    };
+    // The committed generation, where the prior resolution is its own (what both reuses
+    // below need), with the centrality inputs that resolution recorded.
+    let committed_prior = previous.as_ref().zip(prior_generation).and_then(
+        |(previous, (generation, centrality_inputs))| {
+            (previous.fingerprint == generation).then_some((previous, centrality_inputs))
+        },
+    );
+    // A segment whose files resolution left unchanged is that generation's segment at the
+    // same place.
+    let unchanged = committed_prior
+        .filter(|_| scip_facts.is_none())
+        .map(|(previous, _)| UnchangedSegments {
+            previous,
+            files: &files,
+            unchanged: &redone.unchanged,
+        });
     // Where it was computed from the same inputs, the committed generation's centrality
     // is this one's (PageRank is a function of them alone): a body edit that moves no
     // reference between symbols keeps it.
-    let centrality = match (&previous, prior_generation) {
-        (Some(previous), Some((generation, inputs)))
-            if previous.fingerprint == generation && inputs == memo.centrality_inputs =>
-        {
-            Some(previous.centrality.clone())
-        }
-        _ => None,
-    };
+    let centrality = committed_prior
+        .filter(|(_, inputs)| *inputs == memo.centrality_inputs)
+        .map(|(previous, _)| previous.centrality.clone());
     // The resolver's tables are freed beside compilation (they borrow the facts, so on a
     // scoped thread; where none can be started, they are freed here).
     let compiled = std::thread::scope(|scope| {
@@ -1191,9 +1188,8 @@ fn load_all(
 /// file vouched for) never reads it, and one that turns out to be a no-op stops the read.
 /// A watcher's kept resolution needs no read.
 struct PriorRead {
-    kept: Option<Arc<super::resolve::Memo>>,
-    /// The checksum of the memo file `kept` was written whole as (`FactMemo`).
-    written: Option<[u8; 32]>,
+    /// A watcher's kept memo, with the checksum of the memo file it was written whole as.
+    kept: Option<super::load::KeptResolution>,
     graph_dir: PathBuf,
     builder: String,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -1205,7 +1201,6 @@ impl PriorRead {
     fn new(options: &BuildOptions, builder: &str) -> Self {
         PriorRead {
             kept: options.memo.as_ref().and_then(|m| m.resolution()),
-            written: options.memo.as_ref().and_then(|m| m.resolution_written()),
             graph_dir: options.graph_dir.clone(),
             builder: builder.to_string(),
             stop: Arc::default(),
@@ -1238,9 +1233,9 @@ impl PriorRead {
 
     /// The prior, waiting for its read (started now if nothing started it).
     /// With a kept memo, the checksum of the memo file it was written whole as.
-    fn take(self) -> Option<(Arc<super::resolve::Memo>, Option<[u8; 32]>)> {
-        if let Some(kept) = self.kept {
-            return Some((kept, self.written));
+    fn take(self) -> Option<super::load::KeptResolution> {
+        if self.kept.is_some() {
+            return self.kept;
         }
         self.start();
         let reader = self.reader.into_inner().unwrap_or_else(|p| p.into_inner());

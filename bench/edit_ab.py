@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """One-file edits, two (or more) binaries interleaved, each on its own graph directory.
 
-Usage: bench/edit_ab.py BIN_A,BIN_B REPO GRAPH_A,GRAPH_B EDIT_PATH ROUNDS
+Usage: bench/edit_ab.py BIN_A,BIN_B REPO GRAPH_A,GRAPH_B EDIT_PATH ROUNDS [LINE]
 
 Each graph must already hold a committed generation of REPO built by its binary (build
 once, and once more after an edit when the binaries' caches differ in version, so that
 the first timed edit is not a repair). Every round appends a comment to EDIT_PATH
 (relative to REPO) and builds with each binary, in alternating order; the file is
-restored at the end. Prints each binary's median wall time, median peak RSS and median
+restored at the end. With LINE, round i inserts i + 1 comment lines after that line
+instead: every later reference of the file moves its site by a line from each binary's
+previous build, as a line added inside a function does. Prints each binary's median wall time, median peak RSS and median
 stage timings. Where `bench/build.py --baseline` times cold builds too, this times only
 edits: on a large tree, one side's cold build costs as much as forty edits.
 """
@@ -21,8 +23,9 @@ import time
 
 
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) not in (6, 7):
         sys.exit(__doc__)
+    insert_at = int(sys.argv[6]) if len(sys.argv) == 7 else None
     bins = sys.argv[1].split(",")
     graphs = dict(zip(bins, sys.argv[3].split(",")))
     if len(graphs) != len(bins):
@@ -39,8 +42,16 @@ def main():
     try:
         for i in range(rounds):
             for b in bins if i % 2 == 0 else bins[::-1]:
+                line = comment + b" ab edit %d %d\n" % (i, time.time_ns())
                 with open(edit, "wb") as f:
-                    f.write(original + b"\n" + comment + b" ab edit %d %d\n" % (i, time.time_ns()))
+                    if insert_at is None:
+                        f.write(original + b"\n" + line)
+                    else:
+                        lines = original.splitlines(keepends=True)
+                        # One line more each round: each binary's edit moves the sites below
+                        # by a line from its previous build.
+                        f.write(b"".join(lines[:insert_at]) + line * (i + 1)
+                                + b"".join(lines[insert_at:]))
                 start = time.perf_counter()
                 out = subprocess.run(
                     ["/usr/bin/time", "-f", "%M", "-o", timing, b, "--code", repo, "--graph",

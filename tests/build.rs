@@ -271,8 +271,8 @@ fn status_reports_staleness_and_edges_by_provenance() {
     );
     assert_eq!(fresh["symbols_by_kind"]["method"], 7);
     assert_eq!(fresh["coverage"]["files_with_parse_errors"], 1);
-    // The committed generation as read: format 4, modules and one group of files.
-    assert_eq!(fresh["format_version"], 4);
+    // The committed generation as read: format 5, modules and one group of files.
+    assert_eq!(fresh["format_version"], 5);
     assert_eq!(fresh["segments"], 2);
     s.write("shop/util.py", "def changed():\n    pass\n");
     s.write("shop/new.py", "x = 1\n");

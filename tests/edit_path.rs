@@ -533,6 +533,65 @@ fn a_body_edit_re_resolves_its_file_alone_and_a_damaged_cache_resolves_everythin
 }
 
 /// Past the stamps' racy window: what a build stamps now is vouched for afterwards.
+#[test]
+fn an_edit_writes_the_cross_parts_its_edges_touch_and_links_the_others() {
+    let sandbox = Sandbox::with_fixture("python");
+    add_bulk(&sandbox);
+    // Calls from a directory of its own into `shop`: edges between two segments.
+    let main = |extra: &str| {
+        format!(
+            "from shop.models import Item\n\n\ndef main():\n{extra}    item = Item(\"a\", 1)\n    return item.total(2)\n"
+        )
+    };
+    sandbox.write("app/main.py", main(""));
+    let graph = sandbox.path().join("graph");
+    build_json(&sandbox, &graph);
+    let cross = |graph: &Path| -> Vec<(String, u64)> {
+        segments(graph)
+            .into_iter()
+            .filter(|(name, _)| name.ends_with(".cross"))
+            .collect()
+    };
+    let parts = cross(&graph);
+    assert!(parts.len() >= 4, "a cross part per segment: {parts:?}");
+
+    // A comment moves no edge: every cross part is the committed generation's, linked.
+    let util = sandbox.repo().join("shop/util.py");
+    let text = std::fs::read_to_string(&util).unwrap() + "# edited\n";
+    std::fs::write(&util, text).unwrap();
+    let report = build_json(&sandbox, &graph);
+    let cold = sandbox.path().join("cold-after-comment");
+    assert_equals_cold(&sandbox, &graph, &report, &cold, "a comment");
+    let after_comment = cross(&graph);
+    assert_eq!(after_comment.len(), parts.len());
+    assert!(
+        after_comment.iter().all(|(_, links)| *links > 1),
+        "no cross part written for a comment: {after_comment:?}"
+    );
+
+    // A line above the calls moves their sites: the caller's part (out-edges) and the
+    // callee's (in-edges) are written, the bulk segments' linked.
+    sandbox.write("app/main.py", main("    print(\"x\")\n"));
+    let report = build_json(&sandbox, &graph);
+    let cold = sandbox.path().join("cold-after-move");
+    assert_equals_cold(&sandbox, &graph, &report, &cold, "a moved call site");
+    let after_move = cross(&graph);
+    let written: Vec<&String> = after_move
+        .iter()
+        .filter(|(_, links)| *links == 1)
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(
+        written.len(),
+        2,
+        "the caller's and the callee's parts: {after_move:?}"
+    );
+    assert!(
+        after_move.len() - written.len() >= 2,
+        "the others are linked: {after_move:?}"
+    );
+}
+
 fn settle() {
     std::thread::sleep(std::time::Duration::from_millis(2_200));
 }

@@ -39,8 +39,8 @@ struct Built {
 
 impl Built {
     /// A copy of the committed generation (root and segments) in `dir`, with `edits`
-    /// applied to the root (`target` 0) or to one segment, and every checksum recomputed:
-    /// a mutated segment is renamed to its new hash and re-named in the root, so that the
+    /// applied to the root (`target` 0) or to one segment or cross part, and every checksum
+    /// recomputed: a mutated file is renamed to its new hash and re-named in the root, so that the
     /// mutation reaches the archive checks instead of stopping at a hash. The root's path.
     fn mutated_generation(&self, dir: &Path, target: usize, edits: &[(usize, u8)]) -> PathBuf {
         let root_path = self.sandbox.graph_file();
@@ -66,7 +66,9 @@ impl Built {
             let new = *blake3::hash(&bytes[64..]).as_bytes();
             bytes[24..56].copy_from_slice(&new);
             std::fs::remove_file(to.join(name.file_name().unwrap())).unwrap();
-            let renamed = to.join(format!("{}.atlas", blake3::Hash::from(new).to_hex()));
+            // A segment (`.atlas`) or a cross part (`.cross`) keeps its kind.
+            let extension = name.extension().unwrap().to_string_lossy();
+            let renamed = to.join(format!("{}.{extension}", blake3::Hash::from(new).to_hex()));
             std::fs::write(renamed, &bytes).unwrap();
             let at = root
                 .windows(32)

@@ -228,51 +228,55 @@ fn assert_a_query_refreshes(s: &Sandbox) {
     assert_eq!(out["receipt"]["refreshed"], true);
 }
 
-/// The committed generation's segment files (format 4), sorted.
-fn segment_files(s: &Sandbox) -> Vec<std::path::PathBuf> {
+/// The committed generation's files under `segments/` whose name ends with `extension`
+/// (`.atlas`: segments; `.cross`: their cross parts, format 5), sorted.
+fn segment_files(s: &Sandbox, extension: &str) -> Vec<std::path::PathBuf> {
     let dir = s.graph_file().parent().unwrap().join("segments");
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(extension))
         .collect();
     files.sort();
     files
 }
 
 #[test]
-fn a_damaged_or_missing_segment_is_corrupt_and_rebuilt() {
+fn a_damaged_or_missing_segment_or_cross_part_is_corrupt_and_rebuilt() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
     let committed = s.current();
     let dump = s.atlas(&["graph", "dump"]).success().stdout;
-    let segments = segment_files(&s);
-    assert!(segments.len() >= 2, "modules and files: {segments:?}");
+    for extension in [".atlas", ".cross"] {
+        let files = segment_files(&s, extension);
+        assert!(files.len() >= 2, "modules and files: {files:?}");
 
-    // A flipped byte in a segment: its checksum no longer holds.
-    let mut bytes = std::fs::read(&segments[1]).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0x55;
-    std::fs::write(&segments[1], &bytes).unwrap();
-    let run = s
-        .atlas(&["graph", "dump"])
-        .failure(4, "atlas-graph-corrupt");
-    assert!(run.stderr.contains("checksum"), "{}", run.describe());
-    let report = s.build_json();
-    assert_eq!(
-        report["unchanged"], false,
-        "a damaged generation is rebuilt"
-    );
-    assert_eq!(s.current(), committed);
-    assert_eq!(s.atlas(&["graph", "dump"]).success().stdout, dump);
+        // A flipped byte: its checksum no longer holds.
+        let mut bytes = std::fs::read(&files[1]).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        std::fs::write(&files[1], &bytes).unwrap();
+        let run = s
+            .atlas(&["graph", "dump"])
+            .failure(4, "atlas-graph-corrupt");
+        assert!(run.stderr.contains("checksum"), "{}", run.describe());
+        let report = s.build_json();
+        assert_eq!(
+            report["unchanged"], false,
+            "a damaged generation is rebuilt ({extension})"
+        );
+        assert_eq!(s.current(), committed);
+        assert_eq!(s.atlas(&["graph", "dump"]).success().stdout, dump);
 
-    // A segment that is gone: corrupt, named as such, and rebuilt by a query.
-    std::fs::remove_file(&segment_files(&s)[0]).unwrap();
-    let run = s
-        .atlas(&["graph", "dump"])
-        .failure(4, "atlas-graph-corrupt");
-    assert!(run.stderr.contains("missing"), "{}", run.describe());
-    assert_a_query_refreshes(&s);
-    assert_eq!(s.atlas(&["graph", "dump"]).success().stdout, dump);
+        // A file that is gone: corrupt, named as such, and rebuilt by a query.
+        std::fs::remove_file(&segment_files(&s, extension)[0]).unwrap();
+        let run = s
+            .atlas(&["graph", "dump"])
+            .failure(4, "atlas-graph-corrupt");
+        assert!(run.stderr.contains("missing"), "{}", run.describe());
+        assert_a_query_refreshes(&s);
+        assert_eq!(s.atlas(&["graph", "dump"]).success().stdout, dump);
+    }
 }
 
 /// The manifest of the committed generation, rewritten by `edit`.

@@ -102,10 +102,12 @@ fn site_record(site: Option<Site>) -> (u32, SpanRecord) {
     }
 }
 
-/// A compiled generation: its root and its segments, in the root's order.
+/// A compiled generation: its root, its segments and their cross parts, in the root's
+/// order.
 pub struct Compiled {
     pub root: RootData,
     pub segments: Vec<CompiledSegment>,
+    pub cross: Vec<CrossData>,
 }
 
 pub enum CompiledSegment {
@@ -115,7 +117,8 @@ pub enum CompiledSegment {
     Reused(SegmentEntry),
 }
 
-/// Compiles a resolved graph into a root and segments (format 4). A segment whose inputs
+/// Compiles a resolved graph into a root, segments and their cross parts (format 5). A
+/// segment whose inputs
 /// digest `reuse` knows is not compiled again, nor one that `unchanged` vouches for by
 /// its place (index and cut), which is not even digested. The segment hashes and string
 /// counts of built segments are filled in when they are encoded.
@@ -166,10 +169,11 @@ pub fn compile(
             }
         })
         .collect();
-    let root = compile_root(fingerprint, resolved, &cuts, &owner, &segments, centrality);
+    let (root, cross) = compile_root(fingerprint, resolved, &cuts, &owner, &segments, centrality);
     Compiled {
         root,
         segments: segments.into_iter().map(|(s, _)| s).collect(),
+        cross,
     }
 }
 
@@ -658,7 +662,8 @@ fn by_target<'e>(
     out
 }
 
-/// The root: what spans segments, in global ids.
+/// The root, what spans segments in global ids, and each segment's cross part. The
+/// root's cross entries (hashes) are filled in when the parts are encoded.
 fn compile_root(
     fingerprint: [u8; 32],
     resolved: &Resolved,
@@ -666,7 +671,7 @@ fn compile_root(
     owner: &[u32],
     segments: &[(CompiledSegment, [u8; 32])],
     known_centrality: Option<Vec<u32>>,
-) -> RootData {
+) -> (RootData, Vec<CrossData>) {
     // The three whole-graph parts are independent: side by side, they cost an edit the
     // longest of them rather than their sum (a third of a sympy edit's compile).
     // Centrality is taken as given where it is known (`centrality_inputs` unchanged).
@@ -680,7 +685,8 @@ fn compile_root(
             )
         },
     );
-    RootData {
+    let cross = cross.split(cuts);
+    let root = RootData {
         fingerprint,
         segments: cuts
             .iter()
@@ -697,12 +703,16 @@ fn compile_root(
                 },
             })
             .collect(),
+        cross: cross
+            .iter()
+            .map(|part| CrossEntry {
+                hash: [0; 32],
+                out_edges: part.out_edges.len() as u32,
+                in_edges: part.in_edges.len() as u32,
+            })
+            .collect(),
         file_modules: resolved.file_modules.clone(),
         centrality,
-        cross_out_offsets: cross.out_offsets,
-        cross_out: cross.out,
-        cross_in_offsets: cross.in_offsets,
-        cross_in: cross.in_edges,
         module_edges,
         stats: GraphStats {
             external_references: resolved.external_references,
@@ -719,15 +729,43 @@ fn compile_root(
                 .as_ref()
                 .map_or(0, |m| m.stats.documents_outside_inventory as u32),
         },
-    }
+    };
+    (root, cross)
 }
 
-/// The root's edges between segments, as a CSR in each direction.
+/// The edges between segments, as a CSR over every node in each direction.
 struct CrossEdges {
     out_offsets: Vec<u32>,
     out: Vec<EdgeRecord>,
     in_offsets: Vec<u32>,
     in_edges: Vec<EdgeRecord>,
+}
+
+impl CrossEdges {
+    /// Each segment's cross part: the CSR's rows of its nodes, over local ids. The
+    /// records keep their global ids.
+    fn split(&self, cuts: &[Cut]) -> Vec<CrossData> {
+        let rows = |offsets: &[u32], edges: &[EdgeRecord], nodes: &std::ops::Range<u32>| {
+            let rows = &offsets[nodes.start as usize..=nodes.end as usize];
+            let first = rows[0];
+            (
+                rows.iter().map(|o| o - first).collect::<Vec<u32>>(),
+                edges[first as usize..rows[rows.len() - 1] as usize].to_vec(),
+            )
+        };
+        cuts.par_iter()
+            .map(|cut| {
+                let (out_offsets, out_edges) = rows(&self.out_offsets, &self.out, &cut.nodes);
+                let (in_offsets, in_edges) = rows(&self.in_offsets, &self.in_edges, &cut.nodes);
+                CrossData {
+                    out_offsets,
+                    out_edges,
+                    in_offsets,
+                    in_edges,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The edges whose ends, or whose site, lie in different segments.

@@ -879,12 +879,16 @@ fn free_aside<T: Send + 'static>(value: T) {
         .spawn(move || drop(value));
 }
 
-/// A generation's files, encoded: the root and its segments (format 4).
+/// A generation's files, encoded: the root, its segments and their cross parts (format
+/// 5).
 struct Encoded {
     root: Vec<u8>,
     /// (name under the generation directory, bytes — `None` for a segment reused from
     /// the previous generation), in the root's order.
     segments: Vec<(String, Option<Vec<u8>>)>,
+    /// Likewise, the cross parts, always encoded: one whose name the previous generation
+    /// holds is linked rather than written.
+    cross: Vec<(String, Vec<u8>)>,
     bytes: u64,
 }
 
@@ -946,9 +950,10 @@ impl Previous {
         let format::Opened::Root(root) = format::open(&dir.join(GRAPH_FILE)).ok()? else {
             return None;
         };
-        let mut in_order = Vec::with_capacity(root.data().segments.len());
+        let root = root.view();
+        let mut in_order = Vec::with_capacity(root.segments.len());
         let mut first_file = 0u32;
-        for e in root.data().segments.iter() {
+        for e in root.segments.iter() {
             let entry = crate::graph::data::SegmentEntry {
                 hash: e.hash,
                 inputs: e.inputs,
@@ -958,7 +963,9 @@ impl Previous {
                 frontier: e.frontier.to_native(),
             };
             let files = entry.files;
-            let present = manifest.artifacts.contains_key(&segment_name(&entry.hash));
+            let present = manifest
+                .artifacts
+                .contains_key(&format::segment_name(&entry.hash));
             in_order.push((first_file, present.then_some(entry)));
             first_file = first_file.checked_add(files)?;
         }
@@ -969,13 +976,8 @@ impl Previous {
             .collect();
         Some(Previous {
             dir,
-            fingerprint: root.data().fingerprint,
-            centrality: root
-                .data()
-                .centrality
-                .iter()
-                .map(|c| c.to_native())
-                .collect(),
+            fingerprint: *root.fingerprint,
+            centrality: root.centrality.iter().map(|c| c.to_native()).collect(),
             artifacts: manifest.artifacts,
             by_inputs,
             in_order,
@@ -983,15 +985,19 @@ impl Previous {
     }
 }
 
-/// A segment's name under its generation directory.
-fn segment_name(hash: &[u8; 32]) -> String {
-    format!("{SEGMENTS_DIR}/{}.atlas", hex(hash))
-}
-
-/// Encodes the compiled segments (the reused ones are files already) and their root.
+/// Encodes the compiled segments (the reused ones are files already), their cross parts
+/// and their root.
 fn encode_generation(compiled: super::compile::Compiled) -> Result<Encoded> {
     use super::compile::CompiledSegment;
-    let super::compile::Compiled { mut root, segments } = compiled;
+    let super::compile::Compiled {
+        mut root,
+        segments,
+        cross,
+    } = compiled;
+    let cross: Vec<Vec<u8>> = cross
+        .par_iter()
+        .map(format::encode_cross)
+        .collect::<Result<_>>()?;
     let bytes: Vec<Option<Vec<u8>>> = segments
         .par_iter()
         .map(|segment| match segment {
@@ -1007,20 +1013,28 @@ fn encode_generation(compiled: super::compile::Compiled) -> Result<Encoded> {
             entry.strings = data.string_offsets.len().saturating_sub(1) as u32;
         }
         total += bytes.as_ref().map_or(0, |b| b.len() as u64);
-        named.push((segment_name(&entry.hash), bytes));
+        named.push((format::segment_name(&entry.hash), bytes));
+    }
+    let mut cross_named = Vec::with_capacity(cross.len());
+    for (entry, bytes) in root.cross.iter_mut().zip(cross) {
+        entry.hash = format::payload_hash(&bytes);
+        total += bytes.len() as u64;
+        cross_named.push((format::cross_name(&entry.hash), bytes));
     }
     let root = format::encode_root(&root)?;
     total += root.len() as u64;
     Ok(Encoded {
         root,
         segments: named,
+        cross: cross_named,
         bytes: total,
     })
 }
 
 /// Writes a generation's files into staging, with their artifacts for the manifest. A
-/// reused segment is hard-linked from the previous generation (copied where links are
-/// refused): its name is its payload's hash, so equal names are equal files.
+/// reused segment, or a cross part the previous generation holds, is hard-linked from it
+/// (a segment is copied, a cross part written, where links are refused): its name is its
+/// payload's hash, so equal names are equal files.
 fn write_generation(
     staging: &super::store::Scratch,
     encoded: &mut Encoded,
@@ -1066,6 +1080,26 @@ fn write_generation(
             }
         };
         encoded.bytes += if bytes.is_none() { artifact.bytes } else { 0 };
+        artifacts.insert(name.clone(), artifact);
+    }
+    for (name, bytes) in &encoded.cross {
+        if artifacts.contains_key(name) {
+            continue;
+        }
+        let target = staging.join(name);
+        let linked = previous
+            .and_then(|p| Some((p, p.artifacts.get(name)?)))
+            .filter(|(p, _)| std::fs::hard_link(p.dir.join(name), &target).is_ok());
+        let artifact = match linked {
+            Some((_, artifact)) => artifact.clone(),
+            None => {
+                write_staged(&target, bytes)?;
+                Artifact {
+                    bytes: bytes.len() as u64,
+                    blake3: blake3::hash(bytes).to_hex().to_string(),
+                }
+            }
+        };
         artifacts.insert(name.clone(), artifact);
     }
     write_staged(&staging.join(GRAPH_FILE), &encoded.root)?;

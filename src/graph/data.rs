@@ -152,16 +152,54 @@ pub struct SegmentEntry {
     pub frontier: u32,
 }
 
-/// The root of a format-4 generation: which segments make the graph, in id order, and
-/// what belongs to no one segment (graph-schema/README.md, "Format 4: segments").
+/// The root of a format-5 generation: which segments make the graph, in id order, each
+/// with the part that holds its edges to other segments, and what belongs to no one
+/// segment (graph-schema/README.md, "Format 5: cross parts").
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct RootData {
     pub fingerprint: [u8; 32],
     pub segments: Vec<SegmentEntry>,
+    /// One per segment, in the same order.
+    pub cross: Vec<CrossEntry>,
     /// The module node (global id) of each file (global id): segments store `NONE` in a
     /// file's `module` and in its file node's `parent`, since modules live in segment 0.
     pub file_modules: Vec<u32>,
     /// Centrality of every node (global id): PageRank is global, so segments store 0.
+    pub centrality: Vec<u32>,
+    pub module_edges: Vec<ModuleEdgeRecord>,
+    pub stats: GraphStats,
+}
+
+/// A segment's cross part, as its root lists it.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct CrossEntry {
+    /// blake3 of the part file's payload; the file is `segments/<hex>.cross`.
+    pub hash: [u8; 32],
+    /// Edges it holds by source (`out`) and by target (`in`).
+    pub out_edges: u32,
+    pub in_edges: u32,
+}
+
+/// The edges with one end in a segment whose other end, or whose site, lies in another
+/// segment (format 5): a CSR over the segment's nodes (local ids) in each direction,
+/// whose records name the other end and the site file by global id. Only the parts of
+/// the segments an edit's edges touch change, so an edit rewrites those, not the whole
+/// set of edges between segments.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct CrossData {
+    pub out_offsets: Vec<u32>,
+    pub out_edges: Vec<EdgeRecord>,
+    pub in_offsets: Vec<u32>,
+    pub in_edges: Vec<EdgeRecord>,
+}
+
+/// The root of a format-4 generation: read, never written. Its edges between segments
+/// are one CSR over every node in each direction.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct RootDataV4 {
+    pub fingerprint: [u8; 32],
+    pub segments: Vec<SegmentEntry>,
+    pub file_modules: Vec<u32>,
     pub centrality: Vec<u32>,
     /// Edges between segments, in global ids, as a CSR over every node by source
     /// (`out`) and by target (`in`).

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! offset size
-//! 0      8    magic  b"ATLASGR\0" (a graph or a format-4 root) or b"ATLASSG\0" (a segment)
+//! 0      8    magic  b"ATLASGR\0" (a graph or a root), b"ATLASSG\0" (a segment) or
+//!             b"ATLASCX\0" (a segment's cross part, format 5)
 //! 8      4    format version (u32 LE)
 //! 12     4    oldest format version able to read this file (u32 LE)
 //! 16     8    payload length in bytes (u64 LE)
@@ -12,8 +13,10 @@
 //! ```
 //!
 //! Formats 1–3 are one file whose payload is `GraphData`. Format 4 is a root file
-//! (`RootData`) naming segment files (`GraphData` in local ids) in its directory's
-//! `segments/` (graph-schema/README.md). A reader rejects a file whose magic, length or
+//! (`RootDataV4`) naming segment files (`GraphData` in local ids) in its directory's
+//! `segments/` (graph-schema/README.md). Format 5 moves the edges between segments out
+//! of the root into one cross part per segment (`CrossData`, `segments/<hex>.cross`),
+//! so that an edit rewrites the parts its edges touch, not all of them. A reader rejects a file whose magic, length or
 //! checksum is wrong (`atlas-graph-corrupt`) and one whose version it cannot read
 //! (`atlas-graph-incompatible`), before touching the archive; the archive itself is then
 //! validated by bytecheck and its ids checked. No input can cause a panic or undefined
@@ -25,17 +28,31 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
-use super::data::{ArchivedGraphData, ArchivedRootData, GraphData, RootData};
+use super::data::{
+    ArchivedCrossData, ArchivedCrossEntry, ArchivedEdgeRecord, ArchivedGraphData,
+    ArchivedGraphStats, ArchivedModuleEdgeRecord, ArchivedRootData, ArchivedRootDataV4,
+    ArchivedSegmentEntry, CrossData, GraphData, RootData,
+};
 use crate::error::{AtlasError, IoContext, Result};
 
 const MAGIC: &[u8; 8] = b"ATLASGR\0";
 const SEGMENT_MAGIC: &[u8; 8] = b"ATLASSG\0";
+const CROSS_MAGIC: &[u8; 8] = b"ATLASCX\0";
 /// Format version written by this build. v2: parse status 2 (`truncated`); readers
 /// validate referential integrity at open. v3: edges carry their call site's flags
 /// (`facts::site`: handler, guard, result, returned, raised) and nodes the
 /// `FLAG_DECLARES_ONLY` bit. v4: a generation is a root and segments, so that an edit
-/// rewrites only the segments it touched. v1–v3 files are one `GraphData` and are read.
-pub const FORMAT_VERSION: u32 = 4;
+/// rewrites only the segments it touched. v5: the edges between segments move from the
+/// root into one cross part per segment, so that an edit rewrites the parts its edges
+/// touch and a root of a few hundred kilobytes (15 MB on sympy in v4). v1–v3 files are
+/// one `GraphData`, v4 a root of every cross edge; both are read.
+pub const FORMAT_VERSION: u32 = 5;
+/// The last format whose root holds the edges between segments.
+const LAST_WHOLE_ROOT: u32 = 4;
+/// The format segments are written in: their layout has not changed since format 4, and
+/// a segment linked from a format-4 generation into a format-5 one is the same file a
+/// cold build writes.
+const SEGMENT_VERSION: u32 = 4;
 /// The last format that is one file.
 const LAST_SINGLE_FILE: u32 = 3;
 /// Oldest format version this build reads.
@@ -45,7 +62,7 @@ const HEADER_LEN: usize = 64;
 pub const SEGMENTS_DIR: &str = "segments";
 
 /// The complete file bytes (header + payload) of an archived value.
-fn encode_with<T>(magic: &[u8; 8], value: &T, capacity: usize) -> Result<Vec<u8>>
+fn encode_with<T>(magic: &[u8; 8], version: u32, value: &T, capacity: usize) -> Result<Vec<u8>>
 where
     T: for<'a> rkyv::Serialize<
             rkyv::api::high::HighSerializer<
@@ -74,9 +91,10 @@ where
     let hash = digest(&bytes[HEADER_LEN..]);
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(magic);
-    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    // Format 4 is not readable as one file: older readers refuse it with a typed error.
-    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.extend_from_slice(&version.to_le_bytes());
+    // Formats 4 and 5 are readable by their own readers only: older ones refuse them with
+    // a typed error.
+    header.extend_from_slice(&version.to_le_bytes());
     header.extend_from_slice(&payload_len.to_le_bytes());
     header.extend_from_slice(hash.as_bytes());
     header.resize(HEADER_LEN, 0);
@@ -86,27 +104,37 @@ where
 
 /// A segment file's bytes.
 pub fn encode_segment(data: &GraphData) -> Result<Vec<u8>> {
-    encode_with(SEGMENT_MAGIC, data, 0)
+    encode_with(SEGMENT_MAGIC, SEGMENT_VERSION, data, 0)
 }
 
 /// A root file's bytes.
 pub fn encode_root(root: &RootData) -> Result<Vec<u8>> {
-    encode_with(MAGIC, root, root_capacity(root))
+    encode_with(MAGIC, FORMAT_VERSION, root, root_capacity(root))
+}
+
+/// A cross part's bytes.
+pub fn encode_cross(cross: &CrossData) -> Result<Vec<u8>> {
+    use std::mem::size_of;
+    let estimate = 4 * (cross.out_offsets.len() + cross.in_offsets.len())
+        + size_of::<ArchivedEdgeRecord>() * (cross.out_edges.len() + cross.in_edges.len());
+    encode_with(
+        CROSS_MAGIC,
+        FORMAT_VERSION,
+        cross,
+        estimate + estimate / 8 + 1024,
+    )
 }
 
 /// A generous estimate of a root's archived size: its tables are flat arrays of
 /// fixed-size records. Room beyond what is written is never touched, so costs nothing.
 fn root_capacity(root: &RootData) -> usize {
-    use super::data::{ArchivedEdgeRecord, ArchivedModuleEdgeRecord, ArchivedSegmentEntry};
+    use super::data::ArchivedCrossEntry;
     use std::mem::size_of;
-    let words = root.file_modules.len()
-        + root.centrality.len()
-        + root.cross_out_offsets.len()
-        + root.cross_in_offsets.len();
+    let words = root.file_modules.len() + root.centrality.len();
     let estimate = 4 * words
-        + size_of::<ArchivedEdgeRecord>() * (root.cross_out.len() + root.cross_in.len())
         + size_of::<ArchivedModuleEdgeRecord>() * root.module_edges.len()
-        + size_of::<ArchivedSegmentEntry>() * root.segments.len();
+        + size_of::<ArchivedSegmentEntry>() * root.segments.len()
+        + size_of::<ArchivedCrossEntry>() * root.cross.len();
     estimate + estimate / 8 + 64 * 1024
 }
 
@@ -134,8 +162,24 @@ pub fn payload_hash(bytes: &[u8]) -> [u8; 32] {
 pub fn segment_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
     root.parent()
         .unwrap_or(Path::new("."))
-        .join(SEGMENTS_DIR)
-        .join(format!("{}.atlas", hex(hash)))
+        .join(segment_name(hash))
+}
+
+/// Where a root's cross part `hash` lives: `segments/<hex>.cross` beside the root.
+pub fn cross_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
+    root.parent()
+        .unwrap_or(Path::new("."))
+        .join(cross_name(hash))
+}
+
+/// A segment file's name under its generation directory.
+pub fn segment_name(hash: &[u8; 32]) -> String {
+    format!("{SEGMENTS_DIR}/{}.atlas", hex(hash))
+}
+
+/// A cross part's name under its generation directory.
+pub fn cross_name(hash: &[u8; 32]) -> String {
+    format!("{SEGMENTS_DIR}/{}.cross", hex(hash))
 }
 
 /// A validated, memory-mapped file: a whole graph (formats 1–3) or a segment (format 4).
@@ -145,9 +189,15 @@ pub struct GraphFile {
     path: PathBuf,
 }
 
-/// A validated, memory-mapped format-4 root.
+/// A validated, memory-mapped root (format 4 or 5).
 #[derive(Clone)]
 pub struct RootFile {
+    mmap: Arc<Mmap>,
+}
+
+/// A validated, memory-mapped cross part (format 5).
+#[derive(Clone)]
+pub struct CrossFile {
     mmap: Arc<Mmap>,
 }
 
@@ -155,8 +205,30 @@ pub struct RootFile {
 pub enum Opened {
     /// Formats 1–3: the whole graph in one file.
     Whole(GraphFile),
-    /// Format 4: the root; its segments are opened by `GraphFile::open_segment`.
+    /// Formats 4 and 5: the root; its segments are opened by `GraphFile::open_segment`
+    /// and, from format 5, their cross parts by `CrossFile::open`.
     Root(RootFile),
+}
+
+/// A root read in place, whichever format wrote it.
+#[derive(Clone, Copy)]
+pub struct RootView<'a> {
+    pub fingerprint: &'a [u8; 32],
+    pub segments: &'a rkyv::vec::ArchivedVec<ArchivedSegmentEntry>,
+    pub file_modules: &'a rkyv::vec::ArchivedVec<rkyv::rend::u32_le>,
+    pub centrality: &'a rkyv::vec::ArchivedVec<rkyv::rend::u32_le>,
+    pub module_edges: &'a rkyv::vec::ArchivedVec<ArchivedModuleEdgeRecord>,
+    pub stats: &'a ArchivedGraphStats,
+    pub cross: RootCross<'a>,
+}
+
+/// Where a root's edges between segments are.
+#[derive(Clone, Copy)]
+pub enum RootCross<'a> {
+    /// Format 5: in one part per segment, listed here in the segments' order.
+    Parts(&'a rkyv::vec::ArchivedVec<ArchivedCrossEntry>),
+    /// Format 4: in the root, a CSR over every node in each direction.
+    Whole(&'a ArchivedRootDataV4),
 }
 
 /// Maps `path` read-only.
@@ -179,9 +251,18 @@ pub fn open(path: &Path) -> Result<Opened> {
             path: path.to_path_buf(),
         }));
     }
-    let root = rkyv::access::<ArchivedRootData, rkyv::rancor::Error>(payload)
-        .map_err(|e| corrupt(path, format!("archive validation failed (root): {e}")))?;
-    check_root(root).map_err(|reason| corrupt(path, reason))?;
+    let archive =
+        |e: rkyv::rancor::Error| corrupt(path, format!("archive validation failed (root): {e}"));
+    let view = if version <= LAST_WHOLE_ROOT {
+        RootFile::view_v4(
+            rkyv::access::<ArchivedRootDataV4, rkyv::rancor::Error>(payload).map_err(archive)?,
+        )
+    } else {
+        RootFile::view_v5(
+            rkyv::access::<ArchivedRootData, rkyv::rancor::Error>(payload).map_err(archive)?,
+        )
+    };
+    check_root(&view).map_err(|reason| corrupt(path, reason))?;
     Ok(Opened::Root(RootFile { mmap }))
 }
 
@@ -237,9 +318,98 @@ impl RootFile {
         self.mmap.len()
     }
 
-    pub fn data(&self) -> &ArchivedRootData {
-        // SAFETY: `open` validated the checksum and the archive; the mapping is immutable.
-        unsafe { rkyv::access_unchecked::<ArchivedRootData>(&self.mmap[HEADER_LEN..]) }
+    /// The root's tables, whichever format wrote them.
+    pub fn view(&self) -> RootView<'_> {
+        let payload = &self.mmap[HEADER_LEN..];
+        // SAFETY: `open` validated the checksum and the archive of this version's layout;
+        // the mapping is immutable.
+        if self.version() <= LAST_WHOLE_ROOT {
+            Self::view_v4(unsafe { rkyv::access_unchecked::<ArchivedRootDataV4>(payload) })
+        } else {
+            Self::view_v5(unsafe { rkyv::access_unchecked::<ArchivedRootData>(payload) })
+        }
+    }
+
+    fn view_v4(root: &ArchivedRootDataV4) -> RootView<'_> {
+        RootView {
+            fingerprint: &root.fingerprint,
+            segments: &root.segments,
+            file_modules: &root.file_modules,
+            centrality: &root.centrality,
+            module_edges: &root.module_edges,
+            stats: &root.stats,
+            cross: RootCross::Whole(root),
+        }
+    }
+
+    fn view_v5(root: &ArchivedRootData) -> RootView<'_> {
+        RootView {
+            fingerprint: &root.fingerprint,
+            segments: &root.segments,
+            file_modules: &root.file_modules,
+            centrality: &root.centrality,
+            module_edges: &root.module_edges,
+            stats: &root.stats,
+            cross: RootCross::Parts(&root.cross),
+        }
+    }
+}
+
+impl CrossFile {
+    /// Opens the cross part `entry` of the root at `root_path`, for a segment of
+    /// `nodes` nodes in a graph of `graph_nodes` nodes and `graph_files` files: its
+    /// header must name the entry's hash, its CSR cover the segment's nodes and hold the
+    /// counts the entry lists, and every id it holds be in the graph's range.
+    pub fn open(
+        root_path: &Path,
+        entry: &ArchivedCrossEntry,
+        nodes: u32,
+        graph_nodes: u32,
+        graph_files: u32,
+    ) -> Result<CrossFile> {
+        let path = cross_path(root_path, &entry.hash);
+        let mmap = map(&path).map_err(|e| match e {
+            AtlasError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                corrupt(&path, "a cross part the root names is missing".into())
+            }
+            other => other,
+        })?;
+        let (_, payload) = check_header(&mmap, &path, CROSS_MAGIC)?;
+        if payload_hash(&mmap) != entry.hash {
+            return Err(corrupt(
+                &path,
+                "the cross part is not the one the root names".into(),
+            ));
+        }
+        let data = rkyv::access::<ArchivedCrossData, rkyv::rancor::Error>(payload)
+            .map_err(|e| corrupt(&path, format!("archive validation failed (cross): {e}")))?;
+        if data.out_edges.len() != entry.out_edges.to_native() as usize
+            || data.in_edges.len() != entry.in_edges.to_native() as usize
+        {
+            return Err(corrupt(
+                &path,
+                "the cross part's counts differ from the root's".into(),
+            ));
+        }
+        for (name, offsets, edges) in [
+            ("out", &data.out_offsets, &data.out_edges),
+            ("in", &data.in_offsets, &data.in_edges),
+        ] {
+            check_csr(name, offsets, edges, nodes, graph_nodes, graph_files)
+                .map_err(|reason| corrupt(&path, reason))?;
+        }
+        Ok(CrossFile { mmap })
+    }
+
+    /// Bytes mapped (header included).
+    pub fn byte_len(&self) -> usize {
+        self.mmap.len()
+    }
+
+    pub fn data(&self) -> &ArchivedCrossData {
+        // SAFETY: `open` validated the checksum, the archive and every id; the mapping is
+        // immutable.
+        unsafe { rkyv::access_unchecked::<ArchivedCrossData>(&self.mmap[HEADER_LEN..]) }
     }
 }
 
@@ -275,11 +445,16 @@ fn check_header<'a>(bytes: &'a [u8], path: &Path, magic: &[u8; 8]) -> Result<(u3
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     let version = u32_at(8);
     let oldest = u32_at(12);
+    // Segments exist from format 4 on, cross parts from format 5.
+    let first_of_kind = match magic {
+        m if m == SEGMENT_MAGIC => SEGMENT_VERSION,
+        m if m == CROSS_MAGIC => LAST_WHOLE_ROOT + 1,
+        _ => OLDEST_READABLE,
+    };
     let readable = if version >= FORMAT_VERSION {
         oldest <= FORMAT_VERSION
     } else {
-        // Segments exist from format 4 on.
-        version >= OLDEST_READABLE && magic == MAGIC
+        version >= first_of_kind
     };
     if !readable {
         return Err(AtlasError::GraphIncompatible {
@@ -332,9 +507,9 @@ fn validate_graph<'a>(
 }
 
 /// A root's own consistency: its per-node and per-file tables match the segments'
-/// counts, and every id it holds is in range. The segments are checked when opened.
-fn check_root(root: &ArchivedRootData) -> std::result::Result<(), String> {
-    use super::data::NONE;
+/// counts, and every id it holds is in range. The segments and cross parts are checked
+/// when opened.
+fn check_root(root: &RootView) -> std::result::Result<(), String> {
     let mut nodes = 0u64;
     let mut files = 0u64;
     for s in root.segments.iter() {
@@ -353,26 +528,19 @@ fn check_root(root: &ArchivedRootData) -> std::result::Result<(), String> {
     if root.centrality.len() != nodes as usize {
         return Err("the root's centrality does not match its segments".into());
     }
-    for (name, offsets, edges) in [
-        ("out", &root.cross_out_offsets, &root.cross_out),
-        ("in", &root.cross_in_offsets, &root.cross_in),
-    ] {
-        if offsets.len() != nodes as usize + 1
-            || offsets.first().map(|o| o.to_native()) != Some(0)
-            || offsets.last().map(|o| o.to_native() as usize) != Some(edges.len())
-            || offsets
-                .windows(2)
-                .any(|w| w[0].to_native() > w[1].to_native())
-        {
-            return Err(format!(
-                "cross {name}-edge offsets do not partition the edges"
-            ));
+    match root.cross {
+        RootCross::Parts(parts) => {
+            if parts.len() != root.segments.len() {
+                return Err("the root lists a cross part per segment, but not as many".into());
+            }
         }
-        if edges.iter().any(|e| {
-            e.node.to_native() >= nodes
-                || (e.site_file.to_native() != NONE && e.site_file.to_native() >= files)
-        }) {
-            return Err(format!("a cross {name}-edge names an id out of range"));
+        RootCross::Whole(v4) => {
+            for (name, offsets, edges) in [
+                ("out", &v4.cross_out_offsets, &v4.cross_out),
+                ("in", &v4.cross_in_offsets, &v4.cross_in),
+            ] {
+                check_csr(name, offsets, edges, nodes, nodes, files)?;
+            }
         }
     }
     if root
@@ -381,6 +549,45 @@ fn check_root(root: &ArchivedRootData) -> std::result::Result<(), String> {
         .any(|e| e.from.to_native() >= nodes || e.to.to_native() >= nodes)
     {
         return Err("module edge names a node out of range".into());
+    }
+    Ok(())
+}
+
+/// A CSR of edges between segments over `nodes` nodes, whose records name nodes and
+/// site files by global id: its offsets partition the edges, and every id is below the
+/// graph's counts.
+fn check_csr(
+    name: &str,
+    offsets: &rkyv::vec::ArchivedVec<rkyv::rend::u32_le>,
+    edges: &rkyv::vec::ArchivedVec<ArchivedEdgeRecord>,
+    nodes: u32,
+    graph_nodes: u32,
+    graph_files: u32,
+) -> std::result::Result<(), String> {
+    use super::data::NONE;
+    if offsets.len() != nodes as usize + 1
+        || offsets.first().map(|o| o.to_native()) != Some(0)
+        || offsets.last().map(|o| o.to_native() as usize) != Some(edges.len())
+        || offsets
+            .windows(2)
+            .any(|w| w[0].to_native() > w[1].to_native())
+    {
+        return Err(format!(
+            "cross {name}-edge offsets do not partition the edges"
+        ));
+    }
+    // Lines and bytes stay far from u32::MAX, as in a segment (`check_ids`).
+    const BOUND: u32 = 1 << 31;
+    if edges.iter().any(|e| {
+        let site = &e.site;
+        e.node.to_native() >= graph_nodes
+            || (e.site_file.to_native() != NONE && e.site_file.to_native() >= graph_files)
+            || site.start_byte.to_native() > site.end_byte.to_native()
+            || site.start_line.to_native() > site.end_line.to_native()
+            || site.end_byte.to_native() >= BOUND
+            || site.end_line.to_native() >= BOUND
+    }) {
+        return Err(format!("a cross {name}-edge names an id out of range"));
     }
     Ok(())
 }

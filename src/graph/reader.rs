@@ -1,7 +1,9 @@
 //! The read-only, zero-copy view of a validated graph that every query uses.
 //!
 //! A graph is one or more mapped *parts*: the whole file for formats 1–3, or the
-//! segments of a format-4 generation (graph-schema/README.md, "The edit path"). Each part
+//! segments of a format-4 or 5 generation (graph-schema/README.md, "The edit path"),
+//! each with, from format 5, its cross part (the edges it shares with other segments, in
+//! global ids). Each part
 //! numbers its nodes, files, strings and frontier entries from 0; the reader hands out
 //! global ids (a part's base plus the local id), so callers never see a part. Records are
 //! read in place through small views (`NodeRef`, `FileRef`, `EdgeRef`, `FrontierRef`)
@@ -14,10 +16,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::data;
 use super::data::{
     ArchivedEdgeRecord, ArchivedFileRecord, ArchivedFrontierRecord, ArchivedGraphData,
-    ArchivedGraphStats, ArchivedModuleEdgeRecord, ArchivedNameEntry, ArchivedNodeRecord,
-    ArchivedRootData, NONE,
+    ArchivedGraphStats, ArchivedModuleEdgeRecord, ArchivedNameEntry, ArchivedNodeRecord, NONE,
 };
-use super::format::{GraphFile, Opened, RootFile, hex};
+use super::format::{CrossFile, GraphFile, Opened, RootCross, RootFile, RootView, hex};
 use super::ids::{FileId, NodeId, StrId};
 
 use crate::error::Result;
@@ -73,6 +74,8 @@ fn shift(base: u32, local: u32) -> u32 {
 struct Part {
     file: GraphFile,
     base: Bases,
+    /// Format 5: the segment's edges to and from other segments.
+    cross: Option<(CrossFile, std::ptr::NonNull<data::ArchivedCrossData>)>,
     /// The archive's root in `file`'s mapping, found once: every accessor reads through
     /// it, and finding it again costs a few dependent loads each time.
     data: std::ptr::NonNull<ArchivedGraphData>,
@@ -81,18 +84,24 @@ struct Part {
     strings_utf8: OnceLock<bool>,
 }
 
-// SAFETY: `data` points into the immutable mapping `file` owns (through an `Arc`), which
-// neither moves nor changes while the part lives; the part only ever reads through it.
+// SAFETY: `data` points into the immutable mapping `file` owns (through an `Arc`), and
+// the cross pointer into the one its cross file owns; neither moves nor changes while the
+// part lives, and the part only ever reads through them.
 unsafe impl Send for Part {}
 // SAFETY: as above: shared reads of immutable memory.
 unsafe impl Sync for Part {}
 
 impl Part {
-    fn new(file: GraphFile, base: Bases) -> Part {
+    fn new(file: GraphFile, cross: Option<CrossFile>, base: Bases) -> Part {
         let data = std::ptr::NonNull::from(file.data());
+        let cross = cross.map(|c| {
+            let data = std::ptr::NonNull::from(c.data());
+            (c, data)
+        });
         Part {
             file,
             base,
+            cross,
             data,
             strings_utf8: OnceLock::new(),
         }
@@ -101,6 +110,13 @@ impl Part {
     fn data(&self) -> &ArchivedGraphData {
         // SAFETY: see the `Send` impl: the pointee lives as long as `self.file`.
         unsafe { self.data.as_ref() }
+    }
+
+    fn cross(&self) -> Option<&data::ArchivedCrossData> {
+        // SAFETY: as `data`: the pointee lives as long as the cross file the part owns.
+        self.cross
+            .as_ref()
+            .map(|(_, data)| unsafe { data.as_ref() })
     }
 
     /// String `local` of this part; invalid UTF-8 (a corrupt file) reads as "".
@@ -133,7 +149,7 @@ fn strings_are_utf8(d: &ArchivedGraphData) -> bool {
 struct Inner {
     /// In id order: part `i` owns the global ids from its bases up to part `i + 1`'s.
     parts: Vec<Part>,
-    /// Format 4: what spans the segments.
+    /// Formats 4 and 5: what spans the segments.
     root: Option<RootFile>,
     /// Totals over the parts.
     counts: Bases,
@@ -177,7 +193,14 @@ struct Validated {
     /// generation shares most of its segments (hard links: the same file) with the one
     /// before, and those are not validated again.
     segments: HashMap<[u8; 32], (FileKey, GraphFile)>,
+    /// Cross parts likewise, by hash and the counts they were checked against (their ids
+    /// are global: the same bytes are valid in a graph of as many nodes and files).
+    cross: HashMap<CrossKey, (FileKey, CrossFile)>,
 }
+
+/// A cross part and the counts it was validated against: its hash, its segment's nodes,
+/// and the graph's nodes and files.
+type CrossKey = ([u8; 32], u32, u32, u32);
 
 static VALIDATED: OnceLock<Mutex<Validated>> = OnceLock::new();
 /// Graphs kept at most; beyond it the cache starts again. A server follows one
@@ -219,6 +242,39 @@ fn open_segment(root_path: &Path, hash: &[u8; 32]) -> Result<GraphFile> {
     Ok(file)
 }
 
+/// Cross part `entry` of the root at `root_path`, validated for a segment of `nodes`
+/// nodes in a graph of `graph_nodes` nodes and `graph_files` files — or, in a process
+/// that reuses mappings, the mapping already validated from the same file for the same
+/// counts.
+fn open_cross(
+    root_path: &Path,
+    entry: &data::ArchivedCrossEntry,
+    nodes: u32,
+    graph_nodes: u32,
+    graph_files: u32,
+) -> Result<CrossFile> {
+    let open = || CrossFile::open(root_path, entry, nodes, graph_nodes, graph_files);
+    let Some(cache) = VALIDATED.get() else {
+        return open();
+    };
+    let key = FileKey::of(&super::format::cross_path(root_path, &entry.hash));
+    let cross_key = (entry.hash, nodes, graph_nodes, graph_files);
+    if let Some(key) = key
+        && let Ok(cache) = cache.lock()
+        && let Some((known, file)) = cache.cross.get(&cross_key)
+        && *known == key
+    {
+        return Ok(file.clone());
+    }
+    let file = open()?;
+    if let Some(key) = key
+        && let Ok(mut cache) = cache.lock()
+    {
+        cache.cross.insert(cross_key, (key, file.clone()));
+    }
+    Ok(file)
+}
+
 impl Graph {
     /// Opens the graph at `path`: a whole graph (formats 1–3), or a format-4 root and
     /// the segments it names, each validated.
@@ -232,17 +288,20 @@ impl Graph {
             return Ok(graph.clone());
         }
         let graph = match super::format::open(path)? {
-            Opened::Whole(file) => Graph::from_parts(vec![file], None),
+            Opened::Whole(file) => Graph::from_parts(vec![(file, None)], None),
             Opened::Root(root) => {
                 use rayon::prelude::*;
+                let view = root.view();
+                let graph_nodes: u32 = view.segments.iter().map(|e| e.nodes.to_native()).sum();
+                let graph_files: u32 = view.segments.iter().map(|e| e.files.to_native()).sum();
                 // Side by side: checking each segment's checksum is most of an open's cost,
                 // and one segment at a time left a core idle between small ones.
-                let files = root
-                    .data()
+                let files = view
                     .segments
                     .as_slice()
                     .par_iter()
-                    .map(|entry| {
+                    .enumerate()
+                    .map(|(index, entry)| {
                         let file = open_segment(path, &entry.hash)?;
                         let d = file.data();
                         let counts = (
@@ -263,9 +322,20 @@ impl Graph {
                                 reason: "the segment's counts differ from the root's".into(),
                             });
                         }
-                        Ok(file)
+                        let cross = match view.cross {
+                            // `check_root` saw one entry per segment.
+                            RootCross::Parts(parts) => Some(open_cross(
+                                path,
+                                &parts[index],
+                                entry.nodes.to_native(),
+                                graph_nodes,
+                                graph_files,
+                            )?),
+                            RootCross::Whole(_) => None,
+                        };
+                        Ok((file, cross))
                     })
-                    .collect::<Vec<Result<GraphFile>>>()
+                    .collect::<Vec<Result<(GraphFile, Option<CrossFile>)>>>()
                     // The first damaged segment in the root's order, whichever thread met it.
                     .into_iter()
                     .collect::<Result<Vec<_>>>()?;
@@ -288,21 +358,27 @@ impl Graph {
                 .flat_map(|(_, g)| g.segment_hashes())
                 .collect();
             cache.segments.retain(|hash, _| kept.contains(hash));
+            let kept: std::collections::HashSet<[u8; 32]> = cache
+                .graphs
+                .values()
+                .flat_map(|(_, g)| g.cross_hashes())
+                .collect();
+            cache.cross.retain(|(hash, ..), _| kept.contains(hash));
         }
         Ok(graph)
     }
 
-    fn from_parts(files: Vec<GraphFile>, root: Option<RootFile>) -> Graph {
+    fn from_parts(files: Vec<(GraphFile, Option<CrossFile>)>, root: Option<RootFile>) -> Graph {
         let mut counts = Bases::default();
         let mut parts = Vec::with_capacity(files.len());
-        for file in files {
+        for (file, cross) in files {
             let base = counts;
             let d = file.data();
             counts.node += d.nodes.len() as u32;
             counts.file += d.files.len() as u32;
             counts.string += d.string_offsets.len().saturating_sub(1) as u32;
             counts.frontier += d.frontier.len() as u32;
-            parts.push(Part::new(file, base));
+            parts.push(Part::new(file, cross, base));
         }
         Graph {
             inner: Arc::new(Inner {
@@ -313,8 +389,8 @@ impl Graph {
         }
     }
 
-    fn root(&self) -> Option<&ArchivedRootData> {
-        self.inner.root.as_ref().map(RootFile::data)
+    fn root(&self) -> Option<RootView<'_>> {
+        self.inner.root.as_ref().map(RootFile::view)
     }
 
     fn parts(&self) -> &[Part] {
@@ -339,13 +415,13 @@ impl Graph {
         self.parts()[0].data()
     }
 
-    /// Bytes mapped: the root and every part's file.
+    /// Bytes mapped: the root and every part's files.
     pub fn byte_len(&self) -> usize {
         self.inner.root.as_ref().map_or(0, RootFile::byte_len)
             + self
                 .parts()
                 .iter()
-                .map(|p| p.file.byte_len())
+                .map(|p| p.file.byte_len() + p.cross.as_ref().map_or(0, |(c, _)| c.byte_len()))
                 .sum::<usize>()
     }
 
@@ -362,7 +438,7 @@ impl Graph {
         self.parts().len()
     }
 
-    /// The hashes of a format-4 graph's segments (none for formats 1–3).
+    /// The hashes of a format-4 or 5 graph's segments (none for formats 1–3).
     fn segment_hashes(&self) -> Vec<[u8; 32]> {
         match self.root() {
             Some(root) => root.segments.iter().map(|e| e.hash).collect(),
@@ -370,9 +446,17 @@ impl Graph {
         }
     }
 
+    /// The hashes of a format-5 graph's cross parts (none before format 5).
+    fn cross_hashes(&self) -> Vec<[u8; 32]> {
+        match self.root().map(|r| r.cross) {
+            Some(RootCross::Parts(parts)) => parts.iter().map(|e| e.hash).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     pub fn fingerprint_bytes(&self) -> [u8; 32] {
         match self.root() {
-            Some(root) => root.fingerprint,
+            Some(root) => *root.fingerprint,
             None => self.whole().fingerprint,
         }
     }
@@ -383,7 +467,7 @@ impl Graph {
 
     pub fn stats(&self) -> &ArchivedGraphStats {
         match self.root() {
-            Some(root) => &root.stats,
+            Some(root) => root.stats,
             None => &self.whole().stats,
         }
     }
@@ -437,7 +521,7 @@ impl Graph {
         NodeRef {
             record: &part.data().nodes[local as usize],
             base: &part.base,
-            root: self.root(),
+            file_modules: self.root().map(|r| r.file_modules),
         }
     }
 
@@ -572,8 +656,18 @@ impl Graph {
             )
         };
         let (a, b) = slice(offsets, local as usize);
-        let cross = match self.root() {
-            Some(root) => {
+        // Format 5: the part's own cross part, over its local ids; format 4: the root's,
+        // over global ids.
+        let cross = match (part.cross(), self.root().map(|r| r.cross)) {
+            (Some(cross), _) => {
+                let (offsets, edges) = match direction {
+                    Direction::Outgoing => (&cross.out_offsets, &cross.out_edges),
+                    Direction::Incoming => (&cross.in_offsets, &cross.in_edges),
+                };
+                let (a, b) = slice(offsets, local as usize);
+                edges[a..b].iter()
+            }
+            (None, Some(RootCross::Whole(root))) => {
                 let (offsets, edges) = match direction {
                     Direction::Outgoing => (&root.cross_out_offsets, &root.cross_out),
                     Direction::Incoming => (&root.cross_in_offsets, &root.cross_in),
@@ -581,7 +675,7 @@ impl Graph {
                 let (a, b) = slice(offsets, id.index());
                 edges[a..b].iter()
             }
-            None => [].iter(),
+            _ => [].iter(),
         };
         Edges {
             records: edges[a..b].iter(),
@@ -789,8 +883,8 @@ fn name_table(d: &ArchivedGraphData, table: NameTable) -> &[ArchivedNameEntry] {
 pub struct NodeRef<'g> {
     record: &'g ArchivedNodeRecord,
     base: &'g Bases,
-    /// Format 4: the root, which knows a file node's module.
-    root: Option<&'g ArchivedRootData>,
+    /// Formats 4 and 5: the root's table of each file's module.
+    file_modules: Option<&'g rkyv::vec::ArchivedVec<rkyv::rend::u32_le>>,
 }
 
 impl<'g> NodeRef<'g> {
@@ -812,8 +906,8 @@ impl<'g> NodeRef<'g> {
         let parent = self.record.parent.to_native();
         // A segment's file node names its module through the root.
         if parent == NONE
-            && let Some(root) = self.root
-            && let Some(module) = root.file_modules.get(self.file().index())
+            && let Some(file_modules) = self.file_modules
+            && let Some(module) = file_modules.get(self.file().index())
             && self.record.kind == SymbolKind::File as u8
         {
             return NodeId(module.to_native());
@@ -921,7 +1015,8 @@ impl std::ops::Deref for EdgeRef<'_> {
 }
 
 /// The edges of one node in one direction, by the other end's id: those inside the
-/// node's part (local ids) merged with those between segments (the root's, global ids).
+/// node's part (local ids) merged with those between segments (its cross part's, or a
+/// format-4 root's: global ids).
 #[derive(Clone)]
 pub struct Edges<'g> {
     records: std::slice::Iter<'g, ArchivedEdgeRecord>,

@@ -464,8 +464,8 @@ fn attempt(
     };
 
     let stage = Instant::now();
-    let staging = store.staging(lock)?;
-    let artifacts = write_generation(&staging, &mut encoded, previous.as_ref())?;
+    let mut staging = store.staging(lock)?;
+    let artifacts = write_generation(&mut staging, &mut encoded, previous.as_ref())?;
     let symbols = resolved
         .nodes
         .iter()
@@ -1036,7 +1036,7 @@ fn encode_generation(compiled: super::compile::Compiled) -> Result<Encoded> {
 /// (a segment is copied, a cross part written, where links are refused): its name is its
 /// payload's hash, so equal names are equal files.
 fn write_generation(
-    staging: &super::store::Scratch,
+    staging: &mut super::store::Scratch,
     encoded: &mut Encoded,
     previous: Option<&Previous>,
 ) -> Result<BTreeMap<String, Artifact>> {
@@ -1058,7 +1058,9 @@ fn write_generation(
             }
             (None, Some(previous)) => {
                 let source = previous.dir.join(name);
-                if std::fs::hard_link(&source, &target).is_err() {
+                if std::fs::hard_link(&source, &target).is_ok() {
+                    staging.linked_durable(target.clone());
+                } else {
                     std::fs::copy(&source, &target).at(&source)?;
                 }
                 match previous.artifacts.get(name) {
@@ -1091,7 +1093,10 @@ fn write_generation(
             .and_then(|p| Some((p, p.artifacts.get(name)?)))
             .filter(|(p, _)| std::fs::hard_link(p.dir.join(name), &target).is_ok());
         let artifact = match linked {
-            Some((_, artifact)) => artifact.clone(),
+            Some((_, artifact)) => {
+                staging.linked_durable(target);
+                artifact.clone()
+            }
             None => {
                 write_staged(&target, bytes)?;
                 Artifact {

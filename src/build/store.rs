@@ -558,6 +558,9 @@ impl Store {
 pub struct Scratch {
     path: PathBuf,
     persisted: bool,
+    /// Files hard-linked from a published generation: their bytes were fsynced when it
+    /// was, and their new names are made durable by their directory's fsync.
+    durable: std::collections::HashSet<PathBuf>,
 }
 
 impl Scratch {
@@ -570,6 +573,7 @@ impl Scratch {
         let scratch = Scratch {
             path,
             persisted: false,
+            durable: Default::default(),
         };
         fs::create_dir_all(&scratch.path).at(&scratch.path)?;
         Ok(scratch)
@@ -583,9 +587,18 @@ impl Scratch {
         self.path.join(name)
     }
 
-    /// Fsyncs every file and the directory itself, then renames it to `target`.
+    /// Records that `path`, in this directory, is a hard link to a file of a published
+    /// generation, which `persist_as` need not fsync again: on an edit, nearly every
+    /// segment and cross part is one, and each fsync of a linked file still cost an open
+    /// and a journal round (docs/PERFORMANCE.md).
+    pub fn linked_durable(&mut self, path: PathBuf) {
+        self.durable.insert(path);
+    }
+
+    /// Fsyncs every file (but those linked durable) and the directory itself, then
+    /// renames it to `target`.
     pub fn persist_as(mut self, target: &Path) -> Result<()> {
-        sync_tree(&self.path)?;
+        sync_tree(&self.path, &self.durable)?;
         fs::rename(&self.path, target).at(target)?;
         self.persisted = true;
         match target.parent() {
@@ -603,15 +616,16 @@ impl Drop for Scratch {
     }
 }
 
-/// Fsyncs every regular file under `dir` (side by side: they are independent), then the
-/// directories themselves, deepest first.
-fn sync_tree(dir: &Path) -> Result<()> {
+/// Fsyncs every regular file under `dir` but the `durable` ones (side by side: they are
+/// independent), then the directories themselves, deepest first.
+fn sync_tree(dir: &Path, durable: &std::collections::HashSet<PathBuf>) -> Result<()> {
     use rayon::prelude::*;
     let mut files = Vec::new();
     let mut dirs = Vec::new();
     collect_tree(dir, &mut files, &mut dirs)?;
     files
         .par_iter()
+        .filter(|path| !durable.contains(*path))
         .try_for_each(|path| File::open(path).and_then(|f| f.sync_all()).at(path))?;
     for dir in dirs.iter().rev() {
         sync_dir(dir)?;

@@ -132,6 +132,21 @@ fn a_new_generation_reuses_the_validated_segments_it_shares_and_checks_the_other
         ),
         "the shared segment was mapped and validated again"
     );
+    // Likewise its edges to other segments (the module that contains its file): read
+    // from the cross part both generations hold.
+    let containment = |g: &Graph| {
+        let file = g.node(bulk(g)).parent();
+        let edge = g.in_edges(file).next().expect("a module contains the file");
+        assert_eq!(
+            g.kind(edge.node()),
+            atlas::syntax::facts::SymbolKind::Module
+        );
+        edge.record() as *const _
+    };
+    assert!(
+        std::ptr::eq(containment(&first), containment(&second)),
+        "the shared cross part was mapped and validated again"
+    );
     // The edited file's segment is new to the process: mapped (and validated) afresh.
     let edited = |g: &Graph| {
         g.nodes()

@@ -199,6 +199,11 @@ pub struct RootFile {
 #[derive(Clone)]
 pub struct CrossFile {
     mmap: Arc<Mmap>,
+    /// The segment's node count its CSR covers.
+    nodes: u32,
+    /// One above the largest node id and site file id its records name (0 when none):
+    /// the part fits a graph with at least as many nodes and files.
+    bounds: (u32, u32),
 }
 
 /// What a graph path holds.
@@ -391,14 +396,34 @@ impl CrossFile {
                 "the cross part's counts differ from the root's".into(),
             ));
         }
+        let mut bounds = (0, 0);
         for (name, offsets, edges) in [
             ("out", &data.out_offsets, &data.out_edges),
             ("in", &data.in_offsets, &data.in_edges),
         ] {
-            check_csr(name, offsets, edges, nodes, graph_nodes, graph_files)
-                .map_err(|reason| corrupt(&path, reason))?;
+            let (node_bound, file_bound) =
+                check_csr(name, offsets, edges, nodes).map_err(|reason| corrupt(&path, reason))?;
+            bounds = (bounds.0.max(node_bound), bounds.1.max(file_bound));
         }
-        Ok(CrossFile { mmap })
+        let file = CrossFile {
+            mmap,
+            nodes,
+            bounds,
+        };
+        if !file.fits(nodes, graph_nodes, graph_files) {
+            return Err(corrupt(
+                &path,
+                "a cross edge names an id out of range".into(),
+            ));
+        }
+        Ok(file)
+    }
+
+    /// Whether this part, validated once, serves a segment of `nodes` nodes in a graph of
+    /// `graph_nodes` nodes and `graph_files` files: a process that keeps mappings reuses
+    /// a part across generations whose counts differ (its records name global ids).
+    pub fn fits(&self, nodes: u32, graph_nodes: u32, graph_files: u32) -> bool {
+        self.nodes == nodes && self.bounds.0 <= graph_nodes && self.bounds.1 <= graph_files
     }
 
     /// Bytes mapped (header included).
@@ -539,7 +564,10 @@ fn check_root(root: &RootView) -> std::result::Result<(), String> {
                 ("out", &v4.cross_out_offsets, &v4.cross_out),
                 ("in", &v4.cross_in_offsets, &v4.cross_in),
             ] {
-                check_csr(name, offsets, edges, nodes, nodes, files)?;
+                let (node_bound, file_bound) = check_csr(name, offsets, edges, nodes)?;
+                if node_bound > nodes || file_bound > files {
+                    return Err(format!("a cross {name}-edge names an id out of range"));
+                }
             }
         }
     }
@@ -554,16 +582,15 @@ fn check_root(root: &RootView) -> std::result::Result<(), String> {
 }
 
 /// A CSR of edges between segments over `nodes` nodes, whose records name nodes and
-/// site files by global id: its offsets partition the edges, and every id is below the
-/// graph's counts.
+/// site files by global id: its offsets partition the edges and its sites are ordered
+/// and bounded. Returns one above the largest node id and site file id the records name,
+/// for the caller to compare with the graph's counts.
 fn check_csr(
     name: &str,
     offsets: &rkyv::vec::ArchivedVec<rkyv::rend::u32_le>,
     edges: &rkyv::vec::ArchivedVec<ArchivedEdgeRecord>,
     nodes: u32,
-    graph_nodes: u32,
-    graph_files: u32,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(u32, u32), String> {
     use super::data::NONE;
     if offsets.len() != nodes as usize + 1
         || offsets.first().map(|o| o.to_native()) != Some(0)
@@ -578,18 +605,24 @@ fn check_csr(
     }
     // Lines and bytes stay far from u32::MAX, as in a segment (`check_ids`).
     const BOUND: u32 = 1 << 31;
-    if edges.iter().any(|e| {
+    let (mut node_bound, mut file_bound) = (0u32, 0u32);
+    for e in edges.iter() {
         let site = &e.site;
-        e.node.to_native() >= graph_nodes
-            || (e.site_file.to_native() != NONE && e.site_file.to_native() >= graph_files)
+        // `NONE` is no node (and would overflow the bound below).
+        if e.node.to_native() == NONE
             || site.start_byte.to_native() > site.end_byte.to_native()
             || site.start_line.to_native() > site.end_line.to_native()
             || site.end_byte.to_native() >= BOUND
             || site.end_line.to_native() >= BOUND
-    }) {
-        return Err(format!("a cross {name}-edge names an id out of range"));
+        {
+            return Err(format!("a cross {name}-edge names an id out of range"));
+        }
+        node_bound = node_bound.max(e.node.to_native() + 1);
+        if e.site_file.to_native() != NONE {
+            file_bound = file_bound.max(e.site_file.to_native() + 1);
+        }
     }
-    Ok(())
+    Ok((node_bound, file_bound))
 }
 
 /// Referential integrity (graph-schema/README.md, invariants): bytecheck proves the archive

@@ -193,14 +193,10 @@ struct Validated {
     /// generation shares most of its segments (hard links: the same file) with the one
     /// before, and those are not validated again.
     segments: HashMap<[u8; 32], (FileKey, GraphFile)>,
-    /// Cross parts likewise, by hash and the counts they were checked against (their ids
-    /// are global: the same bytes are valid in a graph of as many nodes and files).
-    cross: HashMap<CrossKey, (FileKey, CrossFile)>,
+    /// Cross parts likewise, by hash: their records name global ids, so a part serves
+    /// another generation where it fits that graph's counts (`CrossFile::fits`).
+    cross: HashMap<[u8; 32], (FileKey, CrossFile)>,
 }
-
-/// A cross part and the counts it was validated against: its hash, its segment's nodes,
-/// and the graph's nodes and files.
-type CrossKey = ([u8; 32], u32, u32, u32);
 
 static VALIDATED: OnceLock<Mutex<Validated>> = OnceLock::new();
 /// Graphs kept at most; beyond it the cache starts again. A server follows one
@@ -244,8 +240,8 @@ fn open_segment(root_path: &Path, hash: &[u8; 32]) -> Result<GraphFile> {
 
 /// Cross part `entry` of the root at `root_path`, validated for a segment of `nodes`
 /// nodes in a graph of `graph_nodes` nodes and `graph_files` files — or, in a process
-/// that reuses mappings, the mapping already validated from the same file for the same
-/// counts.
+/// that reuses mappings, the mapping already validated from the same file, where it
+/// fits those counts.
 fn open_cross(
     root_path: &Path,
     entry: &data::ArchivedCrossEntry,
@@ -258,11 +254,11 @@ fn open_cross(
         return open();
     };
     let key = FileKey::of(&super::format::cross_path(root_path, &entry.hash));
-    let cross_key = (entry.hash, nodes, graph_nodes, graph_files);
     if let Some(key) = key
         && let Ok(cache) = cache.lock()
-        && let Some((known, file)) = cache.cross.get(&cross_key)
+        && let Some((known, file)) = cache.cross.get(&entry.hash)
         && *known == key
+        && file.fits(nodes, graph_nodes, graph_files)
     {
         return Ok(file.clone());
     }
@@ -270,7 +266,7 @@ fn open_cross(
     if let Some(key) = key
         && let Ok(mut cache) = cache.lock()
     {
-        cache.cross.insert(cross_key, (key, file.clone()));
+        cache.cross.insert(entry.hash, (key, file.clone()));
     }
     Ok(file)
 }
@@ -363,7 +359,7 @@ impl Graph {
                 .values()
                 .flat_map(|(_, g)| g.cross_hashes())
                 .collect();
-            cache.cross.retain(|(hash, ..), _| kept.contains(hash));
+            cache.cross.retain(|hash, _| kept.contains(hash));
         }
         Ok(graph)
     }

@@ -525,8 +525,24 @@ fn var(r: &mut Reader) -> Option<u64> {
     None
 }
 
+/// A LEB128 value that fits a `u32` (at most five bytes, as `put_var` writes it): most of
+/// a memo's bytes are such ids and spans, and read one checked byte at a time they were
+/// the larger part of its decoding.
 fn var32(r: &mut Reader) -> Option<u32> {
-    u32::try_from(var(r)?).ok()
+    let bytes = r.0;
+    let mut value = 0u32;
+    for (i, &byte) in bytes.iter().take(5).enumerate() {
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            // The fifth byte holds the top four bits only.
+            if i == 4 && byte > 0x0f {
+                return None;
+            }
+            r.0 = &bytes[i + 1..];
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// The little-endian `u32` at `at` of a slice known to hold it.
@@ -912,6 +928,28 @@ mod tests {
             pass(1, &first),
             pass(2, &std::sync::Arc::new(third)),
         ]
+    }
+
+    #[test]
+    fn var32_reads_what_put_var_writes_and_refuses_what_does_not_fit() {
+        let values = [0u32, 1, 0x7f, 0x80, 0x3fff, 0x4000, 1 << 21, 1 << 28, u32::MAX];
+        for value in values {
+            let mut bytes = Vec::new();
+            put_var(&mut bytes, u64::from(value));
+            bytes.push(0xaa);
+            let mut r = Reader(&bytes);
+            assert_eq!(var32(&mut r), Some(value));
+            assert_eq!(r.0, [0xaa], "{value}: the reader stops after the value");
+            let mut general = Reader(&bytes);
+            assert_eq!(var(&mut general).map(|v| v as u32), Some(value));
+        }
+        // Beyond a u32, cut short, or longer than five bytes: refused.
+        let mut above = Vec::new();
+        put_var(&mut above, u64::from(u32::MAX) + 1);
+        assert_eq!(var32(&mut Reader(&above)), None);
+        assert_eq!(var32(&mut Reader(&[0x80, 0x80])), None);
+        assert_eq!(var32(&mut Reader(&[])), None);
+        assert_eq!(var32(&mut Reader(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00])), None);
     }
 
     #[test]

@@ -478,6 +478,7 @@ impl<'a> Resolver<'a> {
         }
         for (file, imports) in self.imports.iter().enumerate() {
             let from = self.out.file_nodes[file];
+            let start = self.edges.len();
             for &(target, site) in &imports.edges {
                 self.edges.push(ResolvedEdge {
                     from,
@@ -494,6 +495,9 @@ impl<'a> Resolver<'a> {
                     flags: 0,
                 });
             }
+            // One sorted run of all files' imports for `settle_edges` (in import order,
+            // they were a run per import).
+            self.edges[start..].sort_unstable();
         }
         (memos, reused_last, reused_all)
     }

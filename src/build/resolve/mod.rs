@@ -339,9 +339,10 @@ impl<'a> Resolver<'a> {
 
     /// Sorts and deduplicates the edges: a set, in the one order. On a large tree this is
     /// several times faster than hashing every edge into a set. The edges arrive as a few
-    /// sorted runs (containment, then each file's references in file order, then the
-    /// whole-graph passes' few), which a run-detecting merge sort joins in about one pass:
-    /// on a sympy edit, a parallel quicksort of them took a tenth of the build.
+    /// sorted runs (containment, sorted by `build_nodes`, then each file's references in
+    /// file order, then the whole-graph passes' few), which a run-detecting merge sort
+    /// joins in about one pass: on a sympy edit, a parallel quicksort of them took a
+    /// tenth of the build.
     fn settle_edges(&mut self) {
         self.edges.sort();
         self.edges.dedup();

@@ -102,6 +102,12 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
+        // Sorted now, so that the edge table is two sorted runs when it is settled
+        // (containment, then every file's references in file order): pushed in node
+        // order, each file's edge from its module and each nested definition's from its
+        // class broke the containment into 16k runs on sympy, and `settle_edges` merged
+        // them at 11 ms of an edit's critical path.
+        self.edges.sort_unstable();
     }
 
     pub(super) fn contains(&mut self, from: u32, to: u32) {

@@ -118,10 +118,10 @@ pub enum CompiledSegment {
 }
 
 /// Compiles a resolved graph into a root, segments and their cross parts (format 5). A
-/// segment whose inputs
-/// digest `reuse` knows is not compiled again, nor one that `unchanged` vouches for by
-/// its place (index and cut), which is not even digested. The segment hashes and string
-/// counts of built segments are filled in when they are encoded.
+/// segment whose inputs digest `reuse` knows is not compiled again, nor one that
+/// `unchanged` vouches for by its place (index and cut), which is not even digested. The
+/// segment hashes and string counts of built segments, and the cross parts' hashes, are
+/// filled in when they are encoded.
 pub fn compile(
     fingerprint: [u8; 32],
     files: &[FileMeta],

@@ -272,8 +272,8 @@ fn open_cross(
 }
 
 impl Graph {
-    /// Opens the graph at `path`: a whole graph (formats 1–3), or a format-4 root and
-    /// the segments it names, each validated.
+    /// Opens the graph at `path`: a whole graph (formats 1–3), or a root and the
+    /// segments it names (format 4) with their cross parts (format 5), each validated.
     pub fn open(path: &Path) -> Result<Graph> {
         let key = VALIDATED.get().and_then(|_| FileKey::of(path));
         if let (Some(cache), Some(key)) = (VALIDATED.get(), key)

@@ -932,7 +932,17 @@ mod tests {
 
     #[test]
     fn var32_reads_what_put_var_writes_and_refuses_what_does_not_fit() {
-        let values = [0u32, 1, 0x7f, 0x80, 0x3fff, 0x4000, 1 << 21, 1 << 28, u32::MAX];
+        let values = [
+            0u32,
+            1,
+            0x7f,
+            0x80,
+            0x3fff,
+            0x4000,
+            1 << 21,
+            1 << 28,
+            u32::MAX,
+        ];
         for value in values {
             let mut bytes = Vec::new();
             put_var(&mut bytes, u64::from(value));
@@ -949,7 +959,10 @@ mod tests {
         assert_eq!(var32(&mut Reader(&above)), None);
         assert_eq!(var32(&mut Reader(&[0x80, 0x80])), None);
         assert_eq!(var32(&mut Reader(&[])), None);
-        assert_eq!(var32(&mut Reader(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00])), None);
+        assert_eq!(
+            var32(&mut Reader(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00])),
+            None
+        );
     }
 
     #[test]

@@ -227,6 +227,13 @@ fn exclusions_ignore_rules_hidden_and_nested_repositories() {
     s.write("target/debug/gen.rs", "fn d() {}\n");
     s.write("web/dist/app.min.js", "function e(){}\n");
     s.write("web/src/app.min.js", "function e(){}\n");
+    // Build output under the root and under a package root is left out; a source module
+    // named like it (`src/build/`) is not.
+    s.write("build/lib/copied.py", "def f(): pass\n");
+    s.write("pkg/package.json", "{}\n");
+    s.write("pkg/dist/bundle.js", "function g(){}\n");
+    s.write("pkg/lib/out/render.js", "function h(){}\n");
+    s.write("tools/src/build/steps.py", "def step(): pass\n");
     s.build_json();
     let dump = s.atlas(&["graph", "dump"]).success().stdout;
     let files: Vec<&str> = dump.lines().filter(|l| l.starts_with("file ")).collect();
@@ -237,12 +244,16 @@ fn exclusions_ignore_rules_hidden_and_nested_repositories() {
         "target/",
         "node_modules",
         "app.min.js",
+        "build/lib/copied.py",
+        "pkg/dist/",
     ] {
         assert!(
             !files.iter().any(|f| f.contains(excluded)),
             "{excluded} leaked: {files:#?}"
         );
     }
+    assert!(dump.contains("file tools/src/build/steps.py python source"));
+    assert!(dump.contains("file pkg/lib/out/render.js javascript source"));
     assert!(dump.contains("file server/api.py python source"));
     assert!(dump.contains("file server/api_pb2.py python generated"));
     assert!(dump.contains("file server/test_api.py python test"));

@@ -112,12 +112,25 @@ const EXCLUDED_DIRS: &[&str] = &[
     ".venv",
     "venv",
     "site-packages",
-    "dist",
-    "build",
-    "out",
     "__pycache__",
     ".git",
 ];
+
+/// Names of build output folders (R-INV-2) that are also names of source modules (this
+/// crate's `src/build/`, Go's `go/build`): not descended into directly under the code
+/// root or under a package root (a directory holding a manifest), where builds write
+/// their output, and entered elsewhere. Excluded by name alone, Atlas's own graph lacked
+/// its `build` module.
+const OUTPUT_DIRS: &[&str] = &["build", "dist", "out"];
+
+/// Whether `dir` holds a manifest (or `setup.py`): a package root, whose `build/`,
+/// `dist/` or `out/` is its build's output.
+fn is_package_root(dir: &Path) -> bool {
+    MANIFEST_NAMES
+        .iter()
+        .chain(&["setup.py"])
+        .any(|name| dir.join(name).is_file())
+}
 
 const DOC_EXTENSIONS: &[&str] = &["md", "markdown", "rst", "adoc", "txt"];
 const MANIFEST_NAMES: &[&str] = &[
@@ -158,6 +171,11 @@ fn walker(root: &Path) -> ignore::WalkBuilder {
             if EXCLUDED_DIRS.contains(&name.as_ref()) {
                 return false;
             }
+            if OUTPUT_DIRS.contains(&name.as_ref())
+                && (entry.depth() == 1 || entry.path().parent().is_some_and(is_package_root))
+            {
+                return false;
+            }
             // A nested repository stays separate.
             !(entry.path() != root_owned && entry.path().join(".git").exists())
         });
@@ -174,7 +192,9 @@ pub fn directories(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether an inventory descends into a directory of this name (hidden ones aside).
+/// Whether an inventory may descend into a directory of this name (hidden ones aside):
+/// build output names (`OUTPUT_DIRS`) are entered below the root's own level unless their
+/// parent is a package root, which a name alone cannot tell, so they count as enterable.
 pub fn may_enter(name: &str) -> bool {
     !EXCLUDED_DIRS.contains(&name)
 }
@@ -184,14 +204,20 @@ pub fn may_enter(name: &str) -> bool {
 /// swap and backup files, `target/` and `.git/` never can.
 pub fn may_change_inventory(path: &str) -> bool {
     let mut parts = path.split('/').peekable();
+    let mut top = true;
     while let Some(part) = parts.next() {
         let last = parts.peek().is_none();
         if last && matches!(part, ".gitignore" | ".ignore") {
             return true;
         }
-        if part.is_empty() || part.starts_with('.') || (!last && !may_enter(part)) {
+        if part.is_empty()
+            || part.starts_with('.')
+            || (!last && !may_enter(part))
+            || (!last && top && OUTPUT_DIRS.contains(&part))
+        {
             return false;
         }
+        top = false;
     }
     // Editor backups (`file.py~`, `#file.py#`) end in something that is not an extension.
     role_of(path).is_some() && !file_name(path).starts_with('#')
@@ -541,6 +567,8 @@ mod tests {
             "Cargo.toml",
             ".gitignore",
             "pkg/.ignore",
+            // Below the root, a `build` directory may be a source module.
+            "src/build/mod.rs",
         ] {
             assert!(may_change_inventory(path), "{path}");
         }
@@ -550,6 +578,7 @@ mod tests {
             "src/#app.py#",
             "src/4913",
             "target/debug/build.rs",
+            "build/lib/pkg/mod.py",
             "web/node_modules/x/index.js",
             ".git/index",
             ".agent-spec/graph/CURRENT",

@@ -215,6 +215,21 @@ pub enum Opened {
     Root(RootFile),
 }
 
+/// The tables both root layouts share, and where `cross` says the cross edges are.
+macro_rules! root_view {
+    ($root:expr, $cross:expr) => {
+        RootView {
+            fingerprint: &$root.fingerprint,
+            segments: &$root.segments,
+            file_modules: &$root.file_modules,
+            centrality: &$root.centrality,
+            module_edges: &$root.module_edges,
+            stats: &$root.stats,
+            cross: $cross,
+        }
+    };
+}
+
 /// A root read in place, whichever format wrote it.
 #[derive(Clone, Copy)]
 pub struct RootView<'a> {
@@ -336,27 +351,11 @@ impl RootFile {
     }
 
     fn view_v4(root: &ArchivedRootDataV4) -> RootView<'_> {
-        RootView {
-            fingerprint: &root.fingerprint,
-            segments: &root.segments,
-            file_modules: &root.file_modules,
-            centrality: &root.centrality,
-            module_edges: &root.module_edges,
-            stats: &root.stats,
-            cross: RootCross::Whole(root),
-        }
+        root_view!(root, RootCross::Whole(root))
     }
 
     fn view_v5(root: &ArchivedRootData) -> RootView<'_> {
-        RootView {
-            fingerprint: &root.fingerprint,
-            segments: &root.segments,
-            file_modules: &root.file_modules,
-            centrality: &root.centrality,
-            module_edges: &root.module_edges,
-            stats: &root.stats,
-            cross: RootCross::Parts(&root.cross),
-        }
+        root_view!(root, RootCross::Parts(&root.cross))
     }
 }
 

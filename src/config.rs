@@ -156,8 +156,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "ATLAS_INJECT_FAILURE",
-        values: "after-extract|before-publish|stall-before-publish|slow-memo-write|worker-panic|worker-sleep-<ms>",
-        doc: "test hook: fail the build at that point (`stall-…`: hang there 10 s; `slow-memo-write`: the resolution memo waits 0.5 s before its rename; several joined by commas); a daemon's workers panic on every request, or sleep that long before each",
+        values: "after-extract|before-publish|stall-before-publish|slow-memo-write|check-cross-reuse|worker-panic|worker-sleep-<ms>",
+        doc: "test hook: fail the build at that point (`stall-…`: hang there 10 s; `slow-memo-write`: the resolution memo waits 0.5 s before its rename; `check-cross-reuse`: every cross part an edit takes unbuilt is built again, and the build fails where one differs; several joined by commas); a daemon's workers panic on every request, or sleep that long before each",
     },
     Variable {
         name: "ATLAS_EXPAND_OUTLINE",

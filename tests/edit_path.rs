@@ -224,7 +224,13 @@ fn atlas(sandbox: &Sandbox, graph: &Path, args: &[&str]) -> Run {
         graph.to_str().unwrap(),
     ];
     full.extend_from_slice(args);
-    sandbox.run_bin(env!("CARGO_BIN_EXE_atlas"), &full)
+    // Every cross part an edit takes unbuilt is built after all and compared
+    // (`pipeline::check_cross_reuse`): a wrong reuse fails the build.
+    sandbox.run_bin_env(
+        env!("CARGO_BIN_EXE_atlas"),
+        &full,
+        &[("ATLAS_INJECT_FAILURE", "check-cross-reuse")],
+    )
 }
 
 /// Bulk files no edit touches, in directories of their own, so that the graph has
@@ -590,6 +596,14 @@ fn an_edit_writes_the_cross_parts_its_edges_touch_and_links_the_others() {
         after_move.len() - written.len() >= 2,
         "the others are linked: {after_move:?}"
     );
+
+    // The import and the calls removed: only the edges before the edit reached the
+    // callee's segment, whose part changes all the same (`check-cross-reuse` builds every
+    // part taken unbuilt, and fails the build where one differs).
+    sandbox.write("app/main.py", "def main():\n    return None\n");
+    let report = build_json(&sandbox, &graph);
+    let cold = sandbox.path().join("cold-after-removal");
+    assert_equals_cold(&sandbox, &graph, &report, &cold, "import and calls removed");
 }
 
 fn settle() {

@@ -107,7 +107,15 @@ fn site_record(site: Option<Site>) -> (u32, SpanRecord) {
 pub struct Compiled {
     pub root: RootData,
     pub segments: Vec<CompiledSegment>,
-    pub cross: Vec<CrossData>,
+    pub cross: Vec<CompiledCross>,
+}
+
+pub enum CompiledCross {
+    /// Compiled now.
+    Built(CrossData),
+    /// The committed generation's part at the same place, which no changed edge touches
+    /// (its root entry).
+    Reused(CrossEntry),
 }
 
 pub enum CompiledSegment {
@@ -119,8 +127,9 @@ pub enum CompiledSegment {
 
 /// Compiles a resolved graph into a root, segments and their cross parts (format 5). A
 /// segment whose inputs digest `reuse` knows is not compiled again, nor one that
-/// `unchanged` vouches for by its place (index and cut), which is not even digested. The
-/// segment hashes and string counts of built segments, and the cross parts' hashes, are
+/// `unchanged` vouches for by its place (index and cut), which is not even digested; a
+/// cross part that `unchanged_cross` vouches for likewise is not built. The segment
+/// hashes and string counts of built segments, and the built cross parts' hashes, are
 /// filled in when they are encoded.
 pub fn compile(
     fingerprint: [u8; 32],
@@ -128,6 +137,7 @@ pub fn compile(
     resolved: &Resolved,
     reuse: &(dyn Fn(&[u8; 32]) -> Option<SegmentEntry> + Sync),
     unchanged: &(dyn Fn(usize, &Cut) -> Option<SegmentEntry> + Sync),
+    unchanged_cross: &(dyn Fn(usize, &Cut) -> Option<CrossEntry> + Sync),
     centrality: Option<Vec<u32>>,
 ) -> Compiled {
     let shape = Shape {
@@ -169,7 +179,20 @@ pub fn compile(
             }
         })
         .collect();
-    let (root, cross) = compile_root(fingerprint, resolved, &cuts, &owner, &segments, centrality);
+    let known_cross: Vec<Option<CrossEntry>> = cuts
+        .par_iter()
+        .enumerate()
+        .map(|(index, cut)| unchanged_cross(index, cut))
+        .collect();
+    let (root, cross) = compile_root(
+        fingerprint,
+        resolved,
+        &cuts,
+        &owner,
+        &segments,
+        known_cross,
+        centrality,
+    );
     Compiled {
         root,
         segments: segments.into_iter().map(|(s, _)| s).collect(),
@@ -670,14 +693,15 @@ fn compile_root(
     cuts: &[Cut],
     owner: &[u32],
     segments: &[(CompiledSegment, [u8; 32])],
+    known_cross: Vec<Option<CrossEntry>>,
     known_centrality: Option<Vec<u32>>,
-) -> (RootData, Vec<CrossData>) {
+) -> (RootData, Vec<CompiledCross>) {
     // The three whole-graph parts are independent: side by side, they cost an edit the
     // longest of them rather than their sum (a third of a sympy edit's compile).
     // Centrality is taken as given where it is known (`centrality_inputs` unchanged).
     let known_centrality = known_centrality.filter(|c| c.len() == resolved.nodes.len());
     let (cross, (module_edges, centrality)) = rayon::join(
-        || cross_edges(resolved, cuts, owner),
+        || cross_parts(resolved, cuts, owner, known_cross),
         || {
             rayon::join(
                 || module_edges(resolved),
@@ -685,7 +709,6 @@ fn compile_root(
             )
         },
     );
-    let cross = cross.split(cuts);
     let root = RootData {
         fingerprint,
         segments: cuts
@@ -705,10 +728,13 @@ fn compile_root(
             .collect(),
         cross: cross
             .iter()
-            .map(|part| CrossEntry {
-                hash: [0; 32],
-                out_edges: part.out_edges.len() as u32,
-                in_edges: part.in_edges.len() as u32,
+            .map(|part| match part {
+                CompiledCross::Built(part) => CrossEntry {
+                    hash: [0; 32],
+                    out_edges: part.out_edges.len() as u32,
+                    in_edges: part.in_edges.len() as u32,
+                },
+                CompiledCross::Reused(entry) => entry.clone(),
             })
             .collect(),
         file_modules: resolved.file_modules.clone(),
@@ -733,76 +759,71 @@ fn compile_root(
     (root, cross)
 }
 
-/// The edges between segments, as a CSR over every node in each direction.
-struct CrossEdges {
-    out_offsets: Vec<u32>,
-    out: Vec<EdgeRecord>,
-    in_offsets: Vec<u32>,
-    in_edges: Vec<EdgeRecord>,
-}
-
-impl CrossEdges {
-    /// Each segment's cross part: the CSR's rows of its nodes, over local ids. The
-    /// records keep their global ids.
-    fn split(&self, cuts: &[Cut]) -> Vec<CrossData> {
-        let rows = |offsets: &[u32], edges: &[EdgeRecord], nodes: &std::ops::Range<u32>| {
-            let rows = &offsets[nodes.start as usize..=nodes.end as usize];
-            let first = rows[0];
-            (
-                rows.iter().map(|o| o - first).collect::<Vec<u32>>(),
-                edges[first as usize..rows[rows.len() - 1] as usize].to_vec(),
-            )
-        };
-        cuts.par_iter()
-            .map(|cut| {
-                let (out_offsets, out_edges) = rows(&self.out_offsets, &self.out, &cut.nodes);
-                let (in_offsets, in_edges) = rows(&self.in_offsets, &self.in_edges, &cut.nodes);
-                CrossData {
-                    out_offsets,
-                    out_edges,
-                    in_offsets,
-                    in_edges,
-                }
-            })
-            .collect()
-    }
-}
-
-/// The edges whose ends, or whose site, lie in different segments.
-fn cross_edges(resolved: &Resolved, cuts: &[Cut], owner: &[u32]) -> CrossEdges {
+/// Each segment's cross part: the edges with one end in the segment whose other end, or
+/// whose site, lies in another segment, as a CSR over the segment's nodes in each
+/// direction, the records in global ids. Only the parts `known` does not give are built,
+/// from the edges that reach them: an edit builds the few its edges touch.
+fn cross_parts(
+    resolved: &Resolved,
+    cuts: &[Cut],
+    owner: &[u32],
+    known: Vec<Option<CrossEntry>>,
+) -> Vec<CompiledCross> {
+    debug_assert!(resolved.edges.is_sorted(), "the resolver settles its edges");
     let mut file_owner = vec![NONE; resolved.file_nodes.len()];
     for (index, cut) in cuts.iter().enumerate() {
         for f in cut.files.clone() {
             file_owner[f as usize] = index as u32;
         }
     }
-    let cross: Vec<&ResolvedEdge> = resolved
-        .edges
-        .iter()
-        .filter(|e| {
-            let own = owner[e.from as usize];
-            own != owner[e.to as usize]
-                || e.site.is_some_and(|s| file_owner[s.file as usize] != own)
-        })
-        .collect();
-    let record = |other: u32, e: &ResolvedEdge| edge_record(other, e, |file| file);
-    let (out_offsets, in_offsets) =
-        offsets(resolved.nodes.len(), cross.iter().map(|e| (e.from, e.to)));
-    let (out, in_edges) = rayon::join(
-        || cross.iter().map(|e| record(e.to, e)).collect(),
-        || {
-            by_target(&cross, &in_offsets, |e| e.to)
-                .iter()
-                .map(|e| record(e.from, e))
-                .collect()
-        },
-    );
-    CrossEdges {
-        out_offsets,
-        out,
-        in_offsets,
-        in_edges,
+    let is_cross = |e: &ResolvedEdge| {
+        let own = owner[e.from as usize];
+        own != owner[e.to as usize] || e.site.is_some_and(|s| file_owner[s.file as usize] != own)
+    };
+    // Each part's in-edges, in one pass over the edges: in their order, which is by
+    // source, and sorted below by target.
+    let mut incoming: Vec<Vec<&ResolvedEdge>> = vec![Vec::new(); cuts.len()];
+    for e in &resolved.edges {
+        let target = owner[e.to as usize] as usize;
+        if known[target].is_none() && is_cross(e) {
+            incoming[target].push(e);
+        }
     }
+    let record = |other: u32, e: &ResolvedEdge| edge_record(other, e, |file| file);
+    let rows = |nodes: &std::ops::Range<u32>, ends: &mut dyn Iterator<Item = u32>| {
+        let mut offsets = vec![0u32; (nodes.end - nodes.start) as usize + 1];
+        for end in ends {
+            offsets[(end - nodes.start) as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        offsets
+    };
+    cuts.par_iter()
+        .zip(known)
+        .zip(incoming)
+        .map(|((cut, known), mut incoming)| {
+            if let Some(entry) = known {
+                return CompiledCross::Reused(entry);
+            }
+            // Out-edges: the sorted edges' run of the segment's sources, in their order.
+            let edges = &resolved.edges;
+            let first = edges.partition_point(|e| e.from < cut.nodes.start);
+            let last = edges.partition_point(|e| e.from < cut.nodes.end);
+            let out: Vec<&ResolvedEdge> =
+                edges[first..last].iter().filter(|e| is_cross(e)).collect();
+            // In-edges in the in-edge order of the format: by target, then (source, kind,
+            // site), stably (`by_target`).
+            incoming.sort_by_key(|e| (e.to, e.from, e.kind, e.site));
+            CompiledCross::Built(CrossData {
+                out_offsets: rows(&cut.nodes, &mut out.iter().map(|e| e.from)),
+                out_edges: out.iter().map(|e| record(e.to, e)).collect(),
+                in_offsets: rows(&cut.nodes, &mut incoming.iter().map(|e| e.to)),
+                in_edges: incoming.iter().map(|e| record(e.from, e)).collect(),
+            })
+        })
+        .collect()
 }
 
 /// Module-level edges: every non-containment edge between nodes of different modules,

@@ -414,6 +414,18 @@ fn attempt(
             files: &files,
             unchanged: &redone.unchanged,
         });
+    // A cross part whose segment is at the same place and that no changed edge reaches is
+    // that generation's part.
+    let unchanged_cross = committed_prior
+        .filter(|_| scip_facts.is_none() && redone.same_ids)
+        .filter(|_| {
+            !files
+                .iter()
+                .any(|f| f.language == Some(crate::syntax::lang::Language::Go))
+        })
+        .and_then(|(previous, _)| {
+            UnchangedCross::new(previous, &files, &redone.unchanged, &resolved)
+        });
     // Where it was computed from the same inputs, the committed generation's centrality
     // is this one's (PageRank is a function of them alone): a body edit that moves no
     // reference between symbols keeps it.
@@ -432,9 +444,25 @@ fn attempt(
             &resolved,
             &|inputs| previous.as_ref()?.by_inputs.get(inputs).cloned(),
             &|index, cut| unchanged.as_ref()?.entry(index, cut),
+            &|index, cut| unchanged_cross.as_ref()?.entry(index, cut),
             centrality,
         )
     });
+    // `check-cross-reuse` (tests): every cross part taken unbuilt is built after all, and
+    // must be the part it stands for.
+    if injected(options).any(|value| value == "check-cross-reuse") {
+        check_cross_reuse(&compiled, || {
+            super::compile::compile(
+                fingerprint_bytes,
+                &file_metas(&files),
+                &resolved,
+                &|_| None,
+                &|_, _| None,
+                &|_, _| None,
+                None,
+            )
+        })?;
+    }
     let mut encoded = encode_generation(compiled)?;
     timings.compile = ms(stage);
     // Written beside publication, whose writes and fsyncs leave the processors idle;
@@ -883,12 +911,9 @@ fn free_aside<T: Send + 'static>(value: T) {
 /// 5).
 struct Encoded {
     root: Vec<u8>,
-    /// (name under the generation directory, bytes — `None` for a segment reused from
-    /// the previous generation), in the root's order.
-    segments: Vec<(String, Option<Vec<u8>>)>,
-    /// Likewise, the cross parts, always encoded: one whose name the previous generation
-    /// holds is linked rather than written.
-    cross: Vec<(String, Vec<u8>)>,
+    /// The segments, then the cross parts, in the root's order: (name under the
+    /// generation directory, bytes — `None` for one reused from the previous generation).
+    files: Vec<(String, Option<Vec<u8>>)>,
     bytes: u64,
 }
 
@@ -905,6 +930,8 @@ struct Previous {
     in_order: Vec<(u32, Option<crate::graph::data::SegmentEntry>)>,
     /// Its centrality, per node.
     centrality: Vec<u32>,
+    /// Its root, mapped and validated (format 5: where its cross parts are).
+    root: format::RootFile,
 }
 
 /// Which segments of an edited graph are the committed generation's at the same place,
@@ -940,6 +967,157 @@ impl UnchangedSegments<'_> {
     }
 }
 
+/// Fails when a cross part `compiled` took unbuilt differs from the one `build_all`
+/// builds (the `check-cross-reuse` injection of tests).
+fn check_cross_reuse(
+    compiled: &super::compile::Compiled,
+    build_all: impl FnOnce() -> super::compile::Compiled,
+) -> Result<()> {
+    use super::compile::CompiledCross;
+    let fresh = build_all();
+    for (index, (part, built)) in compiled.cross.iter().zip(&fresh.cross).enumerate() {
+        let (CompiledCross::Reused(entry), CompiledCross::Built(data)) = (part, built) else {
+            continue;
+        };
+        let bytes = format::encode_cross(data)?;
+        if format::payload_hash(&bytes) != entry.hash {
+            return Err(AtlasError::Internal {
+                what: "graph",
+                reason: format!("cross part {index} was taken unbuilt but differs from its build"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Which cross parts of an edited graph are the committed generation's at the same
+/// place, known without building them: the prior resolution was the committed
+/// generation's, no node id moved, and no edge that changed has an end in the part's
+/// segment. The edges that changed are those from the files resolution did not leave
+/// unchanged, before the edit (read from the committed generation's cross parts) and
+/// after; `touched` holds their ends. Graphs with Go files (the structural `implements`
+/// pass adds edges from unchanged files) or SCIP build every part.
+struct UnchangedCross<'p> {
+    previous: &'p Previous,
+    unchanged: &'p [bool],
+    /// Sorted node ids: both ends of every edge from a changed file, before and after.
+    touched: Vec<u32>,
+}
+
+impl<'p> UnchangedCross<'p> {
+    fn new(
+        previous: &'p Previous,
+        files: &[Loaded],
+        unchanged: &'p [bool],
+        resolved: &super::resolve::Resolved,
+    ) -> Option<UnchangedCross<'p>> {
+        let view = previous.root.view();
+        let format::RootCross::Parts(parts) = view.cross else {
+            return None;
+        };
+        if unchanged.len() != files.len() || view.segments.len() != previous.in_order.len() {
+            return None;
+        }
+        let graph_nodes: u32 = view.segments.iter().map(|e| e.nodes.to_native()).sum();
+        let graph_files: u32 = view.segments.iter().map(|e| e.files.to_native()).sum();
+        let node_end = |f: usize| {
+            resolved
+                .file_nodes
+                .get(f + 1)
+                .copied()
+                .unwrap_or(resolved.nodes.len() as u32)
+        };
+        let mut touched = Vec::new();
+        // The committed generation's segments, with their first node id.
+        let mut bases = Vec::with_capacity(view.segments.len());
+        let mut base = 0u32;
+        for e in view.segments.iter() {
+            bases.push(base);
+            base += e.nodes.to_native();
+        }
+        let mut opened: std::collections::HashMap<usize, format::CrossFile> =
+            std::collections::HashMap::new();
+        for (f, _) in unchanged.iter().enumerate().filter(|(_, same)| !**same) {
+            let nodes = *resolved.file_nodes.get(f)?..node_end(f);
+            // After: the edges from the file's nodes (sorted by source).
+            let edges = &resolved.edges;
+            let first = edges.partition_point(|e| e.from < nodes.start);
+            let last = edges.partition_point(|e| e.from < nodes.end);
+            touched.extend(nodes.clone());
+            touched.extend(edges[first..last].iter().map(|e| e.to));
+            // Before: its rows of its segment's cross part in the committed generation
+            // (the edges within the segment end in it, which the file's nodes touch).
+            let segment = previous
+                .in_order
+                .partition_point(|(first_file, _)| *first_file as usize <= f)
+                .checked_sub(1)?;
+            let part = match opened.entry(segment) {
+                std::collections::hash_map::Entry::Occupied(part) => part.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    let file = format::CrossFile::open(
+                        &previous.dir.join(GRAPH_FILE),
+                        parts.get(segment)?,
+                        view.segments.get(segment)?.nodes.to_native(),
+                        graph_nodes,
+                        graph_files,
+                    )
+                    .ok()?;
+                    slot.insert(file)
+                }
+            };
+            let data = part.data();
+            let local = nodes.start.checked_sub(bases[segment])? as usize
+                ..nodes.end.checked_sub(bases[segment])? as usize;
+            let rows = data.out_offsets.get(local.start)?.to_native() as usize
+                ..data.out_offsets.get(local.end)?.to_native() as usize;
+            touched.extend(data.out_edges.get(rows)?.iter().map(|e| e.node.to_native()));
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        Some(UnchangedCross {
+            previous,
+            unchanged,
+            touched,
+        })
+    }
+
+    fn entry(
+        &self,
+        index: usize,
+        cut: &crate::graph::segments::Cut,
+    ) -> Option<crate::graph::data::CrossEntry> {
+        let (first_file, entry) = self.previous.in_order.get(index)?;
+        let entry = entry.as_ref()?;
+        let same_place = *first_file == cut.files.start
+            && entry.files == cut.files.end - cut.files.start
+            && entry.nodes == cut.nodes.end - cut.nodes.start;
+        let files_unchanged = cut
+            .files
+            .clone()
+            .all(|f| self.unchanged.get(f as usize) == Some(&true));
+        let first = self.touched.partition_point(|&n| n < cut.nodes.start);
+        let untouched = self.touched.get(first).is_none_or(|&n| n >= cut.nodes.end);
+        if !(same_place && files_unchanged && untouched) {
+            return None;
+        }
+        let view = self.previous.root.view();
+        let format::RootCross::Parts(parts) = view.cross else {
+            return None;
+        };
+        let part = parts.get(index)?;
+        let cross = crate::graph::data::CrossEntry {
+            hash: part.hash,
+            out_edges: part.out_edges.to_native(),
+            in_edges: part.in_edges.to_native(),
+        };
+        // Linked from that generation, so it must be one of its files.
+        self.previous
+            .artifacts
+            .contains_key(&format::cross_name(&cross.hash))
+            .then_some(cross)
+    }
+}
+
 impl Previous {
     /// Reads the committed generation's root (validated) and manifest; `None` when
     /// there is none, or it is not format 4, or either does not read.
@@ -950,7 +1128,8 @@ impl Previous {
         let format::Opened::Root(root) = format::open(&dir.join(GRAPH_FILE)).ok()? else {
             return None;
         };
-        let root = root.view();
+        let file = root;
+        let root = file.view();
         let mut in_order = Vec::with_capacity(root.segments.len());
         let mut first_file = 0u32;
         for e in root.segments.iter() {
@@ -981,6 +1160,7 @@ impl Previous {
             artifacts: manifest.artifacts,
             by_inputs,
             in_order,
+            root: file.clone(),
         })
     }
 }
@@ -988,53 +1168,56 @@ impl Previous {
 /// Encodes the compiled segments (the reused ones are files already), their cross parts
 /// and their root.
 fn encode_generation(compiled: super::compile::Compiled) -> Result<Encoded> {
-    use super::compile::CompiledSegment;
+    use super::compile::{CompiledCross, CompiledSegment};
     let super::compile::Compiled {
         mut root,
         segments,
         cross,
     } = compiled;
-    let cross: Vec<Vec<u8>> = cross
-        .par_iter()
-        .map(format::encode_cross)
-        .collect::<Result<_>>()?;
-    let bytes: Vec<Option<Vec<u8>>> = segments
+    let segment_bytes: Vec<Option<Vec<u8>>> = segments
         .par_iter()
         .map(|segment| match segment {
             CompiledSegment::Built(data) => format::encode_segment(data).map(Some),
             CompiledSegment::Reused(_) => Ok(None),
         })
         .collect::<Result<_>>()?;
-    let mut named = Vec::with_capacity(segments.len());
+    let cross_bytes: Vec<Option<Vec<u8>>> = cross
+        .par_iter()
+        .map(|part| match part {
+            CompiledCross::Built(data) => format::encode_cross(data).map(Some),
+            CompiledCross::Reused(_) => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    let mut files = Vec::with_capacity(segments.len() + cross.len());
     let mut total = 0u64;
-    for ((entry, segment), bytes) in root.segments.iter_mut().zip(&segments).zip(bytes) {
+    for ((entry, segment), bytes) in root.segments.iter_mut().zip(&segments).zip(segment_bytes) {
         if let (CompiledSegment::Built(data), Some(bytes)) = (segment, &bytes) {
             entry.hash = format::payload_hash(bytes);
             entry.strings = data.string_offsets.len().saturating_sub(1) as u32;
         }
         total += bytes.as_ref().map_or(0, |b| b.len() as u64);
-        named.push((format::segment_name(&entry.hash), bytes));
+        files.push((format::segment_name(&entry.hash), bytes));
     }
-    let mut cross_named = Vec::with_capacity(cross.len());
-    for (entry, bytes) in root.cross.iter_mut().zip(cross) {
-        entry.hash = format::payload_hash(&bytes);
-        total += bytes.len() as u64;
-        cross_named.push((format::cross_name(&entry.hash), bytes));
+    for (entry, bytes) in root.cross.iter_mut().zip(cross_bytes) {
+        if let Some(bytes) = &bytes {
+            entry.hash = format::payload_hash(bytes);
+        }
+        total += bytes.as_ref().map_or(0, |b| b.len() as u64);
+        files.push((format::cross_name(&entry.hash), bytes));
     }
     let root = format::encode_root(&root)?;
     total += root.len() as u64;
     Ok(Encoded {
         root,
-        segments: named,
-        cross: cross_named,
+        files,
         bytes: total,
     })
 }
 
 /// Writes a generation's files into staging, with their artifacts for the manifest. A
-/// reused segment, or a cross part the previous generation holds, is hard-linked from it
-/// (a segment is copied, a cross part written, where links are refused): its name is its
-/// payload's hash, so equal names are equal files.
+/// file the previous generation holds, reused or built again alike, is hard-linked from
+/// it (a reused one copied, a built one written, where links are refused): its name is
+/// its payload's hash, so equal names are equal files.
 fn write_generation(
     staging: &mut super::store::Scratch,
     encoded: &mut Encoded,
@@ -1043,28 +1226,30 @@ fn write_generation(
     let segments_dir = staging.join(SEGMENTS_DIR);
     std::fs::create_dir_all(&segments_dir).at(&segments_dir)?;
     let mut artifacts = BTreeMap::new();
-    for (name, bytes) in &encoded.segments {
+    for (name, bytes) in &encoded.files {
         if artifacts.contains_key(name) {
             continue;
         }
         let target = staging.join(name);
-        let artifact = match (bytes, previous) {
-            (Some(bytes), _) => {
+        let held = previous.and_then(|p| Some((p, p.artifacts.get(name)?)));
+        let linked = held.filter(|(p, _)| std::fs::hard_link(p.dir.join(name), &target).is_ok());
+        let artifact = match (linked, bytes, previous) {
+            (Some((_, artifact)), _, _) => {
+                staging.linked_durable(target);
+                artifact.clone()
+            }
+            (None, Some(bytes), _) => {
                 write_staged(&target, bytes)?;
                 Artifact {
                     bytes: bytes.len() as u64,
                     blake3: blake3::hash(bytes).to_hex().to_string(),
                 }
             }
-            (None, Some(previous)) => {
+            (None, None, Some(previous)) => {
                 let source = previous.dir.join(name);
-                if std::fs::hard_link(&source, &target).is_ok() {
-                    staging.linked_durable(target.clone());
-                } else {
-                    std::fs::copy(&source, &target).at(&source)?;
-                }
-                match previous.artifacts.get(name) {
-                    Some(artifact) => artifact.clone(),
+                std::fs::copy(&source, &target).at(&source)?;
+                match held {
+                    Some((_, artifact)) => artifact.clone(),
                     None => {
                         let bytes = std::fs::read(&target).at(&target)?;
                         Artifact {
@@ -1074,37 +1259,14 @@ fn write_generation(
                     }
                 }
             }
-            (None, None) => {
+            (None, None, None) => {
                 return Err(AtlasError::Internal {
                     what: "graph",
-                    reason: format!("segment {name} was reused without a previous generation"),
+                    reason: format!("{name} was reused without a previous generation"),
                 });
             }
         };
         encoded.bytes += if bytes.is_none() { artifact.bytes } else { 0 };
-        artifacts.insert(name.clone(), artifact);
-    }
-    for (name, bytes) in &encoded.cross {
-        if artifacts.contains_key(name) {
-            continue;
-        }
-        let target = staging.join(name);
-        let linked = previous
-            .and_then(|p| Some((p, p.artifacts.get(name)?)))
-            .filter(|(p, _)| std::fs::hard_link(p.dir.join(name), &target).is_ok());
-        let artifact = match linked {
-            Some((_, artifact)) => {
-                staging.linked_durable(target);
-                artifact.clone()
-            }
-            None => {
-                write_staged(&target, bytes)?;
-                Artifact {
-                    bytes: bytes.len() as u64,
-                    blake3: blake3::hash(bytes).to_hex().to_string(),
-                }
-            }
-        };
         artifacts.insert(name.clone(), artifact);
     }
     write_staged(&staging.join(GRAPH_FILE), &encoded.root)?;

@@ -108,6 +108,9 @@ pub struct Redone {
     /// prior's in terms of the file, except for what the whole-graph passes (Go
     /// implementations, SCIP) add.
     pub unchanged: Vec<bool>,
+    /// Whether every node keeps the prior resolution's id (the same files, each defining
+    /// as many nodes): then an unchanged file's edges are the prior's in global ids too.
+    pub same_ids: bool,
 }
 
 /// The digest a memo keeps of a file's facts: its content hash, language, and whether
@@ -297,6 +300,7 @@ impl<'a> Resolver<'a> {
             self.out.external_references += memo.external_references;
         }
         // The edges are settled once, by `finish`, after the whole-graph passes.
+        let same_ids = translate.as_ref().is_some_and(|t| t.identity);
         let unchanged = match &changes {
             Some(changes) => (0..count)
                 .map(|f| !changes.changed[f] && !redo[f] && imports_reused[f])
@@ -316,6 +320,7 @@ impl<'a> Resolver<'a> {
             Redone {
                 resolved,
                 unchanged,
+                same_ids,
             },
         )
     }

@@ -780,15 +780,18 @@ fn cross_parts(
         let own = owner[e.from as usize];
         own != owner[e.to as usize] || e.site.is_some_and(|s| file_owner[s.file as usize] != own)
     };
-    // Each part's in-edges, in one pass over the edges: in their order, which is by
-    // source, and sorted below by target.
-    let mut incoming: Vec<Vec<&ResolvedEdge>> = vec![Vec::new(); cuts.len()];
-    for e in &resolved.edges {
-        let target = owner[e.to as usize] as usize;
-        if known[target].is_none() && is_cross(e) {
-            incoming[target].push(e);
-        }
-    }
+    // The in-edges of the parts to build, in the in-edge order of the format (by target,
+    // then source, kind and site: `by_target`), found side by side and placed by target.
+    let incoming: Vec<&ResolvedEdge> = resolved
+        .edges
+        .par_iter()
+        .filter(|e| known[owner[e.to as usize] as usize].is_none() && is_cross(e))
+        .collect();
+    let (_, in_offsets) = offsets(
+        resolved.nodes.len(),
+        incoming.iter().map(|e| (e.from, e.to)),
+    );
+    let incoming = by_target(&incoming, &in_offsets, |e| e.to);
     let record = |other: u32, e: &ResolvedEdge| edge_record(other, e, |file| file);
     let rows = |nodes: &std::ops::Range<u32>, ends: &mut dyn Iterator<Item = u32>| {
         let mut offsets = vec![0u32; (nodes.end - nodes.start) as usize + 1];
@@ -802,8 +805,7 @@ fn cross_parts(
     };
     cuts.par_iter()
         .zip(known)
-        .zip(incoming)
-        .map(|((cut, known), mut incoming)| {
+        .map(|(cut, known)| {
             if let Some(entry) = known {
                 return CompiledCross::Reused(entry);
             }
@@ -813,14 +815,16 @@ fn cross_parts(
             let last = edges.partition_point(|e| e.from < cut.nodes.end);
             let out: Vec<&ResolvedEdge> =
                 edges[first..last].iter().filter(|e| is_cross(e)).collect();
-            // In-edges in the in-edge order of the format: by target, then (source, kind,
-            // site), stably (`by_target`).
-            incoming.sort_by_key(|e| (e.to, e.from, e.kind, e.site));
+            let ins = &in_offsets[cut.nodes.start as usize..=cut.nodes.end as usize];
+            let (first_in, last_in) = (ins[0], ins[ins.len() - 1]);
             CompiledCross::Built(CrossData {
                 out_offsets: rows(&cut.nodes, &mut out.iter().map(|e| e.from)),
                 out_edges: out.iter().map(|e| record(e.to, e)).collect(),
-                in_offsets: rows(&cut.nodes, &mut incoming.iter().map(|e| e.to)),
-                in_edges: incoming.iter().map(|e| record(e.from, e)).collect(),
+                in_offsets: ins.iter().map(|o| o - first_in).collect(),
+                in_edges: incoming[first_in as usize..last_in as usize]
+                    .iter()
+                    .map(|e| record(e.from, e))
+                    .collect(),
             })
         })
         .collect()

@@ -90,6 +90,8 @@ pub fn run(call: &Call, args: &BuildArgs) -> Result<(), AtlasError> {
         max_file_bytes: args.max_file_bytes,
     };
     keep_freed_memory();
+    // `atlas build` prints its report and exits.
+    options.exits_after = true;
     let report = pipeline::build(&options)?;
     match args.format {
         Format::Json => print_json(&report),

@@ -260,6 +260,17 @@ fn map(path: &Path) -> Result<Arc<Mmap>> {
     Ok(Arc::new(unsafe { Mmap::map(&file) }.at(path)?))
 }
 
+/// Maps a file its root names: one that is missing is a corrupt generation (`what` the
+/// root names is missing), not an I/O error.
+fn map_named(path: &Path, what: &str) -> Result<Arc<Mmap>> {
+    map(path).map_err(|e| match e {
+        AtlasError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            corrupt(path, format!("a {what} the root names is missing"))
+        }
+        other => other,
+    })
+}
+
 /// Opens the file a graph path names: a whole graph or a root.
 pub fn open(path: &Path) -> Result<Opened> {
     let mmap = map(path)?;
@@ -290,12 +301,7 @@ impl GraphFile {
     /// Opens segment `hash` of the root at `root_path`: its header must name that hash.
     pub fn open_segment(root_path: &Path, hash: &[u8; 32]) -> Result<GraphFile> {
         let path = segment_path(root_path, hash);
-        let mmap = map(&path).map_err(|e| match e {
-            AtlasError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                corrupt(&path, "a segment the root names is missing".into())
-            }
-            other => other,
-        })?;
+        let mmap = map_named(&path, "segment")?;
         let (_, payload) = check_header(&mmap, &path, SEGMENT_MAGIC)?;
         if &payload_hash(&mmap) != hash {
             return Err(corrupt(
@@ -372,12 +378,7 @@ impl CrossFile {
         graph_files: u32,
     ) -> Result<CrossFile> {
         let path = cross_path(root_path, &entry.hash);
-        let mmap = map(&path).map_err(|e| match e {
-            AtlasError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                corrupt(&path, "a cross part the root names is missing".into())
-            }
-            other => other,
-        })?;
+        let mmap = map_named(&path, "cross part")?;
         let (_, payload) = check_header(&mmap, &path, CROSS_MAGIC)?;
         if payload_hash(&mmap) != entry.hash {
             return Err(corrupt(

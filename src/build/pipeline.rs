@@ -363,30 +363,37 @@ fn attempt(
         Some(facts)
     };
     // An edit re-resolves only the files its change can reach (`resolve::incremental`).
-    // Resolution consumes the prior: a watcher lets go of its copy, so the memo is moved,
-    // not cloned, when nothing else holds it.
-    let prior = prior.take();
-    if let Some(kept) = &options.memo {
-        kept.forget_resolution();
-    }
-    let prior = prior.map(|(p, written)| {
-        let mut prior = Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone());
-        // A kept memo written whole is that memo file, every entry alike.
-        if let Some(checksum) = written {
-            prior.on_disk = Some(super::resolve::OnDisk {
-                checksum,
-                differs: vec![false; prior.files.len()],
-            });
-        }
-        prior
-    });
-    let prior_generation = prior.as_ref().map(|p| (p.generation, p.centrality_inputs));
+    // The prior is waited for once resolution has built its tables, which need none: a
+    // memo still being read (12 MB on sympy) finishes beside the node table instead of
+    // before it.
     let digests: Vec<[u8; 32]> = files
         .iter()
         .map(|f| super::resolve::fact_digest(&f.hash, f.language, f.facts.is_some()))
         .collect();
+    let mut prior_generation = None;
+    let take_prior = || {
+        // Resolution consumes the prior: a watcher lets go of its copy, so the memo is
+        // moved, not cloned, when nothing else holds it.
+        let prior = prior.take();
+        if let Some(kept) = &options.memo {
+            kept.forget_resolution();
+        }
+        let prior = prior.map(|(p, written)| {
+            let mut prior = Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone());
+            // A kept memo written whole is that memo file, every entry alike.
+            if let Some(checksum) = written {
+                prior.on_disk = Some(super::resolve::OnDisk {
+                    checksum,
+                    differs: vec![false; prior.files.len()],
+                });
+            }
+            prior
+        });
+        prior_generation = prior.as_ref().map(|p| (p.generation, p.centrality_inputs));
+        prior
+    };
     let (resolved, mut memo, redone, tables) =
-        super::resolve::resolve_incremental(&units, &digests, scip_facts.as_ref(), prior);
+        super::resolve::resolve_incremental(&units, &digests, scip_facts.as_ref(), take_prior);
     if let Some(damaged) = damaged_bodies(options, store, &files) {
         return Ok(damaged);
     }

@@ -26,7 +26,9 @@
 //! content's blake3 (32 bytes), class code (`u8`) and line count (`u32`), or `0` when the
 //! content is not described. Last, the blake3 of everything before it (32 bytes).
 
-use std::collections::HashMap;
+// Keyed by path: a few thousand entries hashed on every build, where SipHash cost more
+// than the table.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -95,8 +97,8 @@ impl Stamps {
         Stamps {
             fingerprint,
             written_ns: 0,
-            entries: HashMap::new(),
-            known: HashMap::new(),
+            entries: HashMap::default(),
+            known: HashMap::default(),
         }
     }
 
@@ -208,8 +210,8 @@ fn decode(bytes: &[u8]) -> Option<Stamps> {
     if count > MAX_ENTRIES {
         return None;
     }
-    let mut entries = HashMap::with_capacity(count);
-    let mut known = HashMap::with_capacity(count);
+    let mut entries = HashMap::with_capacity_and_hasher(count, Default::default());
+    let mut known = HashMap::with_capacity_and_hasher(count, Default::default());
     for _ in 0..count {
         let len = usize::from(u16::from_le_bytes(r.take(2)?.try_into().ok()?));
         let path = std::str::from_utf8(r.take(len)?).ok()?.to_string();

@@ -286,32 +286,26 @@ impl<'a> Resolver<'a> {
             };
             files.push(memo);
         }
-        // Copied once into room made for all of them: appended file by file, the edge
-        // table (356k edges on sympy) was copied, and its fresh pages faulted in, at each
-        // doubling. With room to spare for the whole-graph passes' edges: sized exactly,
-        // the first `implements` edge of Go's pass copied the whole table again (42 ms
-        // of an 11,702-file tree's edit). Room never written is never faulted in.
-        let (edges, frontier) = files.iter().fold((0, 0), |(e, f), m: &FileMemo| {
-            (e + m.edges.len(), f + m.frontier.len())
-        });
-        // The two tables are filled side by side: copying them (and faulting in their
-        // pages) was 9 ms of one processor on a sympy edit.
-        let (table, out) = (&mut self.edges, &mut self.out);
+        // Copied once into room made for all of them: appended file by file, the
+        // frontier was copied, and its fresh pages faulted in, at each doubling.
+        let frontier: usize = files.iter().map(|m| m.frontier.len()).sum();
+        // The edge table and the frontier are made side by side: copying them (and
+        // faulting in their pages) was 9 ms of one processor on a sympy edit.
+        let mut frontier_table = std::mem::take(&mut self.out.frontier);
+        let mut external = 0;
+        let references: Vec<&[ResolvedEdge]> = files.iter().map(|m| &m.edges[..]).collect();
         rayon::join(
+            || self.assemble_edges(&references),
             || {
-                table.reserve(edges + edges / 16 + 1024);
+                frontier_table.reserve(frontier);
                 for memo in &files {
-                    table.extend_from_slice(&memo.edges);
-                }
-            },
-            || {
-                out.frontier.reserve(frontier);
-                for memo in &files {
-                    out.frontier.extend(memo.frontier.iter().cloned());
-                    out.external_references += memo.external_references;
+                    frontier_table.extend(memo.frontier.iter().cloned());
+                    external += memo.external_references;
                 }
             },
         );
+        self.out.frontier = frontier_table;
+        self.out.external_references += external;
         // The edges are settled once, by `finish`, after the whole-graph passes.
         let same_ids = translate.as_ref().is_some_and(|t| t.identity);
         let unchanged = match &changes {
@@ -493,29 +487,6 @@ impl<'a> Resolver<'a> {
                 memos[file].push(memo);
             }
             self.imports = current;
-        }
-        for (file, imports) in self.imports.iter().enumerate() {
-            let from = self.out.file_nodes[file];
-            let start = self.edges.len();
-            for &(target, site) in &imports.edges {
-                self.edges.push(ResolvedEdge {
-                    from,
-                    to: target,
-                    kind: EdgeKind::Imports,
-                    subkind: EdgeSubkind::None,
-                    provenance: Provenance::TreeSitter,
-                    resolution: Resolution::Import,
-                    confidence: 95,
-                    site: Some(Site {
-                        file: file as u32,
-                        span: site.into(),
-                    }),
-                    flags: 0,
-                });
-            }
-            // One sorted run of all files' imports for `settle_edges` (in import order,
-            // they were a run per import).
-            self.edges[start..].sort_unstable();
         }
         (memos, reused_last, reused_all)
     }

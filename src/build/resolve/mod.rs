@@ -32,6 +32,7 @@ pub use incremental::{
     resolve_incremental,
 };
 
+mod edge_table;
 mod incremental;
 mod lookup;
 mod modules;
@@ -209,22 +210,26 @@ pub fn evaluate_against_scip(units: &[SourceUnit], scip: &ScipFacts) -> merge_sc
     resolver.evaluate(scip)
 }
 
+/// The nodes a table lists under one key: most keys have one or two, kept inline (a
+/// table of 48k one-node lists was 48k allocations, and the last table built).
+type Ids = smallvec::SmallVec<[u32; 2]>;
+
 struct Resolver<'a> {
     units: &'a [SourceUnit<'a>],
     out: Resolved,
     /// First node id of each file's definitions (def i of file f is `def_base[f] + i`).
     def_base: Vec<u32>,
-    by_name: HashMap<&'a str, Vec<u32>>,
-    by_qualified: HashMap<&'a str, Vec<u32>>,
+    by_name: HashMap<&'a str, Ids>,
+    by_qualified: HashMap<&'a str, Ids>,
     /// (type member scope, member name) → member nodes.
-    members: HashMap<(&'a str, &'a str), Vec<u32>>,
+    members: HashMap<(&'a str, &'a str), Ids>,
     /// (type member scope, field name) → (declared type, initializer, file): the types of
     /// `self.x` / `this.x` / fields.
     field_types: HashMap<(&'a str, &'a str), FieldType<'a>>,
     /// Each file's bindings by (scope, name), built on first use.
     locals: Vec<std::sync::OnceLock<Locals<'a>>>,
     /// (parent node, name) → nested definitions, for local-scope lookups.
-    children: HashMap<(u32, &'a str), Vec<u32>>,
+    children: HashMap<(u32, &'a str), Ids>,
     /// (type node, base name) for every base a definition declares (inheritance and
     /// implementation references), sorted by node and in source order for each: a
     /// member looked up through the bases reads its type's range, where scanning the
@@ -329,22 +334,23 @@ impl<'a> Resolver<'a> {
             .into_par_iter()
             .map(|file| self.resolve_file(file))
             .collect();
+        let references: Vec<&[ResolvedEdge]> = results.iter().map(|r| &r.edges[..]).collect();
+        self.assemble_edges(&references);
         for result in results {
-            self.edges.extend(result.edges);
             self.out.frontier.extend(result.frontier);
             self.out.external_references += result.external_references;
         }
-        self.settle_edges();
     }
 
     /// Sorts and deduplicates the edges: a set, in the one order. On a large tree this is
-    /// several times faster than hashing every edge into a set. The edges arrive as a few
-    /// sorted runs (containment, sorted by `build_nodes`, then each file's references in
-    /// file order, then the whole-graph passes' few), which a run-detecting merge sort
-    /// joins in about one pass: on a sympy edit, a parallel quicksort of them took a
-    /// tenth of the build.
+    /// several times faster than hashing every edge into a set. The table arrives settled
+    /// (`assemble_edges`) followed by the whole-graph passes' few edges, if any, which a
+    /// run-detecting merge sort joins in about one pass: on a sympy edit, a parallel
+    /// quicksort of the table took a tenth of the build.
     fn settle_edges(&mut self) {
-        self.edges.sort();
+        if !self.edges.is_sorted() {
+            self.edges.sort();
+        }
         self.edges.dedup();
     }
 

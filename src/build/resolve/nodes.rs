@@ -264,13 +264,13 @@ impl<'a> Resolver<'a> {
     fn scoped_tables(
         &self,
     ) -> (
-        HashMap<(&'a str, &'a str), Vec<u32>>,
-        HashMap<(u32, &'a str), Vec<u32>>,
+        HashMap<(&'a str, &'a str), Ids>,
+        HashMap<(u32, &'a str), Ids>,
         HashMap<(&'a str, &'a str), FieldType<'a>>,
         HashMap<&'a str, Vec<u32>>,
     ) {
-        let mut members: HashMap<(&'a str, &'a str), Vec<u32>> = HashMap::default();
-        let mut children: HashMap<(u32, &'a str), Vec<u32>> = HashMap::default();
+        let mut members: HashMap<(&'a str, &'a str), Ids> = HashMap::default();
+        let mut children: HashMap<(u32, &'a str), Ids> = HashMap::default();
         let mut field_types: HashMap<(&'a str, &'a str), FieldType<'a>> = HashMap::default();
         let mut packages: HashMap<&'a str, Vec<u32>> = HashMap::default();
         for (file, unit) in self.units.iter().enumerate() {
@@ -468,4 +468,4 @@ fn go_method_scope(language: Language, def: &Definition) -> Option<&str> {
 }
 
 /// Definitions by a name of theirs.
-type NameTable<'a> = HashMap<&'a str, Vec<u32>>;
+type NameTable<'a> = HashMap<&'a str, Ids>;

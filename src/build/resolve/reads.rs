@@ -196,25 +196,21 @@ impl<'a> Resolver<'a> {
         self.overloaded.get(id as usize).copied().unwrap_or(true)
     }
 
-    pub(super) fn named(&self, name: &str) -> Option<&Vec<u32>> {
+    pub(super) fn named(&self, name: &str) -> Option<&Ids> {
         if recording() {
             key_read(key(Table::Name, &[name]));
         }
         self.by_name.get(name)
     }
 
-    pub(super) fn qualified_named(&self, qualified: &str) -> Option<&Vec<u32>> {
+    pub(super) fn qualified_named(&self, qualified: &str) -> Option<&Ids> {
         if recording() {
             key_read(key(Table::Qualified, &[qualified]));
         }
         self.by_qualified.get(qualified)
     }
 
-    pub(super) fn members_named<'s>(
-        &'s self,
-        scope: &'s str,
-        name: &'s str,
-    ) -> Option<&'s Vec<u32>> {
+    pub(super) fn members_named<'s>(&'s self, scope: &'s str, name: &'s str) -> Option<&'s Ids> {
         if recording() {
             key_read(key(Table::Member, &[scope, name]));
         }

@@ -556,16 +556,23 @@ fn attempt(
     let stage = Instant::now();
     store.commit(lock, &fingerprint)?;
     store.write_root(&options.code_root)?;
-    store.collect_garbage(lock)?;
-    record_stamps(
-        options,
-        &inventory,
-        &files,
-        &skipped,
-        fingerprint_bytes,
-        stamped_at,
-    );
-    drop(memo_writer);
+    // Old generations are removed (a syscall per file) beside the stamps' write and the
+    // memo's.
+    std::thread::scope(|scope| {
+        let garbage = scope.spawn(|| store.collect_garbage(lock));
+        record_stamps(
+            options,
+            &inventory,
+            &files,
+            &skipped,
+            fingerprint_bytes,
+            stamped_at,
+        );
+        drop(memo_writer);
+        garbage
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })?;
     timings.publish += ms(stage);
     timings.total = ms(started);
 
@@ -1247,49 +1254,30 @@ fn write_generation(
 ) -> Result<BTreeMap<String, Artifact>> {
     let segments_dir = staging.join(SEGMENTS_DIR);
     std::fs::create_dir_all(&segments_dir).at(&segments_dir)?;
+    // Each file once (equal names are equal files), linked or written side by side: an
+    // edit links some 180 files from the previous generation, a syscall each.
+    let mut seen = std::collections::HashSet::new();
+    let unique: Vec<&(String, Option<Vec<u8>>)> = encoded
+        .files
+        .iter()
+        .filter(|(name, _)| seen.insert(name.as_str()))
+        .collect();
+    let staged = &*staging;
+    let placed: Vec<(String, Artifact, Option<PathBuf>, u64)> = unique
+        .par_iter()
+        .map(|(name, bytes)| {
+            let (artifact, linked) = place(staged, name, bytes.as_deref(), previous)?;
+            let counted = if bytes.is_none() { artifact.bytes } else { 0 };
+            Ok((name.clone(), artifact, linked, counted))
+        })
+        .collect::<Result<_>>()?;
     let mut artifacts = BTreeMap::new();
-    for (name, bytes) in &encoded.files {
-        if artifacts.contains_key(name) {
-            continue;
+    for (name, artifact, linked, counted) in placed {
+        if let Some(target) = linked {
+            staging.linked_durable(target);
         }
-        let target = staging.join(name);
-        let held = previous.and_then(|p| Some((p, p.artifacts.get(name)?)));
-        let linked = held.filter(|(p, _)| std::fs::hard_link(p.dir.join(name), &target).is_ok());
-        let artifact = match (linked, bytes, previous) {
-            (Some((_, artifact)), _, _) => {
-                staging.linked_durable(target);
-                artifact.clone()
-            }
-            (None, Some(bytes), _) => {
-                write_staged(&target, bytes)?;
-                Artifact {
-                    bytes: bytes.len() as u64,
-                    blake3: blake3::hash(bytes).to_hex().to_string(),
-                }
-            }
-            (None, None, Some(previous)) => {
-                let source = previous.dir.join(name);
-                std::fs::copy(&source, &target).at(&source)?;
-                match held {
-                    Some((_, artifact)) => artifact.clone(),
-                    None => {
-                        let bytes = std::fs::read(&target).at(&target)?;
-                        Artifact {
-                            bytes: bytes.len() as u64,
-                            blake3: blake3::hash(&bytes).to_hex().to_string(),
-                        }
-                    }
-                }
-            }
-            (None, None, None) => {
-                return Err(AtlasError::Internal {
-                    what: "graph",
-                    reason: format!("{name} was reused without a previous generation"),
-                });
-            }
-        };
-        encoded.bytes += if bytes.is_none() { artifact.bytes } else { 0 };
-        artifacts.insert(name.clone(), artifact);
+        encoded.bytes += counted;
+        artifacts.insert(name, artifact);
     }
     write_staged(&staging.join(GRAPH_FILE), &encoded.root)?;
     artifacts.insert(
@@ -1300,6 +1288,52 @@ fn write_generation(
         },
     );
     Ok(artifacts)
+}
+
+/// Puts one file of a generation into staging: hard-linked from the previous generation
+/// where it holds the name (the link's target is returned, durable once the directory
+/// is), else written, or copied where a link is refused.
+fn place(
+    staging: &super::store::Scratch,
+    name: &str,
+    bytes: Option<&[u8]>,
+    previous: Option<&Previous>,
+) -> Result<(Artifact, Option<PathBuf>)> {
+    let target = staging.join(name);
+    let held = previous.and_then(|p| Some((p, p.artifacts.get(name)?)));
+    let linked = held.filter(|(p, _)| std::fs::hard_link(p.dir.join(name), &target).is_ok());
+    Ok(match (linked, bytes, previous) {
+        (Some((_, artifact)), _, _) => (artifact.clone(), Some(target)),
+        (None, Some(bytes), _) => {
+            write_staged(&target, bytes)?;
+            let artifact = Artifact {
+                bytes: bytes.len() as u64,
+                blake3: blake3::hash(bytes).to_hex().to_string(),
+            };
+            (artifact, None)
+        }
+        (None, None, Some(previous)) => {
+            let source = previous.dir.join(name);
+            std::fs::copy(&source, &target).at(&source)?;
+            let artifact = match held {
+                Some((_, artifact)) => artifact.clone(),
+                None => {
+                    let bytes = std::fs::read(&target).at(&target)?;
+                    Artifact {
+                        bytes: bytes.len() as u64,
+                        blake3: blake3::hash(&bytes).to_hex().to_string(),
+                    }
+                }
+            };
+            (artifact, None)
+        }
+        (None, None, None) => {
+            return Err(AtlasError::Internal {
+                what: "graph",
+                reason: format!("{name} was reused without a previous generation"),
+            });
+        }
+    })
 }
 
 /// Records the stamps of the files this build read, so that the fresh reads that follow

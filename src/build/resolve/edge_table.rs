@@ -99,20 +99,36 @@ impl Resolver<'_> {
     }
 }
 
-/// Merges sorted `runs` into `out`, which is exactly as long as they are together.
+/// Merges sorted `runs` into `out`, which is exactly as long as they are together. The
+/// first two (a file's containment and its imports) are short: they are merged aside,
+/// then with the references, whose tail is copied whole once the others run out.
 fn merge_into(out: &mut [MaybeUninit<ResolvedEdge>], runs: &[&[ResolvedEdge]; 3]) {
-    let mut heads = runs.map(|r| r.iter().peekable());
-    for slot in out.iter_mut() {
-        let next = heads
-            .iter_mut()
-            .filter_map(|h| h.peek().copied().map(|e| (e, h)))
-            .min_by(|a, b| a.0.cmp(b.0))
-            .and_then(|(_, h)| h.next());
-        // The caller sized `out` as the runs: there is always a next edge.
-        let edge = next.expect("a merge range is as long as its runs");
-        slot.write(*edge);
+    let [containment, imports, references] = *runs;
+    let mut short = Vec::with_capacity(containment.len() + imports.len());
+    merge_two(containment, imports, |edge| short.push(edge));
+    let mut slots = out.iter_mut();
+    merge_two(&short, references, |edge| {
+        // The caller sized `out` as the runs: there is a slot for every edge.
+        slots
+            .next()
+            .expect("a merge range is as long as its runs")
+            .write(edge);
+    });
+    debug_assert!(slots.next().is_none());
+}
+
+/// Gives the edges of two sorted runs to `put`, in order.
+fn merge_two(mut a: &[ResolvedEdge], mut b: &[ResolvedEdge], mut put: impl FnMut(ResolvedEdge)) {
+    while let (Some(x), Some(y)) = (a.first(), b.first()) {
+        if y < x {
+            put(*y);
+            b = &b[1..];
+        } else {
+            put(*x);
+            a = &a[1..];
+        }
     }
-    debug_assert!(heads.iter_mut().all(|h| h.peek().is_none()));
+    a.iter().chain(b).for_each(|&edge| put(edge));
 }
 
 #[cfg(test)]

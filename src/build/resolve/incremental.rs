@@ -306,7 +306,7 @@ impl<'a> Resolver<'a> {
         );
         self.out.frontier = frontier_table;
         self.out.external_references += external;
-        // The edges are settled once, by `finish`, after the whole-graph passes.
+        // The table is settled; `finish` sorts in what the whole-graph passes add.
         let same_ids = translate.as_ref().is_some_and(|t| t.identity);
         let unchanged = match &changes {
             Some(changes) => (0..count)

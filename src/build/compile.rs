@@ -203,14 +203,14 @@ pub fn compile(
 /// One segment's share of the resolved graph, in global ids.
 struct Part<'a> {
     files: &'a [FileMeta<'a>],
-    resolved: &'a Resolved,
+    resolved: &'a Resolved<'a>,
     cut: &'a Cut,
     /// The out-edges of the cut's nodes that stay inside it (both ends and the site).
     edges: Vec<&'a ResolvedEdge>,
 }
 
 impl<'a> Part<'a> {
-    fn new(files: &'a [FileMeta<'a>], resolved: &'a Resolved, cut: &'a Cut) -> Part<'a> {
+    fn new(files: &'a [FileMeta<'a>], resolved: &'a Resolved<'a>, cut: &'a Cut) -> Part<'a> {
         // `resolved.edges` is sorted by source: the cut's out-edges are one run.
         let all = &resolved.edges;
         let start = all.partition_point(|e| e.from < cut.nodes.start);
@@ -229,7 +229,7 @@ impl<'a> Part<'a> {
         }
     }
 
-    fn nodes(&self) -> &'a [ResolvedNode] {
+    fn nodes(&self) -> &'a [ResolvedNode<'a>] {
         &self.resolved.nodes[self.cut.nodes.start as usize..self.cut.nodes.end as usize]
     }
 

@@ -599,11 +599,21 @@ fn attempt(
         scip_runs,
         timings_ms: timings,
     };
+    // The nodes borrow the facts: they go first (their names are not theirs to free).
+    let super::resolve::Resolved {
+        nodes,
+        edges,
+        frontier,
+        ..
+    } = resolved;
+    if options.exits_after {
+        std::mem::forget(nodes);
+    }
     drop(units);
     if options.exits_after {
-        std::mem::forget((files, resolved, encoded, memo));
+        std::mem::forget((files, edges, frontier, encoded, memo));
     } else {
-        free_aside((files, resolved, encoded, memo));
+        free_aside((files, edges, frontier, encoded, memo));
     }
     Ok(Attempt::Built(Box::new(report)))
 }

@@ -144,7 +144,7 @@ pub fn resolve_incremental<'a>(
     digests: &[[u8; 32]],
     scip: Option<&ScipFacts>,
     prior: impl FnOnce() -> Option<Memo>,
-) -> (Resolved, Memo, Redone, Tables<'a>) {
+) -> (Resolved<'a>, Memo, Redone, Tables<'a>) {
     let mut resolver = Resolver::new(units);
     resolver.build_nodes();
     resolver.build_indexes();

@@ -126,7 +126,7 @@ impl<'a> Resolver<'a> {
         let index = id - self.def_base[file];
         self.facts(file as u32)
             .and_then(|f| f.defs.get(index as usize))
-            .map_or(node.name.as_str(), |d| d.member_scope.as_str())
+            .map_or(&*node.name, |d| d.member_scope.as_str())
     }
 
     /// A member `name` of type `owner`, preferring the caller's file, then bases.

@@ -271,8 +271,8 @@ impl Resolver<'_> {
             let id = self.out.nodes.len() as u32;
             self.out.nodes.push(ResolvedNode {
                 kind,
-                name,
-                qualified,
+                name: name.into(),
+                qualified: qualified.into(),
                 file: Some(file),
                 span: occurrence.span,
                 signature: occurrence.span,
@@ -411,7 +411,7 @@ impl Resolver<'_> {
             return true;
         }
         let constructor = matches!(
-            node.name.as_str(),
+            &*node.name,
             "constructor" | "__init__" | "new" | "<constructor>"
         ) || node
             .parent
@@ -458,7 +458,7 @@ impl Resolver<'_> {
                 found.insert(key);
             } else {
                 bucket.false_positives += 1;
-                let name = self.out.nodes[edge.to as usize].name.clone();
+                let name = self.out.nodes[edge.to as usize].name.to_string();
                 let why = if target.is_none() {
                     "target outside graph"
                 } else {
@@ -490,7 +490,7 @@ impl Resolver<'_> {
                 && let Some(target) = target
             {
                 *missed
-                    .entry(self.out.nodes[*target as usize].qualified.clone())
+                    .entry(self.out.nodes[*target as usize].qualified.to_string())
                     .or_default() += 1;
             }
         }

@@ -26,8 +26,8 @@ impl<'a> Resolver<'a> {
             let name = if dir.is_empty() { "." } else { *dir };
             self.out.nodes.push(ResolvedNode {
                 kind: SymbolKind::Module,
-                name: crate::syntax::facts::last_segment(name).to_string(),
-                qualified: name.to_string(),
+                name: crate::syntax::facts::last_segment(name).into(),
+                qualified: name.into(),
                 file: None,
                 span: Span::default(),
                 signature: Span::default(),
@@ -104,13 +104,11 @@ impl<'a> Resolver<'a> {
                 let range = &nodes[file_node as usize..end];
                 let mut sizes: HashMap<(&str, SymbolKind), u32> = HashMap::default();
                 for node in range {
-                    *sizes
-                        .entry((node.qualified.as_str(), node.kind))
-                        .or_default() += 1;
+                    *sizes.entry((&*node.qualified, node.kind)).or_default() += 1;
                 }
                 range
                     .iter()
-                    .map(|node| sizes[&(node.qualified.as_str(), node.kind)] > 1)
+                    .map(|node| sizes[&(&*node.qualified, node.kind)] > 1)
                     .collect()
             })
             .collect();
@@ -400,19 +398,19 @@ fn containment(from: u32, to: u32) -> ResolvedEdge {
 
 /// Node `id` of `unit` (file `file`): its file node when `id` is `file_node`, else the
 /// definition `id - file_node - 1`, its parent given in node ids.
-fn file_or_definition(
-    unit: &SourceUnit,
+fn file_or_definition<'a>(
+    unit: &SourceUnit<'a>,
     file: u32,
     file_node: u32,
     module: u32,
     id: u32,
-) -> ResolvedNode {
+) -> ResolvedNode<'a> {
     let Some(index) = (id - file_node).checked_sub(1) else {
         let name = unit.path.rsplit_once('/').map_or(unit.path, |(_, n)| n);
         return ResolvedNode {
             kind: SymbolKind::File,
-            name: name.to_string(),
-            qualified: unit.path.to_string(),
+            name: name.into(),
+            qualified: unit.path.into(),
             file: Some(file),
             span: Span::default(),
             signature: Span::default(),
@@ -429,8 +427,8 @@ fn file_or_definition(
     let def = &unit.facts.map_or(&[][..], |f| &f.defs[..])[index as usize];
     ResolvedNode {
         kind: def.kind,
-        name: def.name.clone(),
-        qualified: def.qualified.clone(),
+        name: def.name.as_str().into(),
+        qualified: def.qualified.as_str().into(),
         file: Some(file),
         span: def.span,
         signature: def.signature,

@@ -106,7 +106,7 @@ fn recording() -> bool {
 /// The recording accessors: every read of shared resolver state during `resolve_file`
 /// goes through one of these.
 impl<'a> Resolver<'a> {
-    pub(super) fn node(&self, id: u32) -> &ResolvedNode {
+    pub(super) fn node(&self, id: u32) -> &ResolvedNode<'a> {
         &self.out.nodes[id as usize]
     }
 

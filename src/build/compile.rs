@@ -237,8 +237,9 @@ impl<'a> Part<'a> {
         &self.files[self.cut.files.start as usize..self.cut.files.end as usize]
     }
 
-    fn frontier(&self) -> &'a [FrontierEntry] {
-        &self.resolved.frontier[self.cut.frontier.start as usize..self.cut.frontier.end as usize]
+    fn frontier(&self) -> Vec<&'a FrontierEntry> {
+        let range = self.cut.frontier.start as usize..self.cut.frontier.end as usize;
+        self.resolved.frontier.range(range).collect()
     }
 
     /// A node id in local terms (`NONE` outside the cut).

@@ -310,7 +310,7 @@ impl<'m> NameTable<'m> {
             by_address: Default::default(),
             by_text: Default::default(),
         };
-        for entry in files.flat_map(|f| &f.frontier) {
+        for entry in files.flat_map(|f| f.frontier.iter()) {
             let name: &'m str = &entry.name;
             if table.by_address.contains_key(&name.as_ptr()) {
                 continue;
@@ -451,7 +451,7 @@ fn put_file<O: Out>(out: &mut O, index: usize, file: &FileMemo, names: &NameTabl
         }
     }
     out.put(&(file.frontier.len() as u32).to_le_bytes());
-    for f in &file.frontier {
+    for f in file.frontier.iter() {
         put_var(out, u64::from(names.index(&f.name)));
         out.put(&[f.role.code()]);
         put_var(out, u64::from(f.from));
@@ -762,7 +762,7 @@ fn decode_file(r: &mut Reader, index: u32, names: &[std::sync::Arc<str>]) -> Opt
         reads_keys,
         contributes,
         edges,
-        frontier,
+        frontier: std::sync::Arc::new(frontier),
         external_references,
         imports,
     })
@@ -885,7 +885,7 @@ mod tests {
                             ..edge
                         },
                     ],
-                    frontier: vec![frontier],
+                    frontier: vec![frontier].into(),
                     external_references: 4,
                     imports: imports(),
                 },
@@ -1043,7 +1043,7 @@ mod tests {
         edited.generation = [9; 32];
         edited.centrality_inputs = [8; 32];
         edited.files[4].digest = [0xaa; 32];
-        edited.files[4].frontier[0].name = "renamed".into();
+        std::sync::Arc::make_mut(&mut edited.files[4].frontier)[0].name = "renamed".into();
         edited.files[13].external_references = 99;
         for index in [4, 13] {
             edited.on_disk.as_mut().unwrap().differs[index] = true;

@@ -46,7 +46,8 @@ pub struct FileMemo {
     pub contributes: Vec<u64>,
     /// The file's reference edges, in the memo's node ids; their sites are in the file.
     pub edges: Vec<ResolvedEdge>,
-    pub frontier: Vec<FrontierEntry>,
+    /// Sorted by site; shared with the resolved graph's frontier (`Frontier`).
+    pub frontier: Arc<Vec<FrontierEntry>>,
     pub external_references: u64,
     /// Each pass of the file's import binding (`IMPORT_PASSES` of them).
     pub imports: Vec<ImportsMemo>,
@@ -254,7 +255,7 @@ impl<'a> Resolver<'a> {
                         reads_keys: sorted(reads.keys),
                         contributes,
                         edges: result.edges,
-                        frontier: result.frontier,
+                        frontier: Arc::new(result.frontier),
                         external_references: result.external_references,
                         imports: std::mem::take(&mut imports[index]),
                     }
@@ -265,7 +266,7 @@ impl<'a> Resolver<'a> {
                             edge.from = translate.id(edge.from);
                             edge.to = translate.id(edge.to);
                         }
-                        for entry in &mut old.frontier {
+                        for entry in Arc::make_mut(&mut old.frontier) {
                             entry.from = translate.id(entry.from);
                         }
                     }
@@ -286,26 +287,10 @@ impl<'a> Resolver<'a> {
             };
             files.push(memo);
         }
-        // Copied once into room made for all of them: appended file by file, the
-        // frontier was copied, and its fresh pages faulted in, at each doubling.
-        let frontier: usize = files.iter().map(|m| m.frontier.len()).sum();
-        // The edge table and the frontier are made side by side: copying them (and
-        // faulting in their pages) was 9 ms of one processor on a sympy edit.
-        let mut frontier_table = std::mem::take(&mut self.out.frontier);
-        let mut external = 0;
         let references: Vec<&[ResolvedEdge]> = files.iter().map(|m| &m.edges[..]).collect();
-        rayon::join(
-            || self.assemble_edges(&references),
-            || {
-                frontier_table.reserve(frontier);
-                for memo in &files {
-                    frontier_table.extend(memo.frontier.iter().cloned());
-                    external += memo.external_references;
-                }
-            },
-        );
-        self.out.frontier = frontier_table;
-        self.out.external_references += external;
+        self.assemble_edges(&references);
+        self.out.frontier = Frontier::from_runs(files.iter().map(|m| m.frontier.clone()).collect());
+        self.out.external_references += files.iter().map(|m| m.external_references).sum::<u64>();
         // The table is settled; `finish` sorts in what the whole-graph passes add.
         let same_ids = translate.as_ref().is_some_and(|t| t.identity);
         let unchanged = match &changes {

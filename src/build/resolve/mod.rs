@@ -28,12 +28,14 @@ use crate::syntax::facts::{
 
 pub mod merge_scip;
 
+pub use frontier::Frontier;
 pub use incremental::{
     FileMemo, IMPORT_PASSES, ImportsMemo, Memo, OnDisk, Redone, fact_digest, files_digest,
     resolve_incremental,
 };
 
 mod edge_table;
+mod frontier;
 mod incremental;
 mod lookup;
 mod modules;
@@ -143,7 +145,8 @@ pub struct Resolved<'a> {
     pub nodes: Vec<ResolvedNode<'a>>,
     /// Sorted and deduplicated.
     pub edges: Vec<ResolvedEdge>,
-    pub frontier: Vec<FrontierEntry>,
+    /// By file, each file's entries sorted by site (`Frontier`).
+    pub frontier: Frontier,
     /// Node id of each file (index = file index).
     pub file_nodes: Vec<u32>,
     /// Module node id of each file.
@@ -340,10 +343,12 @@ impl<'a> Resolver<'a> {
             .collect();
         let references: Vec<&[ResolvedEdge]> = results.iter().map(|r| &r.edges[..]).collect();
         self.assemble_edges(&references);
+        let mut runs = Vec::with_capacity(results.len());
         for result in results {
-            self.out.frontier.extend(result.frontier);
+            runs.push(std::sync::Arc::new(result.frontier));
             self.out.external_references += result.external_references;
         }
+        self.out.frontier = Frontier::from_runs(runs);
     }
 
     /// Sorts and deduplicates the edges: a set, in the one order. On a large tree this is
@@ -509,8 +514,8 @@ impl<'a> Resolver<'a> {
             }
         }
         // Sorted here, in parallel per file, so that the files' edges in file order form
-        // one sorted run (`from` is a node of the file) for `settle_edges`, and the
-        // frontier one run for `finish`.
+        // one sorted run (`from` is a node of the file) for `assemble_edges`, and the
+        // frontier is its files' runs in file order (`Frontier`).
         result.edges.sort_unstable();
         result.edges.dedup();
         result
@@ -732,10 +737,7 @@ impl<'a> Resolver<'a> {
     fn take_resolved(&mut self) -> Resolved<'a> {
         self.settle_edges();
         self.out.edges = std::mem::take(&mut self.edges);
-        // One sorted run per pass (`resolve_file`): a run-detecting sort.
-        self.out.frontier.sort_by(|a, b| {
-            (a.file, a.site.start_byte, &a.name).cmp(&(b.file, b.site.start_byte, &b.name))
-        });
+        // The frontier is each file's run, sorted by site (`resolve_file`), in file order.
         std::mem::take(&mut self.out)
     }
 }

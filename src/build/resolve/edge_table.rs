@@ -137,15 +137,8 @@ mod tests {
 
     fn edge(from: u32, to: u32) -> ResolvedEdge {
         ResolvedEdge {
-            from,
-            to,
             kind: EdgeKind::Calls,
-            subkind: EdgeSubkind::None,
-            provenance: Provenance::TreeSitter,
-            resolution: Resolution::Scope,
-            confidence: 100,
-            site: None,
-            flags: 0,
+            ..super::super::nodes::containment(from, to)
         }
     }
 

@@ -379,10 +379,8 @@ impl<'a> Resolver<'a> {
     }
 }
 
-/// The (type member scope, field name) a binding types, when it types a field of a type:
-/// `self.x` / `this.x` in a method's class, or a declared field.
 /// The containment edge `from` → `to`.
-fn containment(from: u32, to: u32) -> ResolvedEdge {
+pub(super) fn containment(from: u32, to: u32) -> ResolvedEdge {
     ResolvedEdge {
         from,
         to,
@@ -441,6 +439,8 @@ fn file_or_definition<'a>(
     }
 }
 
+/// The (type member scope, field name) a binding types, when it types a field of a type:
+/// `self.x` / `this.x` in a method's class, or a declared field.
 fn field_of<'a>(facts: &'a FileFacts, binding: &'a TypeBinding) -> Option<(&'a str, &'a str)> {
     let described =
         binding.type_name.is_some() || binding.initializer.is_some() || binding.value.is_some();

@@ -608,6 +608,8 @@ fn attempt(
     } = resolved;
     if options.exits_after {
         std::mem::forget(nodes);
+    } else {
+        drop(nodes);
     }
     drop(units);
     if options.exits_after {

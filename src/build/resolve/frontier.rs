@@ -73,13 +73,6 @@ impl Frontier {
     }
 }
 
-impl From<Vec<FrontierEntry>> for Frontier {
-    /// One run: entries already in the frontier's order.
-    fn from(entries: Vec<FrontierEntry>) -> Frontier {
-        Frontier::from_runs(vec![Arc::new(entries)])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

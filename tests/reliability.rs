@@ -144,6 +144,8 @@ fn dump(s: &Sandbox) -> String {
 fn bit_flipped_fact_cache_entries_are_repaired_and_counted() {
     let s = built("python");
     let clean = dump(&s);
+    // Every head is read from its entry, not the heads pack.
+    std::fs::remove_file(s.graph().join("cache").join("heads.pack")).unwrap();
     for (n, entry) in cache_entries(&s).iter().enumerate() {
         let mut bytes = std::fs::read(entry).unwrap();
         let at = (bytes.len() / 2 + n * 7) % bytes.len();
@@ -161,21 +163,113 @@ fn bit_flipped_fact_cache_entries_are_repaired_and_counted() {
 
 #[test]
 fn swapped_fact_cache_entries_never_produce_a_wrong_graph() {
-    let s = built("python");
-    let clean = dump(&s);
-    let entries = cache_entries(&s);
-    assert!(entries.len() >= 2);
-    let (a, b) = (
-        std::fs::read(&entries[0]).unwrap(),
-        std::fs::read(&entries[1]).unwrap(),
-    );
-    std::fs::write(&entries[0], &b).unwrap();
-    std::fs::write(&entries[1], &a).unwrap();
-    std::fs::remove_dir_all(s.graph().join("generations")).unwrap();
-    std::fs::remove_file(s.graph().join("CURRENT")).unwrap();
-    let report = s.build_json();
-    assert_eq!(report["cache_repaired"], 2, "{report}");
-    assert_eq!(dump(&s), clean);
+    // (the heads pack kept, the resolution kept, entries repaired): without the pack
+    // every head is read from its entry; without the resolution every body is read; with
+    // both, the swapped entries are never read and cannot mislead the build.
+    for (pack, resolution, repaired) in [(false, true, 2), (true, false, 2), (true, true, 0)] {
+        let s = built("python");
+        let clean = dump(&s);
+        let entries = cache_entries(&s);
+        assert!(entries.len() >= 2);
+        let (a, b) = (
+            std::fs::read(&entries[0]).unwrap(),
+            std::fs::read(&entries[1]).unwrap(),
+        );
+        std::fs::write(&entries[0], &b).unwrap();
+        std::fs::write(&entries[1], &a).unwrap();
+        let pack_file = s.graph().join("cache").join("heads.pack");
+        assert!(pack_file.is_file(), "a cold build packs its heads");
+        if !pack {
+            std::fs::remove_file(&pack_file).unwrap();
+        }
+        if !resolution {
+            std::fs::remove_file(s.graph().join("resolution.bin")).unwrap();
+        }
+        std::fs::remove_dir_all(s.graph().join("generations")).unwrap();
+        std::fs::remove_file(s.graph().join("CURRENT")).unwrap();
+        let report = s.build_json();
+        assert_eq!(
+            report["cache_repaired"], repaired,
+            "{pack} {resolution}: {report}"
+        );
+        assert_eq!(dump(&s), clean, "{pack} {resolution}");
+    }
+}
+
+fn heads_pack(s: &Sandbox) -> Vec<u8> {
+    std::fs::read(s.graph().join("cache").join("heads.pack")).unwrap()
+}
+
+#[test]
+fn a_damaged_heads_pack_is_not_used_and_is_written_again() {
+    const EXTRA: &str = "def extra():\n    return 0\n";
+    // What a repaired pack must be: the one a cold build of the same tree writes.
+    let fresh = Sandbox::with_fixture("python");
+    fresh.write("extra.py", EXTRA);
+    fresh.build_json();
+    let (expected, clean) = (heads_pack(&fresh), dump(&fresh));
+    type Damage = fn(&mut Vec<u8>);
+    let damages: [(&str, Damage); 6] = [
+        ("truncated", |b| b.truncate(b.len() / 2)),
+        ("empty", |b| b.clear()),
+        ("not a pack", |b| *b = b"not a heads pack".to_vec()),
+        ("another version", |b| b[8] ^= 0x7f),
+        ("index flipped", |b| *b.last_mut().unwrap() ^= 1),
+        ("a head flipped", |b| b[64 + 40] ^= 0x5a),
+    ];
+    for (name, damage) in damages {
+        let s = built("python");
+        let pack = s.graph().join("cache").join("heads.pack");
+        let mut bytes = heads_pack(&s);
+        damage(&mut bytes);
+        std::fs::write(&pack, bytes).unwrap();
+        s.write("extra.py", EXTRA);
+        let report = s.build_json();
+        assert_eq!(report["cache_repaired"], 0, "{name}: {report}");
+        assert_eq!(dump(&s), clean, "{name}");
+        assert!(
+            heads_pack(&s) == expected,
+            "{name}: the pack is written again whole"
+        );
+    }
+}
+
+#[test]
+fn an_edit_reads_the_heads_pack_and_writes_it_only_when_a_sixteenth_is_missing() {
+    let s = Sandbox::new();
+    for n in 0..40 {
+        s.write(
+            &format!("m{n}.py"),
+            format!("def f{n}():\n    return {n}\n"),
+        );
+    }
+    s.build_json();
+    let packed = heads_pack(&s);
+    // Two edits leave 2 of 40 heads out of the pack: it stays as it is.
+    for n in 0..2 {
+        s.write(
+            &format!("m{n}.py"),
+            format!("def f{n}():\n    return -{n}\n"),
+        );
+        s.build_json();
+        assert!(heads_pack(&s) == packed, "edit {n}");
+    }
+    // A third leaves 3 of 40 (more than a sixteenth): the pack is written again, as a
+    // cold build of the same tree writes it.
+    s.write("m2.py", "def f2():\n    return -2\n");
+    s.build_json();
+    let again = heads_pack(&s);
+    assert!(again != packed);
+    let fresh = Sandbox::new();
+    for n in 0..40 {
+        let sign = if n < 3 { "-" } else { "" };
+        fresh.write(
+            &format!("m{n}.py"),
+            format!("def f{n}():\n    return {sign}{n}\n"),
+        );
+    }
+    fresh.build_json();
+    assert!(heads_pack(&fresh) == again);
 }
 
 #[test]

@@ -31,10 +31,10 @@ pub(super) const MAGIC: &[u8; 8] = b"ATLFACT\0";
 pub(super) const VERSION: u32 = 2;
 pub(super) const HEADER: usize = 128;
 /// The alignment rkyv's archives need; the header and the padded head are multiples.
-const ALIGN: usize = 16;
+pub(super) const ALIGN: usize = 16;
 const _: () = assert!(HEADER.is_multiple_of(ALIGN));
 
-type Aligned = rkyv::util::AlignedVec<ALIGN>;
+pub(super) type Aligned = rkyv::util::AlignedVec<ALIGN>;
 
 /// What the fact cache holds for a key.
 pub enum Cached<T> {
@@ -227,10 +227,43 @@ fn read_part(file: &mut File, len: usize, hash: &[u8; 32]) -> Result<Aligned, Un
 
 fn read_head(file: &mut File, layout: &Layout) -> Result<FileFacts, Unread> {
     let bytes = read_part(file, layout.head_len, &layout.head_hash)?;
-    let head = rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(&bytes)
+    decode_head(&bytes)
+}
+
+/// A head's facts from its archive, checked as facts (its checksum is the caller's).
+fn decode_head(bytes: &[u8]) -> Result<FileFacts, Unread> {
+    let head = rkyv::from_bytes::<FileFacts, rkyv::rancor::Error>(bytes)
         .map_err(|e| damaged(format!("archive: {e}")))?;
     head.validate().map_err(|e| damaged(e.to_string()))?;
     Ok(head)
+}
+
+/// A head kept apart from its entry (`heads_pack`): its bytes (aligned as an archive
+/// needs) checked against `hash`, decoded and checked as the entry's head is, with the
+/// body at `path` read on first use.
+pub(super) fn head_from(
+    bytes: &[u8],
+    hash: &[u8; 32],
+    path: &Path,
+    key: &blake3::Hash,
+) -> Result<(FileFacts, LazyFacts), String> {
+    if blake3::hash(bytes).as_bytes() != hash {
+        return Err("payload checksum mismatch".into());
+    }
+    let head = decode_head(bytes).map_err(|unread| match unread {
+        Unread::Missing => "missing".to_string(),
+        Unread::Damaged(reason) => reason,
+    })?;
+    let lazy = LazyFacts::of(path, key, &head);
+    Ok((head, lazy))
+}
+
+/// The head of the entry at `path`, as the bytes and checksum it is stored with; `None`
+/// when the entry is missing or cannot be trusted (a heads pack leaves it out).
+pub(super) fn head_bytes(path: &Path, key: &blake3::Hash) -> Option<(Aligned, [u8; 32])> {
+    let (mut file, layout) = open(path, key).ok()?;
+    let bytes = read_part(&mut file, layout.head_len, &layout.head_hash).ok()?;
+    Some((bytes, layout.head_hash))
 }
 
 /// The body at its place, checked against the head it belongs to: its references and
@@ -311,12 +344,7 @@ pub(super) fn read_lazily(path: &Path, key: &blake3::Hash) -> Cached<(FileFacts,
     let read = || -> Result<(FileFacts, LazyFacts), Unread> {
         let (mut file, layout) = open(path, key)?;
         let head = read_head(&mut file, &layout)?;
-        let lazy = LazyFacts {
-            path: path.to_path_buf(),
-            key: *key,
-            check: HeadCheck::of(&head),
-            body: OnceLock::new(),
-        };
+        let lazy = LazyFacts::of(path, key, &head);
         Ok((head, lazy))
     };
     match read() {
@@ -343,6 +371,16 @@ struct Decoded {
 }
 
 impl LazyFacts {
+    /// The body of the entry at `path`, to be read on first use and checked against `head`.
+    fn of(path: &Path, key: &blake3::Hash, head: &FileFacts) -> LazyFacts {
+        LazyFacts {
+            path: path.to_path_buf(),
+            key: *key,
+            check: HeadCheck::of(head),
+            body: OnceLock::new(),
+        }
+    }
+
     fn decoded(&self) -> &Decoded {
         self.body.get_or_init(|| {
             let read = || -> Result<Body, Unread> {

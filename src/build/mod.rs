@@ -4,6 +4,7 @@
 
 pub mod compile;
 mod fact_cache;
+mod heads_pack;
 pub mod inventory;
 mod load;
 pub use load::FactMemo;

@@ -559,7 +559,11 @@ fn attempt(
     // Old generations are removed (a syscall per file) beside the stamps' write and the
     // memo's.
     std::thread::scope(|scope| {
-        let garbage = scope.spawn(|| store.collect_garbage(lock));
+        let garbage = scope.spawn(|| {
+            let removed = store.collect_garbage(lock);
+            store.refresh_heads(lock, || fact_keys(&files));
+            removed
+        });
         record_stamps(
             options,
             &inventory,
@@ -809,6 +813,7 @@ fn report_unchanged(
     build_search(options, store, lock, &fingerprint)?;
     let search = ms(stage);
     let files = unchanged.files;
+    store.refresh_heads(lock, || fact_keys(files));
     record_stamps(
         options,
         inventory,
@@ -1350,6 +1355,16 @@ fn place(
 
 /// Records the stamps of the files this build read, so that the fresh reads that follow
 /// need not hash them again (`build::stamps`; best effort).
+/// The fact cache key of every file with facts: what the heads pack holds
+/// (`Store::refresh_heads`).
+fn fact_keys(files: &[Loaded]) -> Vec<blake3::Hash> {
+    files
+        .iter()
+        .filter(|f| f.facts.is_some())
+        .filter_map(|f| Some(super::load::fact_key(&f.hash, f.language?)))
+        .collect()
+}
+
 fn record_stamps(
     options: &BuildOptions,
     inventory: &super::inventory::Inventory,

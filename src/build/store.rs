@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::fact_cache;
 pub use super::fact_cache::{Cached, CachedFacts, LazyFacts};
+use super::heads_pack::{self, HeadsPack};
 use super::manifest::Manifest;
 use crate::config::Placement;
 use crate::error::{AtlasError, IoContext, Result};
@@ -66,6 +67,8 @@ pub const GRAPH_FILE: &str = "graph.atlas";
 /// A format-4 generation's segments, beside its root (`GRAPH_FILE`).
 pub use crate::graph::format::SEGMENTS_DIR;
 pub const MANIFEST_FILE: &str = "manifest.json";
+/// The heads pack's name in the cache directory (`heads_pack`).
+pub const HEADS_PACK_FILE: &str = "heads.pack";
 /// Generations kept by garbage collection, the committed one included (R-GEN-2: ≥ 2).
 const KEEP_GENERATIONS: usize = 2;
 
@@ -203,11 +206,28 @@ pub struct BuildLock {
 
 pub struct Store {
     dir: PathBuf,
+    /// The heads pack, opened on the first head a build reads (`None`: none to use).
+    heads: std::sync::OnceLock<Option<HeadsPack>>,
+    /// Heads read by `load_facts_lazily`, and those of them the pack did not give.
+    heads_read: std::sync::atomic::AtomicUsize,
+    heads_missed: std::sync::atomic::AtomicUsize,
+    /// The pack, or a head in it, could not be trusted.
+    heads_damaged: std::sync::atomic::AtomicBool,
+    /// Keys whose entries were removed (`remove_facts`): the pack's heads of them are
+    /// not used, so that their files are extracted again.
+    removed: std::sync::Mutex<Vec<blake3::Hash>>,
 }
 
 impl Store {
     pub fn new(dir: impl Into<PathBuf>) -> Store {
-        Store { dir: dir.into() }
+        Store {
+            dir: dir.into(),
+            heads: std::sync::OnceLock::new(),
+            heads_read: Default::default(),
+            heads_missed: Default::default(),
+            heads_damaged: Default::default(),
+            removed: Default::default(),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -507,13 +527,101 @@ impl Store {
     /// only the references that are bases and the bindings that are fields), checked as
     /// [`Store::load_facts`] checks it, and its body read on first use ([`LazyFacts`]).
     /// The body is most of an entry, and a build reads it only for the files it resolves.
+    /// The head comes from the heads pack when it holds it (checked as the entry's
+    /// would be), else from the entry.
     pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(FileFacts, LazyFacts)> {
-        fact_cache::read_lazily(&self.cache_path(key), key)
+        use std::sync::atomic::Ordering::Relaxed;
+        let path = self.cache_path(key);
+        self.heads_read.fetch_add(1, Relaxed);
+        let removed = || {
+            self.removed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(key)
+        };
+        let packed = self.heads_pack().filter(|_| !removed());
+        match packed.and_then(|pack| pack.find(key)) {
+            Some(Ok(head)) => match fact_cache::head_from(head.bytes, &head.hash, &path, key) {
+                Ok(read) => return Cached::Hit(read),
+                Err(_) => self.heads_damaged.store(true, Relaxed),
+            },
+            Some(Err(_)) => self.heads_damaged.store(true, Relaxed),
+            None => {}
+        }
+        self.heads_missed.fetch_add(1, Relaxed);
+        fact_cache::read_lazily(&path, key)
+    }
+
+    fn heads_path(&self) -> PathBuf {
+        self.dir.join("cache").join(HEADS_PACK_FILE)
+    }
+
+    fn heads_pack(&self) -> Option<&HeadsPack> {
+        self.heads
+            .get_or_init(|| {
+                HeadsPack::open(&self.heads_path()).unwrap_or_else(|_| {
+                    self.heads_damaged
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    None
+                })
+            })
+            .as_ref()
+    }
+
+    /// Writes the heads pack again when the heads this store read show it is worth it:
+    /// more than one in sixteen were not in it (a cold build: all of them), it or one
+    /// of its heads could not be trusted, or it holds more than twice the heads read (a
+    /// tree that shrank). `keys` (every fact key of the build's files) is called only
+    /// then. A pack that cannot be written costs the next builds their speed, never
+    /// their result: errors are dropped. Returns the heads packed, if it wrote.
+    pub(super) fn refresh_heads(
+        &self,
+        _lock: &BuildLock,
+        keys: impl FnOnce() -> Vec<blake3::Hash>,
+    ) -> Option<usize> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (read, missed) = (
+            self.heads_read.load(Relaxed),
+            self.heads_missed.load(Relaxed),
+        );
+        let packed = self.heads_pack().map_or(0, HeadsPack::len);
+        let worth = missed * 16 > read
+            || self.heads_damaged.load(Relaxed)
+            || (read > 0 && packed > 2 * read + 64);
+        if !worth {
+            return None;
+        }
+        let keys = keys();
+        let aside = self.dir.join("cache").join(".tmp");
+        fs::create_dir_all(&aside).ok()?;
+        let aside = aside.join(HEADS_PACK_FILE);
+        // Heads of removed entries are taken from the entries written again.
+        let none_removed = self
+            .removed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        let old = self.heads_pack().filter(|_| none_removed);
+        let written = heads_pack::write(&self.heads_path(), &aside, &keys, old, |key| {
+            self.cache_path(key)
+        });
+        if written.is_err() {
+            let _ = fs::remove_file(&aside);
+        }
+        self.cache_writes_done();
+        written.ok()
     }
 
     /// Removes `key`'s entry (one found damaged after it was read).
     pub fn remove_facts(&self, key: &blake3::Hash) {
         let _ = fs::remove_file(self.cache_path(key));
+        self.removed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(*key);
+        // The pack still holds the head: it is written again without it.
+        self.heads_damaged
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Removes the cache's (now empty) directory of entries being written: a build leaves

@@ -268,27 +268,53 @@ fn attempt(
     let stage = Instant::now();
     // Before any stat: the date this build's file stamps are trusted from.
     let stamped_at = super::stamps::now_ns();
-    let inventory = super::inventory::scan(&options.code_root, &options.limits)?;
+    // The committed generation's stamps (files they vouch for are not read again) are
+    // read beside the walk.
+    let (inventory, stamps) = std::thread::scope(|scope| {
+        let stamps = scope.spawn(|| committed_stamps(options, store));
+        let inventory = super::inventory::scan(&options.code_root, &options.limits);
+        let stamps = stamps
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        inventory.map(|inventory| (inventory, stamps))
+    })?;
     timings.inventory = ms(stage);
+
+    // The last resolution is read beside extraction, from the first content that changed.
+    let builder = builder_id();
+    let prior = PriorRead::new(options, &builder);
 
     // Every file vouched for by the committed generation's stamps, and its inputs those
     // of that generation: nothing to publish, and no facts to load (`unchanged_unread`).
     let stage = Instant::now();
-    if let Some(mut report) = unchanged_unread(options, store, lock, &inventory, stamped_at)? {
+    let unchanged = unchanged_unread(
+        options,
+        store,
+        lock,
+        &inventory,
+        stamps.as_ref(),
+        &prior,
+        stamped_at,
+    );
+    if let Some(mut report) = unchanged.inspect_err(|_| prior.stop())? {
         timings.extract = ms(stage) - report.timings_ms.search;
         timings.search = report.timings_ms.search;
         timings.total = ms(started);
         report.timings_ms = timings;
+        prior.stop();
         return Ok(Attempt::Built(Box::new(report)));
     }
 
-    // The last resolution is read beside extraction, from the first file that changed.
-    let builder = builder_id();
-    let prior = PriorRead::new(options, &builder);
-
     let stage = Instant::now();
     let counters = LoadCounters::default();
-    let (files, skipped) = load_all(options, store, &inventory, &counters, &prior);
+    let (files, skipped) = load_all(
+        options,
+        store,
+        &inventory,
+        stamps.as_ref(),
+        &counters,
+        &prior,
+    );
     timings.extract = ms(stage);
     inject(options, "after-extract")?;
 
@@ -663,6 +689,8 @@ fn unchanged_unread(
     store: &Store,
     lock: &super::store::BuildLock,
     inventory: &super::inventory::Inventory,
+    stamps: Option<&super::stamps::Stamps>,
+    prior: &PriorRead,
     stamped_at: i64,
 ) -> Result<Option<BuildReport>> {
     // Indexers run by this build are inputs it cannot know unchanged without running them.
@@ -672,7 +700,8 @@ fn unchanged_unread(
     let Some(current) = store.current().ok().flatten() else {
         return Ok(None);
     };
-    let Some(stamps) = super::stamps::Stamps::read_committed(&options.graph_dir, &current) else {
+    // The stamps are the committed generation's (`committed_stamps`).
+    let Some(stamps) = stamps.filter(|s| hex(&s.fingerprint) == current) else {
         return Ok(None);
     };
     let Ok(manifest) = store.read_manifest(&current) else {
@@ -719,7 +748,18 @@ fn unchanged_unread(
             read.insert(&file.path);
             let limit = options.limits.max_file_bytes;
             match super::load::identify(&options.code_root, file, limit) {
-                Ok(loaded) => files.push(loaded),
+                Ok(loaded) => {
+                    // Content that changed makes this a build: its prior is read now,
+                    // beside the rest of this check.
+                    if stamps
+                        .known
+                        .get(&file.path)
+                        .is_none_or(|known| known.hash != loaded.hash)
+                    {
+                        prior.start();
+                    }
+                    files.push(loaded)
+                }
                 Err(skip) => skipped.push(skip),
             }
         } else {
@@ -1404,12 +1444,19 @@ fn record_stamps(
     stamps.write(&options.graph_dir, stamped_at);
 }
 
+/// The committed generation's stamps, when they are its.
+fn committed_stamps(options: &BuildOptions, store: &Store) -> Option<super::stamps::Stamps> {
+    let current = store.current().ok().flatten()?;
+    super::stamps::Stamps::read_committed(&options.graph_dir, &current)
+}
+
 /// Reads, hashes, classifies and extracts every inventoried file in parallel (cached facts
 /// skip parsing): the loaded files, and every file skipped (inventory and load), by path.
 fn load_all(
     options: &BuildOptions,
     store: &Store,
     inventory: &super::inventory::Inventory,
+    stamps: Option<&super::stamps::Stamps>,
     counters: &LoadCounters,
     prior: &PriorRead,
 ) -> (Vec<Loaded>, Vec<Skipped>) {
@@ -1417,11 +1464,6 @@ fn load_all(
     if let Some(progress) = progress {
         progress.start("extracting", inventory.files.len());
     }
-    // The committed generation's stamps: files they vouch for are not read again.
-    let stamps =
-        store.current().ok().flatten().and_then(|current| {
-            super::stamps::Stamps::read_committed(&options.graph_dir, &current)
-        });
     let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
         .files
         .par_iter()
@@ -1461,6 +1503,7 @@ fn load_all(
     }
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
     store.cache_writes_done();
+    store.release_heads();
     if let Some(memo) = &options.memo {
         memo.keep(&files);
     }

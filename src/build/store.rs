@@ -17,6 +17,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::fact_cache;
 pub use super::fact_cache::{Cached, CachedFacts, LazyFacts};
@@ -206,8 +207,11 @@ pub struct BuildLock {
 
 pub struct Store {
     dir: PathBuf,
-    /// The heads pack, opened on the first head a build reads (`None`: none to use).
-    heads: std::sync::OnceLock<Option<HeadsPack>>,
+    /// The heads pack, mapped on the first head a build reads (`Some(None)`: none to
+    /// use) and let go once extraction is done (`release_heads`).
+    heads: std::sync::Mutex<Option<Option<Arc<HeadsPack>>>>,
+    /// Heads in the pack when it was first opened.
+    heads_packed: std::sync::atomic::AtomicUsize,
     /// Heads read by `load_facts_lazily`, and those of them the pack did not give.
     heads_read: std::sync::atomic::AtomicUsize,
     heads_missed: std::sync::atomic::AtomicUsize,
@@ -222,7 +226,8 @@ impl Store {
     pub fn new(dir: impl Into<PathBuf>) -> Store {
         Store {
             dir: dir.into(),
-            heads: std::sync::OnceLock::new(),
+            heads: Default::default(),
+            heads_packed: Default::default(),
             heads_read: Default::default(),
             heads_missed: Default::default(),
             heads_damaged: Default::default(),
@@ -540,7 +545,7 @@ impl Store {
                 .contains(key)
         };
         let packed = self.heads_pack().filter(|_| !removed());
-        match packed.and_then(|pack| pack.find(key)) {
+        match packed.as_deref().and_then(|pack| pack.find(key)) {
             Some(Ok(head)) => match fact_cache::head_from(head.bytes, &head.hash, &path, key) {
                 Ok(read) => return Cached::Hit(read),
                 Err(_) => self.heads_damaged.store(true, Relaxed),
@@ -556,16 +561,27 @@ impl Store {
         self.dir.join("cache").join(HEADS_PACK_FILE)
     }
 
-    fn heads_pack(&self) -> Option<&HeadsPack> {
-        self.heads
-            .get_or_init(|| {
-                HeadsPack::open(&self.heads_path()).unwrap_or_else(|_| {
+    fn heads_pack(&self) -> Option<Arc<HeadsPack>> {
+        let mut heads = self.heads.lock().unwrap_or_else(|p| p.into_inner());
+        heads
+            .get_or_insert_with(|| {
+                let opened = HeadsPack::open(&self.heads_path()).unwrap_or_else(|_| {
                     self.heads_damaged
                         .store(true, std::sync::atomic::Ordering::Relaxed);
                     None
-                })
+                });
+                let packed = opened.as_ref().map_or(0, HeadsPack::len);
+                self.heads_packed
+                    .fetch_max(packed, std::sync::atomic::Ordering::Relaxed);
+                opened.map(Arc::new)
             })
-            .as_ref()
+            .clone()
+    }
+
+    /// Lets go of the heads pack's mapping (extraction is done: its 12 MB on sympy would
+    /// otherwise count in the build's memory to the end). It is mapped again if used.
+    pub(super) fn release_heads(&self) {
+        *self.heads.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Writes the heads pack again when the heads this store read show it is worth it:
@@ -584,7 +600,7 @@ impl Store {
             self.heads_read.load(Relaxed),
             self.heads_missed.load(Relaxed),
         );
-        let packed = self.heads_pack().map_or(0, HeadsPack::len);
+        let packed = self.heads_packed.load(Relaxed);
         let worth = missed * 16 > read
             || self.heads_damaged.load(Relaxed)
             || (read > 0 && packed > 2 * read + 64);
@@ -602,7 +618,7 @@ impl Store {
             .unwrap_or_else(|p| p.into_inner())
             .is_empty();
         let old = self.heads_pack().filter(|_| none_removed);
-        let written = heads_pack::write(&self.heads_path(), &aside, &keys, old, |key| {
+        let written = heads_pack::write(&self.heads_path(), &aside, &keys, old.as_deref(), |key| {
             self.cache_path(key)
         });
         if written.is_err() {

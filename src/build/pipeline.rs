@@ -363,6 +363,7 @@ fn attempt(
         let mut report = report_unchanged(
             options, store, lock, &inventory, &manifest, unchanged, stamped_at,
         )?;
+        store.refresh_heads(lock, &fact_keys(&files));
         timings.search = report.timings_ms.search;
         timings.total = ms(started);
         report.timings_ms = timings;
@@ -587,7 +588,7 @@ fn attempt(
     std::thread::scope(|scope| {
         let garbage = scope.spawn(|| {
             let removed = store.collect_garbage(lock);
-            store.refresh_heads(lock, || fact_keys(&files));
+            store.refresh_heads(lock, &fact_keys(&files));
             removed
         });
         record_stamps(
@@ -853,7 +854,6 @@ fn report_unchanged(
     build_search(options, store, lock, &fingerprint)?;
     let search = ms(stage);
     let files = unchanged.files;
-    store.refresh_heads(lock, || fact_keys(files));
     record_stamps(
         options,
         inventory,
@@ -1395,14 +1395,15 @@ fn place(
 
 /// Records the stamps of the files this build read, so that the fresh reads that follow
 /// need not hash them again (`build::stamps`; best effort).
-/// The fact cache key of every file with facts: what the heads pack holds
-/// (`Store::refresh_heads`).
-fn fact_keys(files: &[Loaded]) -> Vec<blake3::Hash> {
-    files
-        .iter()
-        .filter(|f| f.facts.is_some())
-        .filter_map(|f| Some(super::load::fact_key(&f.hash, f.language?)))
-        .collect()
+/// The fact cache key of every loaded file with facts, computed on first use: what
+/// the heads pack holds (`Store::refresh_heads`).
+fn fact_keys(files: &[Loaded]) -> super::store::FactKeys<'_> {
+    let with_facts = || files.iter().filter(|f| f.facts.is_some());
+    super::store::FactKeys::new(with_facts().count(), move || {
+        with_facts()
+            .filter_map(|f| Some(super::load::fact_key(&f.hash, f.language?)))
+            .collect()
+    })
 }
 
 fn record_stamps(

@@ -205,6 +205,21 @@ pub struct BuildLock {
     _file: File,
 }
 
+/// A build's fact keys, for `Store::refresh_heads`: how many, and how to compute them.
+pub(super) struct FactKeys<'a> {
+    count: usize,
+    compute: Box<dyn Fn() -> Vec<blake3::Hash> + Sync + 'a>,
+}
+
+impl<'a> FactKeys<'a> {
+    pub(super) fn new(count: usize, compute: impl Fn() -> Vec<blake3::Hash> + Sync + 'a) -> Self {
+        FactKeys {
+            count,
+            compute: Box::new(compute),
+        }
+    }
+}
+
 pub struct Store {
     dir: PathBuf,
     /// The heads pack, mapped on the first head a build reads (`Some(None)`: none to
@@ -586,28 +601,24 @@ impl Store {
 
     /// Writes the heads pack again when the heads this store read show it is worth it:
     /// more than one in sixteen were not in it (a cold build: all of them), it or one
-    /// of its heads could not be trusted, or it holds more than twice the heads read (a
-    /// tree that shrank). `keys` (every fact key of the build's files) is called only
-    /// then. A pack that cannot be written costs the next builds their speed, never
+    /// of its heads could not be trusted, or it holds more than twice as many heads as
+    /// the build has files with facts (a tree that shrank). Called only by a build
+    /// that loaded the facts of every file (`keys`), whose keys are computed only to
+    /// write. A pack that cannot be written costs the next builds their speed, never
     /// their result: errors are dropped. Returns the heads packed, if it wrote.
-    pub(super) fn refresh_heads(
-        &self,
-        _lock: &BuildLock,
-        keys: impl FnOnce() -> Vec<blake3::Hash>,
-    ) -> Option<usize> {
+    pub(super) fn refresh_heads(&self, _lock: &BuildLock, keys: &FactKeys<'_>) -> Option<usize> {
         use std::sync::atomic::Ordering::Relaxed;
         let (read, missed) = (
             self.heads_read.load(Relaxed),
             self.heads_missed.load(Relaxed),
         );
         let packed = self.heads_packed.load(Relaxed);
-        let worth = missed * 16 > read
-            || self.heads_damaged.load(Relaxed)
-            || (read > 0 && packed > 2 * read + 64);
+        let worth =
+            missed * 16 > read || self.heads_damaged.load(Relaxed) || packed > 2 * keys.count + 64;
         if !worth {
             return None;
         }
-        let keys = keys();
+        let keys = (keys.compute)();
         let aside = self.dir.join("cache").join(".tmp");
         fs::create_dir_all(&aside).ok()?;
         let aside = aside.join(HEADS_PACK_FILE);

@@ -53,7 +53,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::resolve::{
     FileImports, FileMemo, FrontierEntry, ImportsMemo, Memo, OnDisk, ResolvedEdge, Site, SpanKey,
-    Target,
 };
 use super::stamps::Reader;
 use crate::graph::codes::{EdgeKind, EdgeSubkind, Provenance, Resolution};
@@ -475,20 +474,7 @@ fn put_file<O: Out>(out: &mut O, index: usize, file: &FileMemo, names: &NameTabl
             out.put(&(text.len() as u32).to_le_bytes());
             out.put(text.as_bytes());
         };
-        out.put(&(result.bindings.len() as u32).to_le_bytes());
-        for (name, target) in &result.bindings {
-            text(out, name);
-            match target {
-                Target::Symbol(id) => {
-                    out.put(&[1]);
-                    out.put(&id.to_le_bytes());
-                }
-                Target::Files(files) => {
-                    out.put(&[2]);
-                    u32s(out, files);
-                }
-            }
-        }
+        result.bindings.write(&mut |bytes: &[u8]| out.put(bytes));
         u32s(out, &result.wildcards);
         out.put(&(result.unresolved.len() as u32).to_le_bytes());
         for name in &result.unresolved {
@@ -774,18 +760,8 @@ fn decode_imports(r: &mut Reader) -> Option<FileImports> {
         let len = r.len_of(1)?;
         Some(std::str::from_utf8(r.take(len)?).ok()?.to_string())
     };
-    let n = r.len_of(6)?;
-    let mut bindings = rustc_hash::FxHashMap::default();
-    bindings.reserve(n);
-    for _ in 0..n {
-        let name = text(r)?;
-        let target = match r.u8()? {
-            1 => Target::Symbol(r.u32()?),
-            2 => Target::Files(r.u32s()?),
-            _ => return None,
-        };
-        bindings.insert(name, target);
-    }
+    // Kept as stored until a lookup needs them (`resolve::Bindings`).
+    let bindings = crate::build::resolve::Bindings::read(r)?;
     let wildcards = r.u32s()?;
     let n = r.len_of(4)?;
     let unresolved = (0..n).map(|_| text(r)).collect::<Option<_>>()?;
@@ -820,6 +796,7 @@ fn decode_imports(r: &mut Reader) -> Option<FileImports> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::resolve::{Bindings, Target};
 
     /// `memo`'s file, sealed, as `write` writes it.
     fn encoded(memo: &Memo, builder: &str) -> Vec<u8> {
@@ -908,7 +885,7 @@ mod tests {
             end_line: 0,
         };
         let first = std::sync::Arc::new(FileImports {
-            bindings,
+            bindings: Bindings::from_map(bindings),
             wildcards: vec![1],
             unresolved: ["missing".to_string()].into_iter().collect(),
             unresolved_wildcard: true,

@@ -462,7 +462,10 @@ impl<'a> Resolver<'a> {
                     };
                 }
                 // Equal results of consecutive passes are one (kept once in the memo).
-                if let Some(previous) = memos[file].last()
+                // Passes all reused are as the build that bound them left them: equal
+                // ones already one (comparing them would decode every file's names).
+                if !reused_all[file]
+                    && let Some(previous) = memos[file].last()
                     && !Arc::ptr_eq(&previous.result, &memo.result)
                     && previous.result == memo.result
                 {
@@ -719,11 +722,7 @@ impl Translation<'_> {
             Target::Files(files) => Target::Files(files.clone()),
         };
         FileImports {
-            bindings: imports
-                .bindings
-                .iter()
-                .map(|(name, t)| (name.clone(), target(t)))
-                .collect(),
+            bindings: imports.bindings.translated(target),
             wildcards: imports.wildcards.clone(),
             unresolved: imports.unresolved.clone(),
             unresolved_wildcard: imports.unresolved_wildcard,

@@ -34,6 +34,8 @@ pub use incremental::{
     resolve_incremental,
 };
 
+mod bindings;
+pub use bindings::Bindings;
 mod edge_table;
 mod frontier;
 mod incremental;
@@ -175,7 +177,7 @@ struct FileResolution {
 /// What a file's imports bring into scope (one pass of `Resolver::bind_imports`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FileImports {
-    pub bindings: HashMap<String, Target>,
+    pub bindings: Bindings,
     /// Files whose top-level names are all visible (`from m import *`, `use m::*`).
     pub wildcards: Vec<u32>,
     /// Names imported from modules that are not in the graph (or not found in it).

@@ -244,7 +244,7 @@ impl<'a> Resolver<'a> {
         let mut unresolved_wildcard = false;
         let Some(facts) = self.facts(file) else {
             return FileImports {
-                bindings,
+                bindings: super::Bindings::from_map(bindings),
                 wildcards,
                 unresolved,
                 unresolved_wildcard,
@@ -284,7 +284,7 @@ impl<'a> Resolver<'a> {
             }
         }
         FileImports {
-            bindings,
+            bindings: super::Bindings::from_map(bindings),
             wildcards,
             unresolved,
             unresolved_wildcard,

@@ -1,8 +1,10 @@
 //! Golden files of the formats besides the graph (issue 12): every landed version of the
 //! generation manifest, the search index metadata, the vector file and the build's caches
-//! (fact cache entries, `resolution.bin`) stays in
+//! (fact cache entries, the heads pack, `resolution.bin`) stays in
 //! tests/golden/ and is still read by this build — or, once a newer version replaces
 //! it, refused with a typed answer (the index is rebuilt), never misread.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
@@ -177,6 +179,32 @@ fn a_vector_file_of_another_format_or_model_is_refused_typed() {
     );
     assert!(parse_vector_table(&table[..table.len() - 12], 256).is_err());
     assert!(parse_pack_header(&pack[..pack.len() - 4], 256).is_err());
+}
+
+#[test]
+fn a_heads_pack_of_version_1_is_refused_and_written_again() {
+    // Written by 36fcfe4 for fixtures/python (one checksum per head): a build that reads
+    // heads passes over it, reads its heads from their entries, and packs them again.
+    let golden = std::fs::read(golden("cache/v1.heads.pack")).unwrap();
+    assert_eq!(&golden[..8], b"ATLHEADS");
+    assert_eq!(golden[8..12], 1u32.to_le_bytes());
+    let s = common::Sandbox::with_fixture("python");
+    s.build_json();
+    let clean = s.atlas(&["graph", "dump"]).success().stdout;
+    let pack = s.graph().join("cache").join("heads.pack");
+    let current = std::fs::read(&pack).unwrap();
+    assert_eq!(current[8..12], 2u32.to_le_bytes());
+    std::fs::write(&pack, &golden).unwrap();
+    // No generation to reuse: every file's facts are loaded.
+    std::fs::remove_dir_all(s.graph().join("generations")).unwrap();
+    std::fs::remove_file(s.graph().join("CURRENT")).unwrap();
+    let report = s.build_json();
+    assert_eq!(report["parsed"], 0, "{report}");
+    assert_eq!(s.atlas(&["graph", "dump"]).success().stdout, clean);
+    assert!(
+        std::fs::read(&pack).unwrap() == current,
+        "packed again as version 2"
+    );
 }
 
 #[test]

@@ -238,18 +238,14 @@ fn decode_head(bytes: &[u8]) -> Result<FileFacts, Unread> {
     Ok(head)
 }
 
-/// A head kept apart from its entry (`heads_pack`): its bytes (aligned as an archive
-/// needs) checked against `hash`, decoded and checked as the entry's head is, with the
-/// body at `path` read on first use.
+/// A head kept apart from its entry (`heads_pack`, which checked its bytes' checksum):
+/// its bytes (aligned as an archive needs) decoded and checked as the entry's head is,
+/// with the body at `path` read on first use.
 pub(super) fn head_from(
     bytes: &[u8],
-    hash: &[u8; 32],
     path: &Path,
     key: &blake3::Hash,
 ) -> Result<(FileFacts, LazyFacts), String> {
-    if blake3::hash(bytes).as_bytes() != hash {
-        return Err("payload checksum mismatch".into());
-    }
     let head = decode_head(bytes).map_err(|unread| match unread {
         Unread::Missing => "missing".to_string(),
         Unread::Damaged(reason) => reason,
@@ -258,12 +254,12 @@ pub(super) fn head_from(
     Ok((head, lazy))
 }
 
-/// The head of the entry at `path`, as the bytes and checksum it is stored with; `None`
-/// when the entry is missing or cannot be trusted (a heads pack leaves it out).
-pub(super) fn head_bytes(path: &Path, key: &blake3::Hash) -> Option<(Aligned, [u8; 32])> {
+/// The head of the entry at `path`, as the bytes it is stored as (checked against its
+/// checksum); `None` when the entry is missing or cannot be trusted (a heads pack
+/// leaves it out).
+pub(super) fn head_bytes(path: &Path, key: &blake3::Hash) -> Option<Aligned> {
     let (mut file, layout) = open(path, key).ok()?;
-    let bytes = read_part(&mut file, layout.head_len, &layout.head_hash).ok()?;
-    Some((bytes, layout.head_hash))
+    read_part(&mut file, layout.head_len, &layout.head_hash).ok()
 }
 
 /// The body at its place, checked against the head it belongs to: its references and

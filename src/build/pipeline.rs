@@ -1393,8 +1393,6 @@ fn place(
     })
 }
 
-/// Records the stamps of the files this build read, so that the fresh reads that follow
-/// need not hash them again (`build::stamps`; best effort).
 /// The fact cache key of every loaded file with facts, computed on first use: what
 /// the heads pack holds (`Store::refresh_heads`).
 fn fact_keys(files: &[Loaded]) -> super::store::FactKeys<'_> {
@@ -1406,6 +1404,8 @@ fn fact_keys(files: &[Loaded]) -> super::store::FactKeys<'_> {
     })
 }
 
+/// Records the stamps of the files this build read, so that the fresh reads that follow
+/// need not hash them again (`build::stamps`; best effort).
 fn record_stamps(
     options: &BuildOptions,
     inventory: &super::inventory::Inventory,

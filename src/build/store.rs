@@ -561,7 +561,7 @@ impl Store {
         };
         let packed = self.heads_pack().filter(|_| !removed());
         match packed.as_deref().and_then(|pack| pack.find(key)) {
-            Some(Ok(head)) => match fact_cache::head_from(head.bytes, &head.hash, &path, key) {
+            Some(Ok(head)) => match fact_cache::head_from(head, &path, key) {
                 Ok(read) => return Cached::Hit(read),
                 Err(_) => self.heads_damaged.store(true, Relaxed),
             },

@@ -23,7 +23,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::syntax::facts::{FileFacts, RefRole, Reference, TypeBinding};
 
@@ -245,12 +245,13 @@ pub(super) fn head_from(
     bytes: &[u8],
     path: &Path,
     key: &blake3::Hash,
-) -> Result<(FileFacts, LazyFacts), String> {
+) -> Result<(Arc<FileFacts>, LazyFacts), String> {
     let head = decode_head(bytes).map_err(|unread| match unread {
         Unread::Missing => "missing".to_string(),
         Unread::Damaged(reason) => reason,
     })?;
-    let lazy = LazyFacts::of(path, key, &head);
+    let head = Arc::new(head);
+    let lazy = LazyFacts::of(path, key, head.clone());
     Ok((head, lazy))
 }
 
@@ -265,13 +266,15 @@ pub(super) fn head_bytes(path: &Path, key: &blake3::Hash) -> Option<Aligned> {
 /// The body at its place, checked against the head it belongs to: its references and
 /// bindings hold together with the head's definitions as `FileFacts::validate` requires,
 /// and its bases and fields are the head's.
-fn read_body(file: &mut File, layout: &Layout, head: &HeadCheck) -> Result<Body, Unread> {
+fn read_body(file: &mut File, layout: &Layout, head: &FileFacts) -> Result<Body, Unread> {
     file.seek(SeekFrom::Start(layout.body_at()))
         .map_err(|e| damaged(e.to_string()))?;
     let bytes = read_part(file, layout.body_len, &layout.body_hash)?;
     let body = rkyv::from_bytes::<Body, rkyv::rancor::Error>(&bytes)
         .map_err(|e| damaged(format!("archive: {e}")))?;
-    let in_range = |index: Option<u32>| index.is_none_or(|i| (i as usize) < head.containers.len());
+    // Which definitions are type containers (their count bounds every index).
+    let containers = containers(&head.defs);
+    let in_range = |index: Option<u32>| index.is_none_or(|i| (i as usize) < containers.len());
     let ordered = |site: &crate::syntax::facts::Span| {
         site.start_byte <= site.end_byte && site.start_line <= site.end_line
     };
@@ -285,36 +288,13 @@ fn read_body(file: &mut File, layout: &Layout, head: &HeadCheck) -> Result<Body,
             return Err(damaged(format!("binding {at} is out of range")));
         }
     }
-    if !body
-        .refs
-        .iter()
-        .filter(|r| is_base(r))
-        .eq(head.bases.iter())
-    {
+    if !body.refs.iter().filter(|r| is_base(r)).eq(head.refs.iter()) {
         return Err(damaged("the head's bases are not the body's"));
     }
-    if !fields(&head.containers, &body.bindings).eq(head.fields.iter()) {
+    if !fields(&containers, &body.bindings).eq(head.bindings.iter()) {
         return Err(damaged("the head's fields are not the body's"));
     }
     Ok(body)
-}
-
-/// What a body is checked against: the parts of its head it must agree with.
-struct HeadCheck {
-    /// Per definition, whether it is a type container (their count bounds every index).
-    containers: Vec<bool>,
-    bases: Vec<Reference>,
-    fields: Vec<TypeBinding>,
-}
-
-impl HeadCheck {
-    fn of(head: &FileFacts) -> HeadCheck {
-        HeadCheck {
-            containers: containers(&head.defs),
-            bases: head.refs.clone(),
-            fields: head.bindings.clone(),
-        }
-    }
 }
 
 /// The whole facts of the entry at `path`, head and body.
@@ -322,7 +302,7 @@ pub(super) fn read_whole(path: &Path, key: &blake3::Hash) -> CachedFacts {
     let read = || -> Result<FileFacts, Unread> {
         let (mut file, layout) = open(path, key)?;
         let mut facts = read_head(&mut file, &layout)?;
-        let body = read_body(&mut file, &layout, &HeadCheck::of(&facts))?;
+        let body = read_body(&mut file, &layout, &facts)?;
         facts.refs = body.refs;
         facts.bindings = body.bindings;
         facts.validate().map_err(|e| damaged(e.to_string()))?;
@@ -336,11 +316,11 @@ pub(super) fn read_whole(path: &Path, key: &blake3::Hash) -> CachedFacts {
 
 /// The head of the entry at `path` (its facts with only their bases and fields) and the
 /// body, read on first use.
-pub(super) fn read_lazily(path: &Path, key: &blake3::Hash) -> Cached<(FileFacts, LazyFacts)> {
-    let read = || -> Result<(FileFacts, LazyFacts), Unread> {
+pub(super) fn read_lazily(path: &Path, key: &blake3::Hash) -> Cached<(Arc<FileFacts>, LazyFacts)> {
+    let read = || -> Result<(Arc<FileFacts>, LazyFacts), Unread> {
         let (mut file, layout) = open(path, key)?;
-        let head = read_head(&mut file, &layout)?;
-        let lazy = LazyFacts::of(path, key, &head);
+        let head = Arc::new(read_head(&mut file, &layout)?);
+        let lazy = LazyFacts::of(path, key, head.clone());
         Ok((head, lazy))
     };
     match read() {
@@ -356,8 +336,8 @@ pub(super) fn read_lazily(path: &Path, key: &blake3::Hash) -> Cached<(FileFacts,
 pub struct LazyFacts {
     path: PathBuf,
     key: blake3::Hash,
-    /// What the body must agree with, from the head (checked when it was read).
-    check: HeadCheck,
+    /// The head the body must agree with (checked when it was read).
+    head: Arc<FileFacts>,
     body: OnceLock<Decoded>,
 }
 
@@ -368,11 +348,11 @@ struct Decoded {
 
 impl LazyFacts {
     /// The body of the entry at `path`, to be read on first use and checked against `head`.
-    fn of(path: &Path, key: &blake3::Hash, head: &FileFacts) -> LazyFacts {
+    fn of(path: &Path, key: &blake3::Hash, head: Arc<FileFacts>) -> LazyFacts {
         LazyFacts {
             path: path.to_path_buf(),
             key: *key,
-            check: HeadCheck::of(head),
+            head,
             body: OnceLock::new(),
         }
     }
@@ -381,7 +361,7 @@ impl LazyFacts {
         self.body.get_or_init(|| {
             let read = || -> Result<Body, Unread> {
                 let (mut file, layout) = open(&self.path, &self.key)?;
-                read_body(&mut file, &layout, &self.check)
+                read_body(&mut file, &layout, &self.head)
             };
             match read() {
                 Ok(body) => Decoded { body, damage: None },

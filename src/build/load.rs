@@ -210,10 +210,10 @@ pub(super) fn load(
                 // A cache write failure costs a re-parse next time, never the build.
                 let _ = store.store_facts(&key, &facts);
                 counters.parsed.fetch_add(1, Ordering::Relaxed);
-                facts
+                Arc::new(facts)
             }
         };
-        loaded.facts = Some(Arc::new(facts));
+        loaded.facts = Some(facts);
     }
     Ok(loaded)
 }
@@ -279,7 +279,7 @@ fn load_known(
                     (Some(facts), lazy)
                 }
                 None => match store.load_facts_lazily(&key) {
-                    Cached::Hit((facts, lazy)) => (Some(Arc::new(facts)), Some(Arc::new(lazy))),
+                    Cached::Hit((facts, lazy)) => (Some(facts), Some(Arc::new(lazy))),
                     _ => return None,
                 },
             }

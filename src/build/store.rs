@@ -549,7 +549,7 @@ impl Store {
     /// The body is most of an entry, and a build reads it only for the files it resolves.
     /// The head comes from the heads pack when it holds it (checked as the entry's
     /// would be), else from the entry.
-    pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(FileFacts, LazyFacts)> {
+    pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(Arc<FileFacts>, LazyFacts)> {
         use std::sync::atomic::Ordering::Relaxed;
         let path = self.cache_path(key);
         self.heads_read.fetch_add(1, Relaxed);

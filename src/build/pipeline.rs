@@ -1465,6 +1465,7 @@ fn load_all(
     if let Some(progress) = progress {
         progress.start("extracting", inventory.files.len());
     }
+    store.read_every_head();
     let loaded: Vec<std::result::Result<Loaded, Skipped>> = inventory
         .files
         .par_iter()

@@ -227,6 +227,9 @@ pub struct Store {
     heads: std::sync::Mutex<Option<Option<Arc<HeadsPack>>>>,
     /// Heads in the pack when it was first opened.
     heads_packed: std::sync::atomic::AtomicUsize,
+    /// Whether heads are read from the pack: a build that reads every file's head says
+    /// so (`read_every_head`); reading a few (a no-op's partial files) maps no pack.
+    heads_wanted: std::sync::atomic::AtomicBool,
     /// Heads read by `load_facts_lazily`, and those of them the pack did not give.
     heads_read: std::sync::atomic::AtomicUsize,
     heads_missed: std::sync::atomic::AtomicUsize,
@@ -243,6 +246,7 @@ impl Store {
             dir: dir.into(),
             heads: Default::default(),
             heads_packed: Default::default(),
+            heads_wanted: Default::default(),
             heads_read: Default::default(),
             heads_missed: Default::default(),
             heads_damaged: Default::default(),
@@ -559,7 +563,11 @@ impl Store {
                 .unwrap_or_else(|p| p.into_inner())
                 .contains(key)
         };
-        let packed = self.heads_pack().filter(|_| !removed());
+        let wanted = self.heads_wanted.load(Relaxed);
+        let packed = wanted
+            .then(|| self.heads_pack())
+            .flatten()
+            .filter(|_| !removed());
         match packed.as_deref().and_then(|pack| pack.find(key)) {
             Some(Ok(head)) => match fact_cache::head_from(head, &path, key) {
                 Ok(read) => return Cached::Hit(read),
@@ -591,6 +599,12 @@ impl Store {
                 opened.map(Arc::new)
             })
             .clone()
+    }
+
+    /// Heads are about to be read for every file: from the pack, where it holds them.
+    pub(super) fn read_every_head(&self) {
+        self.heads_wanted
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Lets go of the heads pack's mapping (extraction is done: its 12 MB on sympy would

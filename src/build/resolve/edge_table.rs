@@ -68,6 +68,7 @@ impl Resolver<'_> {
         // Equal edges from two runs of a file are now neighbours.
         table.dedup();
         self.edges = table;
+        self.edges_settled = true;
     }
 
     /// File `file`'s import edges (what its imports bind, at the import), sorted.

@@ -396,6 +396,7 @@ impl Resolver<'_> {
         merge.frontier_resolved = before - self.out.frontier.len();
         merge.precise_edges = new_edges.len();
         self.edges.extend(new_edges);
+        self.edges_settled = false;
         self.out.scip = Some(merge);
     }
 

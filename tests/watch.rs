@@ -178,6 +178,36 @@ fn a_watchers_builds_take_unchanged_facts_from_memory_and_equal_a_cold_build() {
     assert!(watched.stdout == cold_dump.stdout, "the dumps differ");
 }
 
+/// A watcher's build reads only the edited file's facts from the cache (the others come
+/// from memory): one head of the tree's, which leaves the heads pack as it is, as after
+/// an edit built by hand (it is written again when a sixteenth of the files' heads are
+/// missing from it).
+#[test]
+fn a_watchers_builds_leave_the_heads_pack_as_it_is() {
+    let sandbox = Sandbox::with_fixture("python");
+    for n in 0..30 {
+        sandbox.write(
+            &format!("more/m{n}.py"),
+            format!("def f{n}():\n    return {n}\n"),
+        );
+    }
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let first = watcher.status();
+    let pack = sandbox.graph().join("cache").join("heads.pack");
+    let packed = std::fs::read(&pack).unwrap();
+    let after = append_and_wait(
+        &sandbox,
+        &watcher,
+        &first,
+        "\n\ndef remembered_again():\n    return 8\n",
+    );
+    assert_eq!(after["last_build"]["outcome"], "published", "{after:#}");
+    assert!(
+        std::fs::read(&pack).unwrap() == packed,
+        "the watcher's build wrote the heads pack again"
+    );
+}
+
 /// A watcher keeps its resolution in memory. Once its memo is written whole, the next
 /// build's memo extends that file, so a body edit writes only the entries that differ
 /// (`resolution.delta`) and leaves the memo file as it was.

@@ -16,10 +16,9 @@
 //! still comes from the entry on first use. A pack that cannot be trusted is not used,
 //! nor a head in it that cannot be: it is read from its entry, and the build writes the
 //! pack again (`Store::refresh_heads`). Version 1 (one checksum per head) is refused as
-//! another version. A build writes
-//! it when more than one in sixteen of the heads it read were not in it (an edit adds
-//! one), so a run of edits reads one pack and writes it rarely. The pack is replaced by
-//! a rename, never written in place.
+//! another version. A build writes it when the heads it read that were not in it are
+//! more than one in sixteen of its files (an edit adds one), so a run of edits reads one
+//! pack and writes it rarely. The pack is replaced by a rename, never written in place.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};

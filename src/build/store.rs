@@ -230,8 +230,7 @@ pub struct Store {
     /// Whether heads are read from the pack: a build that reads every file's head says
     /// so (`read_every_head`); reading a few (a no-op's partial files) maps no pack.
     heads_wanted: std::sync::atomic::AtomicBool,
-    /// Heads read by `load_facts_lazily`, and those of them the pack did not give.
-    heads_read: std::sync::atomic::AtomicUsize,
+    /// Heads `load_facts_lazily` read that the pack did not give.
     heads_missed: std::sync::atomic::AtomicUsize,
     /// The pack, or a head in it, could not be trusted.
     heads_damaged: std::sync::atomic::AtomicBool,
@@ -247,7 +246,6 @@ impl Store {
             heads: Default::default(),
             heads_packed: Default::default(),
             heads_wanted: Default::default(),
-            heads_read: Default::default(),
             heads_missed: Default::default(),
             heads_damaged: Default::default(),
             removed: Default::default(),
@@ -556,7 +554,6 @@ impl Store {
     pub fn load_facts_lazily(&self, key: &blake3::Hash) -> Cached<(Arc<FileFacts>, LazyFacts)> {
         use std::sync::atomic::Ordering::Relaxed;
         let path = self.cache_path(key);
-        self.heads_read.fetch_add(1, Relaxed);
         let removed = || {
             self.removed
                 .lock()
@@ -613,22 +610,22 @@ impl Store {
         *self.heads.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
-    /// Writes the heads pack again when the heads this store read show it is worth it:
-    /// more than one in sixteen were not in it (a cold build: all of them), it or one
-    /// of its heads could not be trusted, or it holds more than twice as many heads as
-    /// the build has files with facts (a tree that shrank). Called only by a build
+    /// Writes the heads pack again when the build shows it is worth it: the heads it read
+    /// that the pack did not hold are more than one in sixteen of its files with facts
+    /// (a cold build: all of them; an edit: one; a watcher's build, which takes the
+    /// others from memory: one), the pack or one of its heads could not be trusted, or
+    /// it holds more than twice as many heads as the build has files with facts (a tree
+    /// that shrank). Called only by a build
     /// that loaded the facts of every file (`keys`), whose keys are computed only to
     /// write. A pack that cannot be written costs the next builds their speed, never
     /// their result: errors are dropped. Returns the heads packed, if it wrote.
     pub(super) fn refresh_heads(&self, _lock: &BuildLock, keys: &FactKeys<'_>) -> Option<usize> {
         use std::sync::atomic::Ordering::Relaxed;
-        let (read, missed) = (
-            self.heads_read.load(Relaxed),
-            self.heads_missed.load(Relaxed),
-        );
+        let missed = self.heads_missed.load(Relaxed);
         let packed = self.heads_packed.load(Relaxed);
-        let worth =
-            missed * 16 > read || self.heads_damaged.load(Relaxed) || packed > 2 * keys.count + 64;
+        let worth = missed * 16 > keys.count
+            || self.heads_damaged.load(Relaxed)
+            || packed > 2 * keys.count + 64;
         if !worth {
             return None;
         }

@@ -993,6 +993,12 @@ def _dump(c, repo, label="dump"):
     return r.out
 
 
+def _drop_heads_pack(repo):
+    """Heads read from the entries, not the heads pack: a pack holds a good copy of each
+    head, so an entry's damaged head is read (and repaired) only without it."""
+    os.unlink(os.path.join(c_graph(repo), "cache", "heads.pack"))
+
+
 def _forget_generations(repo, resolution=False):
     """No committed generation (and, with `resolution`, no resolution to reuse: every
     file is then resolved, so that every fact cache entry's body is read)."""
@@ -1040,6 +1046,7 @@ def b_bitflip(seed, nfiles, nflips, mode):
                 i = rng.randrange(len(b))
                 b[i] ^= 1 << rng.randrange(8)
             write(p, bytes(b))
+        _drop_heads_pack(repo)
         if mode == "regen":
             reference = _dump(c, repo, "clean dump")
             # Fact cache version 2 reads a body only for a file resolved.
@@ -1087,6 +1094,7 @@ def b_cache_op(op):
             write(a, random.Random(7).randbytes(len(read(a))))
         elif op == "duplicate":
             write(b, read(a))
+        _drop_heads_pack(repo)
         _forget_generations(repo)
         _repaired_build(c, repo, reference)
     return fn
@@ -1096,6 +1104,40 @@ for n, (op, what) in enumerate([("swap", "two cache files swapped"), ("duplicate
                                 ("truncate", "cache file truncated"), ("empty", "cache file emptied"),
                                 ("garbage", "cache file replaced by random bytes")]):
     add(f"B{7 + n:02d}-cache-{op}", "B", f"{what}: build exit 0, cache_repaired > 0, dump == clean", b_cache_op(op))
+
+
+def b_heads_pack(op):
+    """A damaged heads pack is not used: the build reads the heads from their entries,
+    publishes the clean build's graph and writes the pack again."""
+    def fn(c):
+        repo = c.flask()
+        reference = _dump(c, repo, "clean dump")
+        pack = os.path.join(c_graph(repo), "cache", "heads.pack")
+        clean = read(pack)
+        if op == "bitflip":
+            b = bytearray(clean)
+            b[len(b) // 2] ^= 0x10
+            write(pack, bytes(b))
+        elif op == "truncate":
+            write(pack, clean[: len(clean) // 3])
+        elif op == "garbage":
+            write(pack, random.Random(11).randbytes(len(clean)))
+        _forget_generations(repo, resolution=True)
+        r = c.atlas("build", "--format", "json", repo=repo)
+        c.check(r, (0,), label="build")
+        d = _dump(c, repo)
+        c.expect(d == reference, "dump==clean", "equal" if d == reference else "DIFFERS",
+                 f"dump differs from a clean build ({_diff_count(d, reference)} lines)")
+        again = read(pack) if os.path.exists(pack) else b""
+        c.expect(again == clean, "pack written again", "equal" if again == clean else "DIFFERS",
+                 "the pack was not written again as the clean build wrote it")
+    return fn
+
+
+for n, (op, what) in enumerate([("bitflip", "a bit flipped"), ("truncate", "truncated to a third"),
+                                ("garbage", "replaced by random bytes")]):
+    add(f"B11{'abc'[n]}-heads-pack-{op}", "B",
+        f"heads pack {what}: build exit 0, dump == clean, pack written again", b_heads_pack(op))
 
 
 def b_cache_dir_file(c):

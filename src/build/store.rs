@@ -615,10 +615,10 @@ impl Store {
     /// (a cold build: all of them; an edit: one; a watcher's build, which takes the
     /// others from memory: one), the pack or one of its heads could not be trusted, or
     /// it holds more than twice as many heads as the build has files with facts (a tree
-    /// that shrank). Called only by a build
-    /// that loaded the facts of every file (`keys`), whose keys are computed only to
-    /// write. A pack that cannot be written costs the next builds their speed, never
-    /// their result: errors are dropped. Returns the heads packed, if it wrote.
+    /// that shrank). Called only by a build that loaded the facts of every file
+    /// (`keys`), whose keys are computed only to write. A pack that cannot be written
+    /// costs the next builds their speed, never their result: errors are dropped.
+    /// Returns the heads packed, if it wrote.
     pub(super) fn refresh_heads(&self, _lock: &BuildLock, keys: &FactKeys<'_>) -> Option<usize> {
         use std::sync::atomic::Ordering::Relaxed;
         let missed = self.heads_missed.load(Relaxed);

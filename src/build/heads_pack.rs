@@ -136,21 +136,22 @@ pub(super) fn write(
     let mut index = Vec::with_capacity(sorted.len() * ENTRY);
     let mut hasher = blake3::Hasher::new();
     for key in sorted {
-        let from_old = old
-            .and_then(|pack| pack.find(key))
-            .and_then(Result::ok)
-            .map(std::borrow::Cow::Borrowed);
-        let Some(bytes) = from_old.or_else(|| {
-            fact_cache::head_bytes(&entry(key), key)
-                .map(|bytes| std::borrow::Cow::Owned(bytes.to_vec()))
-        }) else {
-            continue;
+        let from_entry;
+        let bytes: &[u8] = match old.and_then(|pack| pack.find(key)).and_then(Result::ok) {
+            Some(bytes) => bytes,
+            None => match fact_cache::head_bytes(&entry(key), key) {
+                Some(bytes) => {
+                    from_entry = bytes;
+                    &from_entry
+                }
+                None => continue,
+            },
         };
         index.extend_from_slice(key.as_bytes());
         index.extend_from_slice(&at.to_le_bytes());
         index.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
         let padding = bytes.len().next_multiple_of(ALIGN) - bytes.len();
-        for part in [&bytes[..], &[0; ALIGN][..padding]] {
+        for part in [bytes, &[0; ALIGN][..padding]] {
             out.write_all(part)?;
             hasher.update(part);
         }

@@ -153,6 +153,19 @@ struct Inner {
     root: Option<RootFile>,
     /// Totals over the parts.
     counts: Bases,
+    /// Where each part's ids begin, by kind.
+    starts: Starts,
+}
+
+/// Each kind's first global id in every part, in part order. Finding the part that holds
+/// an id searches these few contiguous words rather than the parts' records: every node,
+/// file and string read begins with that search.
+#[derive(Default)]
+struct Starts {
+    node: Vec<u32>,
+    file: Vec<u32>,
+    string: Vec<u32>,
+    frontier: Vec<u32>,
 }
 
 /// A validated, memory-mapped graph. Cheap to query; every accessor is zero-copy; a clone
@@ -367,8 +380,13 @@ impl Graph {
     fn from_parts(files: Vec<(GraphFile, Option<CrossFile>)>, root: Option<RootFile>) -> Graph {
         let mut counts = Bases::default();
         let mut parts = Vec::with_capacity(files.len());
+        let mut starts = Starts::default();
         for (file, cross) in files {
             let base = counts;
+            starts.node.push(base.node);
+            starts.file.push(base.file);
+            starts.string.push(base.string);
+            starts.frontier.push(base.frontier);
             let d = file.data();
             counts.node += d.nodes.len() as u32;
             counts.file += d.files.len() as u32;
@@ -381,6 +399,7 @@ impl Graph {
                 parts,
                 root,
                 counts,
+                starts,
             }),
         }
     }
@@ -394,16 +413,15 @@ impl Graph {
     }
 
     /// The part holding global id `id` of the kind `base` selects, and the local id.
-    fn part_by(&self, id: u32, base: impl Fn(&Bases) -> u32) -> (&Part, u32) {
-        let parts = self.parts();
-        let at = match parts {
+    fn part_by(&self, id: u32, kind: impl Fn(&Starts) -> &[u32]) -> (&Part, u32) {
+        let starts = kind(&self.inner.starts);
+        let at = match starts {
             [_] => 0,
-            _ => parts
-                .partition_point(|p| base(&p.base) <= id)
+            _ => starts
+                .partition_point(|&start| start <= id)
                 .saturating_sub(1),
         };
-        let part = &parts[at];
-        (part, id - base(&part.base).min(id))
+        (&self.parts()[at], id - starts[at].min(id))
     }
 
     /// The whole graph of formats 1–3 (which holds what a format-4 root holds).
@@ -481,7 +499,7 @@ impl Graph {
         if id.0 >= self.inner.counts.string {
             return &[];
         }
-        let (part, local) = self.part_by(id.0, |b| b.string);
+        let (part, local) = self.part_by(id.0, |s| &s.string);
         local_str_bytes(part.data(), local)
     }
 
@@ -490,7 +508,7 @@ impl Graph {
         if id.0 >= self.inner.counts.string {
             return "";
         }
-        let (part, local) = self.part_by(id.0, |b| b.string);
+        let (part, local) = self.part_by(id.0, |s| &s.string);
         part.str(local)
     }
 
@@ -513,7 +531,7 @@ impl Graph {
 
     /// Node `id` (which must be below `node_count`).
     pub fn node(&self, id: NodeId) -> NodeRef<'_> {
-        let (part, local) = self.part_by(id.0, |b| b.node);
+        let (part, local) = self.part_by(id.0, |s| &s.node);
         NodeRef {
             record: &part.data().nodes[local as usize],
             base: &part.base,
@@ -551,7 +569,7 @@ impl Graph {
         if id.0 >= self.inner.counts.file {
             return None;
         }
-        let (part, local) = self.part_by(id.0, |b| b.file);
+        let (part, local) = self.part_by(id.0, |s| &s.file);
         Some(FileRef {
             record: part.data().files.get(local as usize)?,
             base: &part.base,
@@ -639,7 +657,7 @@ impl Graph {
 
     /// The edges of `id` in `direction` (`edge.node()` is the other end).
     pub fn edges(&self, id: NodeId, direction: Direction) -> Edges<'_> {
-        let (part, local) = self.part_by(id.0, |b| b.node);
+        let (part, local) = self.part_by(id.0, |s| &s.node);
         let d = part.data();
         let (offsets, edges) = match direction {
             Direction::Outgoing => (&d.out_offsets, &d.out_edges),
@@ -697,7 +715,7 @@ impl Graph {
         if index >= self.inner.counts.frontier {
             return None;
         }
-        let (part, local) = self.part_by(index, |b| b.frontier);
+        let (part, local) = self.part_by(index, |s| &s.frontier);
         Some(FrontierRef {
             record: part.data().frontier.get(local as usize)?,
             base: &part.base,
@@ -728,7 +746,7 @@ impl Graph {
     /// resolver's order) and a file's entries in its own part, so this is a binary search,
     /// not a walk of the frontier (sympy's is 150,000 entries).
     pub fn frontier_in_file(&self, file: FileId) -> impl Iterator<Item = (u32, FrontierRef<'_>)> {
-        let (part, _) = self.part_by(file.0, |b| b.file);
+        let (part, _) = self.part_by(file.0, |s| &s.file);
         let records = part.data().frontier.as_slice();
         let base = &part.base;
         let file_of = |r: &ArchivedFrontierRecord| base.file(r.file.to_native()).0;

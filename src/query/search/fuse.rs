@@ -50,20 +50,18 @@ impl SearchIndex {
             });
             let lexical = arms.bm25.then(|| {
                 crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>, split::FileEvidence)> {
-                    let evidence = if by_evidence {
-                        split::FileEvidence {
-                            symbols: self.files_by_bm25(graph, &files, query)?,
-                            text: if by_text {
-                                self.files_by_text(graph, &files, query)?
-                            } else {
-                                Vec::new()
-                            },
-                        }
-                    } else {
-                        split::FileEvidence::default()
+                    let (symbols, by_symbols) =
+                        self.symbols_by_bm25(graph, &files, query, by_evidence)?;
+                    let evidence = split::FileEvidence {
+                        symbols: by_symbols,
+                        text: if by_text {
+                            self.files_by_text(graph, &files, query)?
+                        } else {
+                            Vec::new()
+                        },
                     };
                     Ok((
-                        self.bm25(graph, &files, query, index::KIND_SYMBOL)?,
+                        symbols,
                         self.bm25(graph, &files, query, index::KIND_SECTION)?,
                         evidence,
                     ))

@@ -722,17 +722,41 @@ impl SearchIndex {
             .collect())
     }
 
-    /// Files by the BM25 evidence of their symbols deep in the ranking (the best
-    /// `split::EVIDENCE_DEPTH` symbol documents, tests left out): a file's evidence sums
-    /// its best symbols' scores with a harmonic decay, as `allocate::rank_files` weighs
-    /// candidates. Best first, at most `split::EVIDENCE_FILES`. Split fusion weighs RRF's
-    /// file order with it (`split::fused_file_order`).
-    fn files_by_bm25(&self, graph: &Graph, files: &FileLookup, query: &str) -> Result<Vec<FileId>> {
-        let candidates: Vec<allocate::Candidate> = self
-            .scored_documents(query, index::KIND_SYMBOL, split::EVIDENCE_DEPTH, &[])?
+    /// BM25 over symbol documents, asked once for both of its uses: the arm's items
+    /// (the best `POOL` documents) and, with `evidence`, the files by the BM25 evidence
+    /// of their symbols deep in the ranking (the best `split::EVIDENCE_DEPTH` documents,
+    /// tests left out): a file's evidence sums its best symbols' scores with a harmonic
+    /// decay, as `allocate::rank_files` weighs candidates; best first, at most
+    /// `split::EVIDENCE_FILES`. Split fusion weighs RRF's file order with it
+    /// (`split::fused_file_order`). The deeper ranking's head is the shallower one's
+    /// whole (tantivy breaks ties by document), so one query serves both.
+    fn symbols_by_bm25(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        query: &str,
+        evidence: bool,
+    ) -> Result<(Vec<u32>, Vec<FileId>)> {
+        const { assert!(split::EVIDENCE_DEPTH >= POOL) };
+        let depth = if evidence {
+            split::EVIDENCE_DEPTH
+        } else {
+            POOL
+        };
+        let scored = self.scored_documents(query, index::KIND_SYMBOL, depth, &[])?;
+        let items: Vec<Option<u32>> = scored
             .iter()
-            .filter_map(|(score, document)| {
-                let node = NodeId(self.item_of(graph, files, document)?);
+            .map(|(_, document)| self.item_of(graph, files, document))
+            .collect();
+        let arm: Vec<u32> = items.iter().take(POOL).flatten().copied().collect();
+        if !evidence {
+            return Ok((arm, Vec::new()));
+        }
+        let candidates: Vec<allocate::Candidate> = scored
+            .iter()
+            .zip(&items)
+            .filter_map(|((score, _), item)| {
+                let node = NodeId((*item)?);
                 let file = graph.node(node).file();
                 (!graph.is_test(node)).then_some(allocate::Candidate {
                     file: Some(file),
@@ -741,11 +765,12 @@ impl SearchIndex {
                 })
             })
             .collect();
-        Ok(allocate::rank_files(&candidates)
+        let by_evidence = allocate::rank_files(&candidates)
             .into_iter()
             .take(split::EVIDENCE_FILES)
             .map(|f| f.file)
-            .collect())
+            .collect();
+        Ok((arm, by_evidence))
     }
 
     /// Files by BM25 over their whole text (`index::KIND_FILE` documents), test files

@@ -30,7 +30,7 @@ const EVIDENCE_WEIGHT: f64 = 0.5;
 /// (docs/QUALITY.md): 0.5 raised file Acc@1, Acc@5 and MRR on average on both, 0.25 less.
 const TEXT_WEIGHT: f64 = 0.5;
 
-/// Symbol documents whose BM25 scores make the files' evidence (`SearchIndex::files_by_bm25`).
+/// Symbol documents whose BM25 scores make the files' evidence (`SearchIndex::symbols_by_bm25`).
 pub const EVIDENCE_DEPTH: usize = 200;
 /// Files of that ranking that count.
 pub const EVIDENCE_FILES: usize = 50;
@@ -62,7 +62,7 @@ pub fn fused_file_order(rrf: &[FileId], evidence: &FileEvidence) -> HashMap<File
 /// Files by evidence of their own, for the fused file order.
 #[derive(Debug, Default)]
 pub struct FileEvidence {
-    /// By their symbols' BM25 evidence (`SearchIndex::files_by_bm25`).
+    /// By their symbols' BM25 evidence (`SearchIndex::symbols_by_bm25`).
     pub symbols: Vec<FileId>,
     /// By BM25 over their whole text (`SearchIndex::files_by_text`).
     pub text: Vec<FileId>,

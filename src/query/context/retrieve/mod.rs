@@ -326,12 +326,9 @@ impl<'g> Builder<'g> {
                 let existing = &mut self.candidates[index];
                 // One entry per symbol and class: the same evidence reached again keeps
                 // its strongest form and every site.
+                // Repeated sites are dropped once the walk ends (`dedup_sites`).
                 let mut sites = std::mem::take(&mut existing.sites);
-                for site in &candidate.sites {
-                    if !sites.contains(site) {
-                        sites.push(*site);
-                    }
-                }
+                sites.extend_from_slice(&candidate.sites);
                 if (candidate.required, candidate.score) > (existing.required, existing.score) {
                     if candidate.id.is_empty() {
                         candidate.id = std::mem::take(&mut existing.id);
@@ -409,9 +406,7 @@ impl<'g> Builder<'g> {
         if let Some(&index) = self.by_symbol.get(&(class, node)) {
             let existing = &mut self.candidates[index];
             if (false, score) <= (existing.required, existing.score) {
-                if let Some(site) = relation.site
-                    && !existing.sites.contains(&site)
-                {
+                if let Some(site) = relation.site {
                     existing.sites.push(site);
                 }
                 return;
@@ -637,8 +632,15 @@ impl<'g> Builder<'g> {
         let mut capped_at = None;
         for hop in 1..=hops {
             let mut next = Vec::new();
+            let graph = self.graph;
             for &node in &frontier {
-                for relation in self.edges(node, direction, EdgeKind::Calls) {
+                // The edges straight from the map: no list of them is built per node.
+                for edge in graph
+                    .edges(node, direction)
+                    .iter()
+                    .filter(|e| e.kind == EdgeKind::Calls as u8)
+                {
+                    let relation = relation_of(node, edge, direction);
                     let other = match direction {
                         Direction::Outgoing => relation.to,
                         Direction::Incoming => relation.from,
@@ -706,11 +708,25 @@ pub fn retrieve(
         ProfileName::Architecture => architecture(&mut builder, intent),
         ProfileName::Impact => impact(&mut builder, intent),
     }
+    for candidate in &mut builder.candidates {
+        dedup_sites(&mut candidate.sites);
+    }
     Retrieval {
         paths_traversed: builder.touched_files.len(),
         candidates: builder.candidates,
         spine,
     }
+}
+
+/// Keeps each site's first occurrence, in order. The walk appends every site it meets
+/// and drops repeats here once: a caller with hundreds of call sites (a test module's)
+/// made the check at each append quadratic.
+fn dedup_sites(sites: &mut Vec<(FileId, u32)>) {
+    if sites.len() < 2 {
+        return;
+    }
+    let mut seen: rustc_hash::FxHashSet<(FileId, u32)> = Default::default();
+    sites.retain(|site| seen.insert(*site));
 }
 
 fn wants(intent: &Intent, relation: Relation) -> bool {
@@ -872,4 +888,27 @@ pub fn add_search_hits(
         ));
     }
     retrieval.candidates.extend(added);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedup_sites_keeps_each_sites_first_occurrence_in_order() {
+        let site = |file: u32, line: u32| (FileId(file), line);
+        let mut sites = vec![
+            site(2, 10),
+            site(1, 5),
+            site(2, 10),
+            site(1, 7),
+            site(1, 5),
+            site(3, 1),
+        ];
+        dedup_sites(&mut sites);
+        assert_eq!(sites, vec![site(2, 10), site(1, 5), site(1, 7), site(3, 1)]);
+        let mut one = vec![site(4, 4)];
+        dedup_sites(&mut one);
+        assert_eq!(one, vec![site(4, 4)]);
+    }
 }

@@ -124,7 +124,103 @@ pub fn resolve(root: &Path, relative: &str) -> Result<PathBuf, Refusal> {
 /// Reads the repository file `relative` under `root`, at most `limit` bytes.
 pub fn read(root: &Path, relative: &str, limit: u64) -> Result<Vec<u8>, Refusal> {
     let path = resolve(root, relative)?;
-    let file = open_for_reading(&path, false).map_err(|e| {
+    read_bounded(open_resolved(&path)?, limit)
+}
+
+/// What tells one version of a file's bytes from another without reading them: device,
+/// inode, length, and modification and change times to the nanosecond (git's racy-clean
+/// stat data). The change time moves on every write and on every `touch -d`, which
+/// cannot set it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    device: u64,
+    inode: u64,
+    length: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+/// How long after its last change a file's identity is trusted to name its bytes: a
+/// write within the same timestamp tick as a read leaves the times unchanged (two
+/// seconds covers the coarsest file systems' ticks).
+const SETTLE_SECONDS: i64 = 2;
+
+impl Identity {
+    fn of(metadata: &std::fs::Metadata) -> Identity {
+        use std::os::unix::fs::MetadataExt;
+        Identity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            length: metadata.len(),
+            modified: (metadata.mtime(), metadata.mtime_nsec()),
+            changed: (metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+
+    /// Whether bytes read at `read_at` (seconds since the epoch, taken before the read)
+    /// are the only bytes this identity can name: the file last changed well before the
+    /// read, so any later write moves its change time (git's racy-clean rule).
+    pub fn settled(&self, read_at: i64) -> bool {
+        self.modified.0.max(self.changed.0) + SETTLE_SECONDS < read_at
+    }
+}
+
+/// Seconds since the epoch now (0 before it).
+fn now_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// A repository file found inside the code root, with its identity when it was found
+/// (only [`locate`] makes one, so its path has passed [`read`]'s checks).
+#[derive(Debug)]
+pub struct Located {
+    path: PathBuf,
+    identity: Identity,
+}
+
+impl Located {
+    /// The file's canonical path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its identity when it was located.
+    pub fn identity(&self) -> Identity {
+        self.identity
+    }
+
+    /// Reads it, at most `limit` bytes: the bytes, their identity (taken from the open
+    /// file before reading) and the time, in seconds since the epoch, just before that.
+    pub fn read(&self, limit: u64) -> Result<(Vec<u8>, Identity, i64), Refusal> {
+        let file = open_resolved(&self.path)?;
+        let read_at = now_seconds();
+        let identity = Identity::of(&file.metadata().map_err(Refusal::Io)?);
+        Ok((read_bounded(file, limit)?, identity, read_at))
+    }
+}
+
+/// The repository file `relative` under `root`, located without reading it, with the
+/// same refusals as [`read`] (a symlink out, not a regular file).
+pub fn locate(root: &Path, relative: &str) -> Result<Located, Refusal> {
+    let path = resolve(root, relative)?;
+    let metadata = std::fs::symlink_metadata(&path).map_err(Refusal::Io)?;
+    if metadata.file_type().is_symlink() {
+        return Err(Refusal::OutsideRoot);
+    }
+    if !metadata.is_file() {
+        return Err(Refusal::NotRegular);
+    }
+    Ok(Located {
+        identity: Identity::of(&metadata),
+        path,
+    })
+}
+
+/// Opens a resolved path without following a symlink swapped into its last component.
+fn open_resolved(path: &Path) -> Result<File, Refusal> {
+    open_for_reading(path, false).map_err(|e| {
         // ELOOP: the last component became a symlink since it was resolved.
         #[cfg(unix)]
         let swapped = e.raw_os_error() == Some(libc::ELOOP);
@@ -135,8 +231,7 @@ pub fn read(root: &Path, relative: &str, limit: u64) -> Result<Vec<u8>, Refusal>
         } else {
             Refusal::Io(e)
         }
-    })?;
-    read_bounded(file, limit)
+    })
 }
 
 #[cfg(test)]

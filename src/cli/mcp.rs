@@ -41,9 +41,9 @@ pub struct McpArgs {}
 
 /// Serves MCP on stdin/stdout until the client closes the connection.
 pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
-    // A warm server checks each generation's payload once, not on every call.
-    crate::graph::reader::reuse_validated_mappings();
-    crate::query::search::reuse_loaded_indexes();
+    // A warm server checks each generation's payload once, not on every call, and keeps
+    // its loaded indexes and verified sources.
+    crate::query::keep_warm();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

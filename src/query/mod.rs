@@ -9,6 +9,16 @@ pub mod profile;
 pub mod search;
 pub mod tokens;
 
+/// From now on this process keeps what later answers can reuse: each generation's graph
+/// mapping validated once, its loaded search index, and the source texts projection
+/// verified. For long-lived processes (the daemon, the MCP server); one-shot commands
+/// never turn it on.
+pub fn keep_warm() {
+    crate::graph::reader::reuse_validated_mappings();
+    search::reuse_loaded_indexes();
+    context::project::keep_verified_sources();
+}
+
 /// The byte offset of each line's start in `text` (0, then one past every `\n`): a slice
 /// of lines starts at its line without scanning the lines before it.
 pub(crate) fn line_starts(text: &str) -> Vec<usize> {

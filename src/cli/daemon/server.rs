@@ -283,9 +283,9 @@ pub fn serve(
     // A watcher keeps the generation fresh: reads skip their own scan while it is healthy.
     config.watch.fresh_by_watcher = watch.is_some();
 
-    // Warm state: graph mappings validated once per generation; the model loaded now.
-    crate::graph::reader::reuse_validated_mappings();
-    crate::query::search::reuse_loaded_indexes();
+    // Warm state: graph mappings validated once per generation, loaded indexes and verified
+    // sources kept; the model loaded now.
+    crate::query::keep_warm();
     if config.search.wants_vectors() {
         crate::query::search::embed::warm_up(&config.embed);
     }

@@ -5,7 +5,7 @@
 //! result is a typed error, never a partial success (R-PROJ-3). The byte limit is a
 //! ceiling, not a target: nothing below the relevance threshold is added to fill it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -20,6 +20,10 @@ use crate::query::profile::EvidenceClass;
 use crate::syntax::facts::SymbolKind;
 
 mod output;
+mod sources;
+
+use sources::Sources;
+pub use sources::keep_verified_sources;
 
 pub use output::{
     Choice, Diagnostic, DiagnosticCode, EvidenceItem, Omission, OmissionReason, RelationOut,
@@ -118,72 +122,6 @@ pub fn order(candidates: &mut Vec<Candidate>, class_rank: &dyn Fn(EvidenceClass)
     let mut slots: Vec<Option<Candidate>> =
         std::mem::take(candidates).into_iter().map(Some).collect();
     candidates.extend(keyed.iter().filter_map(|&(_, i)| slots[i].take()));
-}
-
-struct SourceFile {
-    text: Option<String>,
-    /// 0-based index of the file's last line (slices are clamped to it, R-PROJ-2).
-    last_line: u32,
-    /// Byte offset of each line's start: a slice starts at its line without scanning the
-    /// lines before it (a hub's slices fall all over large files).
-    starts: Vec<usize>,
-    stale: bool,
-    class: Option<FileClass>,
-}
-
-struct Sources<'a> {
-    graph: &'a Graph,
-    root: &'a Path,
-    files: HashMap<FileId, SourceFile>,
-}
-
-impl Sources<'_> {
-    /// The file's current text if its bytes hash to the generation's hash (R-PROJ-2).
-    fn get(&mut self, file: FileId) -> &SourceFile {
-        let graph = self.graph;
-        let root = self.root;
-        self.files.entry(file).or_insert_with(|| {
-            let Some(record) = graph.file(file) else {
-                return SourceFile {
-                    text: None,
-                    last_line: 0,
-                    starts: Vec::new(),
-                    stale: true,
-                    class: None,
-                };
-            };
-            let class = FileClass::from_code(record.class);
-            let path = graph.str(record.path());
-            match crate::source::read(root, path, record.size.to_native()) {
-                Ok(bytes) if blake3::hash(&bytes).as_bytes() == &record.hash => {
-                    let text = String::from_utf8(bytes).ok();
-                    let starts = text
-                        .as_deref()
-                        .map_or_else(Vec::new, crate::query::line_starts);
-                    // As many lines as `str::lines` yields: a final newline ends the last
-                    // line rather than starting one.
-                    let lines = match text.as_deref() {
-                        Some(t) if !t.is_empty() => starts.len() - usize::from(t.ends_with('\n')),
-                        _ => 0,
-                    };
-                    SourceFile {
-                        text,
-                        last_line: lines.saturating_sub(1) as u32,
-                        starts,
-                        stale: false,
-                        class,
-                    }
-                }
-                _ => SourceFile {
-                    text: None,
-                    last_line: 0,
-                    starts: Vec::new(),
-                    stale: true,
-                    class,
-                },
-            }
-        })
-    }
 }
 
 /// Lines `first..=last` (0-based) of `text`, whose line starts are `starts`.
@@ -393,11 +331,7 @@ pub fn project(
         );
     }
 
-    let mut sources = Sources {
-        graph,
-        root: input.code_root,
-        files: HashMap::new(),
-    };
+    let mut sources = Sources::new(graph, input.code_root);
     let mut evidence = Vec::new();
     let mut positions = Vec::new();
     let mut required_positions = Vec::new();
@@ -486,7 +420,8 @@ pub fn project(
                     });
                 }
                 omit(position, c, OmissionReason::SourceUnavailable, &mut omitted);
-            } else if let Some(text) = &source.text {
+            } else if let Some(body) = &source.text {
+                let text = body.text.as_str();
                 let policy_class = matches!(
                     source.class,
                     Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
@@ -513,7 +448,7 @@ pub fn project(
                     SliceTarget::None => (0, 0, None),
                 };
                 // Never past the file's last line (a site near the end of a short file).
-                let last = last.min(source.last_line);
+                let last = last.min(body.last_line);
                 let first = first.min(last);
                 let clipped_last = last.min(first + limits.lines_per_slice.saturating_sub(1));
                 item.signature = signature.clone();
@@ -523,7 +458,7 @@ pub fn project(
                     full.projection = "full";
                     full.source = Some(SourceOut {
                         lines: [first + 1, clipped_last + 1],
-                        text: lines_of(text, &source.starts, first, clipped_last),
+                        text: lines_of(text, &body.starts, first, clipped_last),
                         clipped: clipped_last < last,
                     });
                     full_item = Some(full);

@@ -216,6 +216,9 @@ struct Builder<'g> {
     /// of call sites) merges without building its label and evidence id again.
     by_symbol: HashMap<(EvidenceClass, NodeId), usize>,
     touched_files: rustc_hash::FxHashSet<FileId>,
+    /// Each scored node's centrality bonus and policy class: a walk meets the same
+    /// caller once per call site.
+    node_terms: HashMap<NodeId, (u32, bool)>,
 }
 
 pub(super) fn relation_of(from: NodeId, edge: EdgeRef<'_>, direction: Direction) -> RelationInfo {
@@ -261,16 +264,22 @@ impl<'g> Builder<'g> {
     }
 
     fn relation_score(
-        &self,
+        &mut self,
         node: NodeId,
         confidence: u8,
         hop: u32,
         decay_square: bool,
     ) -> (u16, u32, bool) {
         let divisor = if decay_square { hop * hop } else { hop };
-        let bonus = self.bonus(node);
+        let (bonus, policy) = match self.node_terms.get(&node) {
+            Some(&terms) => terms,
+            None => {
+                let terms = (self.bonus(node), self.is_policy_class(node));
+                self.node_terms.insert(node, terms);
+                terms
+            }
+        };
         let mut score = u32::from(confidence) * 10 / divisor.max(1) + bonus;
-        let policy = self.is_policy_class(node);
         if policy {
             score /= 2;
         }
@@ -700,6 +709,7 @@ pub fn retrieve(
         seen: HashMap::default(),
         by_symbol: HashMap::default(),
         touched_files: Default::default(),
+        node_terms: HashMap::default(),
     };
     let mut spine = Vec::new();
     match profile {

@@ -581,6 +581,11 @@ fn segmented(graph: &Graph, text: &str) -> Vec<NodeId> {
     let mut nodes = graph.lookup_prefix(NameTable::Segments, first, 4096);
     nodes.sort_unstable();
     nodes.dedup();
+    // The table's keys are the names' segments: a node it gives for one word has a
+    // segment that starts with it, so only a phrase needs its names split again.
+    if words.len() < 2 {
+        return nodes;
+    }
     nodes.retain(|&n| {
         let name = graph.str(graph.node(n).name());
         let segments = split_identifier(name);

@@ -62,12 +62,12 @@ pub struct Counters {
     pub read_back_required: bool,
 }
 
-/// An omitted candidate with its position in the total order.
+/// An omitted candidate by its position in the total order (its id is the candidate's:
+/// a hub omits thousands, none of which is copied).
 struct Omitted {
     position: usize,
     class: EvidenceClass,
     reason: OmissionReason,
-    id: String,
     symbol: OmittedSymbol,
     score: u16,
 }
@@ -79,13 +79,13 @@ enum OmittedSymbol {
     Label(Option<String>),
 }
 
-pub struct Projection {
+pub struct Projection<'c> {
     pub evidence: Vec<EvidenceItem>,
     pub diagnostics: Vec<Diagnostic>,
     pub counters: Counters,
     omitted: Vec<Omitted>,
-    /// Ids in total order (for continuation cursors).
-    order: Vec<String>,
+    /// The candidates in total order (their ids name continuation cursors).
+    candidates: &'c [Candidate],
     /// Position (in the total order) of each retained item, parallel to `evidence`.
     positions: Vec<usize>,
     required_positions: Vec<bool>,
@@ -164,8 +164,21 @@ fn file_of_candidate(graph: &Graph, c: &Candidate) -> Option<FileId> {
     }
 }
 
+/// A candidate's sites, each once, by path then line (file ids are in path order,
+/// `Graph::file_index`).
+fn distinct_sites(sites: &[(FileId, u32)]) -> Vec<(FileId, u32)> {
+    if sites.len() < 2 {
+        return sites.to_vec();
+    }
+    let mut sites = sites.to_vec();
+    sites.sort_unstable();
+    sites.dedup();
+    sites
+}
+
 /// The graph-only skeleton of a candidate (no source text).
 fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
+    let sites = distinct_sites(&c.sites);
     let node_info = c
         .node
         .filter(|_| c.statement.is_none() || c.class == EvidenceClass::RuntimeBoundary)
@@ -201,22 +214,19 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
         lines,
         relation: c.relation.as_ref().map(|r| relation_out(graph, r)),
         why: c.why.clone(),
-        sites: if c.sites.len() > 1 {
-            let mut sites: Vec<SiteOut> = c
-                .sites
+        sites: if sites.len() > 1 {
+            sites
                 .iter()
+                .take(MAX_SITES)
                 .map(|&(file, line)| SiteOut {
                     path: graph.file_path(file).to_string(),
                     line: line + 1,
                 })
-                .collect();
-            sites.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
-            sites.truncate(MAX_SITES);
-            sites
+                .collect()
         } else {
             Vec::new()
         },
-        site_count: (c.sites.len() > 1).then_some(c.sites.len()),
+        site_count: (sites.len() > 1).then_some(sites.len()),
         statement: c.statement.as_ref().map(|s| StatementOut {
             code: s.code,
             text: s.text.clone(),
@@ -285,14 +295,13 @@ pub fn cursor_start(candidates: &[Candidate], after: Option<&str>) -> Result<usi
     }
 }
 
-pub fn project(
+pub fn project<'c>(
     input: &ProjectInput,
-    candidates: &[Candidate],
+    candidates: &'c [Candidate],
     budget_for_evidence: usize,
-) -> Result<Projection, AtlasError> {
+) -> Result<Projection<'c>, AtlasError> {
     let graph = input.graph;
     let limits = input.limits;
-    let order: Vec<String> = candidates.iter().map(|c| c.id.clone()).collect();
     let mut counters = Counters {
         total: candidates.len(),
         ..Counters::default()
@@ -306,7 +315,6 @@ pub fn project(
                 position,
                 class: c.class,
                 reason,
-                id: c.id.clone(),
                 symbol: OmittedSymbol::Node(c.node),
                 score: c.score,
             });
@@ -538,13 +546,13 @@ pub fn project(
         diagnostics,
         counters,
         omitted,
-        order,
+        candidates,
         positions,
         required_positions,
     })
 }
 
-impl Projection {
+impl Projection<'_> {
     /// Drops the last optional item (byte pruning after the envelope was measured).
     /// Returns false when only required evidence is left.
     pub fn drop_last_optional(&mut self) -> bool {
@@ -562,7 +570,6 @@ impl Projection {
             position,
             class: item.class,
             reason: OmissionReason::ByteCeiling,
-            id: item.id,
             symbol: OmittedSymbol::Label(item.symbol),
             score: item.score,
         });
@@ -584,36 +591,53 @@ impl Projection {
         fingerprint: &str,
         limits: &Limits,
     ) -> Vec<Omission> {
-        // Groups in the order of their class names, then reasons.
-        let mut groups: BTreeMap<(&'static str, &'static str), Vec<&Omitted>> = BTreeMap::new();
+        // Groups in the order of their class names, then reasons, each gathered in one
+        // pass: its count, its first position and its top member (best score, then
+        // smallest id).
+        struct Group<'o> {
+            count: usize,
+            first: usize,
+            top: &'o Omitted,
+        }
+        let id = |o: &Omitted| self.candidates[o.position].id.as_str();
+        let mut groups: BTreeMap<(&'static str, &'static str), Group> = BTreeMap::new();
         for o in &self.omitted {
             groups
                 .entry((o.class.as_str(), o.reason.as_str()))
-                .or_default()
-                .push(o);
+                .and_modify(|g| {
+                    g.count += 1;
+                    g.first = g.first.min(o.position);
+                    if (o.score, std::cmp::Reverse(id(o)))
+                        >= (g.top.score, std::cmp::Reverse(id(g.top)))
+                    {
+                        g.top = o;
+                    }
+                })
+                .or_insert(Group {
+                    count: 1,
+                    first: o.position,
+                    top: o,
+                });
         }
         let mut out = Vec::new();
-        for members in groups.into_values() {
-            let class = members[0].class;
-            let reason = members[0].reason;
-            let first = members.iter().map(|m| m.position).min().unwrap_or(0);
-            let top = members
-                .iter()
-                .max_by(|a, b| a.score.cmp(&b.score).then(b.id.cmp(&a.id)))
-                .map(|m| TopCandidate {
-                    id: m.id.clone(),
-                    symbol: match &m.symbol {
-                        OmittedSymbol::Node(node) => node.map(|n| graph.label(n)),
-                        OmittedSymbol::Label(label) => label.clone(),
-                    },
-                    score: m.score,
-                });
-            let Some(top) = top else { continue };
+        for group in groups.into_values() {
+            let class = group.top.class;
+            let reason = group.top.reason;
+            let first = group.first;
+            let m = group.top;
+            let top = TopCandidate {
+                id: id(m).to_string(),
+                symbol: match &m.symbol {
+                    OmittedSymbol::Node(node) => node.map(|n| graph.label(n)),
+                    OmittedSymbol::Label(label) => label.clone(),
+                },
+                score: m.score,
+            };
             // What earlier pages showed is fetched again from the beginning.
             let after = if first == 0 || reason == OmissionReason::AfterCursor {
                 "START".to_string()
             } else {
-                self.order[first - 1].clone()
+                self.candidates[first - 1].id.clone()
             };
             let argv = match reason {
                 // Stale source: refresh the graph (no --frozen) and ask again.
@@ -643,11 +667,35 @@ impl Projection {
             out.push(Omission {
                 class,
                 reason,
-                count: members.len(),
+                count: group.count,
                 top,
                 argv,
             });
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_sites_are_each_site_once_by_path_then_line() {
+        let site = |file: u32, line: u32| (FileId(file), line);
+        let sites = [
+            site(2, 10),
+            site(1, 7),
+            site(2, 10),
+            site(1, 5),
+            site(1, 7),
+            site(3, 1),
+        ];
+        assert_eq!(
+            distinct_sites(&sites),
+            [site(1, 5), site(1, 7), site(2, 10), site(3, 1)]
+        );
+        assert_eq!(distinct_sites(&[site(4, 4)]), [site(4, 4)]);
+        assert!(distinct_sites(&[]).is_empty());
     }
 }

@@ -69,7 +69,9 @@ pub struct Candidate {
     /// A typed statement (failure evidence, module summaries).
     pub statement: Option<Statement>,
     /// Every site of this evidence — (file, 0-based line) — when one entry stands for
-    /// several relations of the same symbol (a callee called from nine lines).
+    /// several relations of the same symbol (a callee called from nine lines). A site
+    /// reached twice is listed twice: projection shows each once, for the few
+    /// candidates it shows (a hub's walk meets thousands).
     pub sites: Vec<(FileId, u32)>,
     /// Why a spine or alternative hop was taken (`reach 214, main path`).
     pub why: Option<String>,
@@ -335,7 +337,7 @@ impl<'g> Builder<'g> {
                 let existing = &mut self.candidates[index];
                 // One entry per symbol and class: the same evidence reached again keeps
                 // its strongest form and every site.
-                // Repeated sites are dropped once the walk ends (`dedup_sites`).
+                // Repeated sites are dropped where they are shown (`project::distinct_sites`).
                 let mut sites = std::mem::take(&mut existing.sites);
                 sites.extend_from_slice(&candidate.sites);
                 if (candidate.required, candidate.score) > (existing.required, existing.score) {
@@ -718,25 +720,11 @@ pub fn retrieve(
         ProfileName::Architecture => architecture(&mut builder, intent),
         ProfileName::Impact => impact(&mut builder, intent),
     }
-    for candidate in &mut builder.candidates {
-        dedup_sites(&mut candidate.sites);
-    }
     Retrieval {
         paths_traversed: builder.touched_files.len(),
         candidates: builder.candidates,
         spine,
     }
-}
-
-/// Keeps each site's first occurrence, in order. The walk appends every site it meets
-/// and drops repeats here once: a caller with hundreds of call sites (a test module's)
-/// made the check at each append quadratic.
-fn dedup_sites(sites: &mut Vec<(FileId, u32)>) {
-    if sites.len() < 2 {
-        return;
-    }
-    let mut seen: rustc_hash::FxHashSet<(FileId, u32)> = Default::default();
-    sites.retain(|site| seen.insert(*site));
 }
 
 fn wants(intent: &Intent, relation: Relation) -> bool {
@@ -898,27 +886,4 @@ pub fn add_search_hits(
         ));
     }
     retrieval.candidates.extend(added);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dedup_sites_keeps_each_sites_first_occurrence_in_order() {
-        let site = |file: u32, line: u32| (FileId(file), line);
-        let mut sites = vec![
-            site(2, 10),
-            site(1, 5),
-            site(2, 10),
-            site(1, 7),
-            site(1, 5),
-            site(3, 1),
-        ];
-        dedup_sites(&mut sites);
-        assert_eq!(sites, vec![site(2, 10), site(1, 5), site(1, 7), site(3, 1)]);
-        let mut one = vec![site(4, 4)];
-        dedup_sites(&mut one);
-        assert_eq!(one, vec![site(4, 4)]);
-    }
 }

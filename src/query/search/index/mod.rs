@@ -475,10 +475,15 @@ fn offsets_are_stable(graph: &Graph) -> bool {
 }
 
 /// Repository path → file index.
-pub type FileLookup<'g> = HashMap<&'g str, FileId>;
+pub type FileLookup<'g> = rustc_hash::FxHashMap<&'g str, FileId>;
 
+/// Every file by its path; built for each search, so hashed cheaply (the paths are the
+/// repository's, not an adversary's).
 pub fn file_lookup(graph: &Graph) -> FileLookup<'_> {
-    graph.files().map(|f| (graph.file_path(f), f)).collect()
+    let mut files =
+        FileLookup::with_capacity_and_hasher(graph.file_count(), rustc_hash::FxBuildHasher);
+    files.extend(graph.files().map(|f| (graph.file_path(f), f)));
+    files
 }
 
 /// What an update from `base` re-indexes: `(changed or added files, removed paths)`;

@@ -309,6 +309,33 @@ fn the_daemon_follows_each_new_generation() {
     );
 }
 
+/// The daemon keeps the source texts it verified (`project/sources.rs`); an edit of the
+/// same length is still seen at once, as the direct command sees it. (Whether a text is
+/// kept depends on how long ago its file last changed; the kept path itself is tested
+/// with simulated time in `project::sources::tests`.)
+#[test]
+fn an_edited_source_is_stale_in_the_next_warm_answer_as_in_a_direct_one() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(&sandbox, &[], &[]);
+    let fresh = context(&sandbox, "Cart", &["--execution", "worker"]).success();
+    let fresh = fresh.json();
+    assert_eq!(fresh["evidence"][0]["projection"], "full");
+    assert!(fresh["diagnostics"].as_array().unwrap().is_empty());
+
+    let path = fresh["evidence"][0]["path"].as_str().unwrap().to_string();
+    let text = std::fs::read_to_string(sandbox.repo().join(&path)).unwrap();
+    sandbox.write(&path, text.replacen("Cart", "Kart", 1));
+    let worker = context(&sandbox, "Cart", &["--execution", "worker"]).success();
+    let direct = context(&sandbox, "Cart", &[]).success();
+    let answer = worker.json();
+    assert_eq!(answer["evidence"][0]["projection"], "stale-skeleton");
+    assert_eq!(
+        answer["diagnostics"][0]["code"],
+        "atlas-context-stale-source"
+    );
+    assert_eq!(without_timings(answer), without_timings(direct.json()));
+}
+
 #[test]
 fn a_daemon_killed_mid_request_leaves_the_generation_intact_and_its_stale_socket_is_replaced() {
     let sandbox = built("python");

@@ -43,7 +43,7 @@ pub struct McpArgs {}
 pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
     // A warm server checks each generation's payload once, not on every call, and keeps
     // its loaded indexes and verified sources.
-    crate::query::keep_warm();
+    crate::query::keep_warm(crate::query::context::project::KEPT_BYTES);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -11,12 +11,13 @@ pub mod tokens;
 
 /// From now on this process keeps what later answers can reuse: each generation's graph
 /// mapping validated once, its loaded search index, and the source texts projection
-/// verified. For long-lived processes (the daemon, the MCP server); one-shot commands
-/// never turn it on.
-pub fn keep_warm() {
+/// verified (up to `source_bytes`, `context::project::KEPT_BYTES` unless a memory budget
+/// asks for less). For long-lived processes (the daemon, the MCP server); one-shot
+/// commands never turn it on.
+pub fn keep_warm(source_bytes: usize) {
     crate::graph::reader::reuse_validated_mappings();
     search::reuse_loaded_indexes();
-    context::project::keep_verified_sources();
+    context::project::keep_verified_sources(source_bytes);
 }
 
 /// The byte offset of each line's start in `text` (0, then one past every `\n`): a slice

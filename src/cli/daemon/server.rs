@@ -284,8 +284,16 @@ pub fn serve(
     config.watch.fresh_by_watcher = watch.is_some();
 
     // Warm state: graph mappings validated once per generation, loaded indexes and verified
-    // sources kept; the model loaded now.
-    crate::query::keep_warm();
+    // sources kept; the model loaded now. Kept sources count against the workers' memory
+    // budget: they take at most a quarter of it.
+    let budget_bytes = (limits.workers as u64)
+        .saturating_mul(limits.worker_memory_mib)
+        .saturating_mul(1024 * 1024);
+    crate::query::keep_warm(
+        usize::try_from(budget_bytes / 4)
+            .unwrap_or(usize::MAX)
+            .min(crate::query::context::project::KEPT_BYTES),
+    );
     if config.search.wants_vectors() {
         crate::query::search::embed::warm_up(&config.embed);
     }

@@ -23,7 +23,7 @@ mod output;
 mod sources;
 
 use sources::Sources;
-pub use sources::keep_verified_sources;
+pub use sources::{KEPT_BYTES, keep_verified_sources};
 
 pub use output::{
     Choice, Diagnostic, DiagnosticCode, EvidenceItem, Omission, OmissionReason, RelationOut,

@@ -106,21 +106,33 @@ type Read = ([u8; 32], Option<Arc<Text>>);
 
 /// Texts a long-lived process keeps, by canonical path, with the identity each was read
 /// under (`keep_verified_sources`).
-#[derive(Default)]
 struct Kept {
     by_path: HashMap<PathBuf, (Identity, Read)>,
     bytes: usize,
+    /// Bytes of text and line starts kept at most; past it the process starts again
+    /// from none.
+    budget: usize,
 }
 
-/// The kept texts' budget; past it the process starts again from none.
-const KEPT_BYTES: usize = 64 << 20;
+impl Kept {
+    fn new(budget: usize) -> Kept {
+        Kept {
+            by_path: HashMap::new(),
+            bytes: 0,
+            budget,
+        }
+    }
+}
+
+/// The kept texts' budget when the process sets none smaller.
+pub const KEPT_BYTES: usize = 64 << 20;
 
 static KEPT: OnceLock<Mutex<Kept>> = OnceLock::new();
 
-/// From now on this process keeps the source texts it verified for later answers (the
-/// daemon, the MCP server). One-shot commands never turn it on.
-pub fn keep_verified_sources() {
-    KEPT.get_or_init(|| Mutex::new(Kept::default()));
+/// From now on this process keeps the source texts it verified for later answers, up to
+/// `budget` bytes (the daemon, the MCP server). One-shot commands never turn it on.
+pub fn keep_verified_sources(budget: usize) {
+    KEPT.get_or_init(|| Mutex::new(Kept::new(budget)));
 }
 
 /// Reads the repository file `path` (at most `limit` bytes), or takes it from the kept
@@ -157,15 +169,17 @@ fn read_kept(kept: &Mutex<Kept>, root: &Path, path: &str, limit: u64, later: i64
         && let Ok(mut kept) = kept.lock()
     {
         let size = read.1.as_ref().map_or(0, |t| t.byte_len());
-        if kept.bytes + size > KEPT_BYTES {
-            *kept = Kept::default();
-        }
-        kept.bytes += size;
-        if let Some((_, (_, old))) = kept
-            .by_path
-            .insert(located.path().to_path_buf(), (identity, read.clone()))
-        {
-            kept.bytes -= old.map_or(0, |t| t.byte_len());
+        if size <= kept.budget {
+            if kept.bytes + size > kept.budget {
+                *kept = Kept::new(kept.budget);
+            }
+            kept.bytes += size;
+            if let Some((_, (_, old))) = kept
+                .by_path
+                .insert(located.path().to_path_buf(), (identity, read.clone()))
+            {
+                kept.bytes -= old.map_or(0, |t| t.byte_len());
+            }
         }
     }
     Some(read)
@@ -184,7 +198,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let file = root.path().join("a.py");
         std::fs::write(&file, "x = 1\n").unwrap();
-        let kept = Mutex::new(Kept::default());
+        let kept = Mutex::new(Kept::new(KEPT_BYTES));
 
         // Just written: not settled, so read again each time, never kept.
         let first = read_kept(&kept, root.path(), "a.py", 100, 0).unwrap();
@@ -228,10 +242,18 @@ mod tests {
         let kept = Mutex::new(Kept {
             by_path: HashMap::new(),
             bytes: KEPT_BYTES,
+            budget: KEPT_BYTES,
         });
         read_kept(&kept, root.path(), "a.py", 100, 10).unwrap();
-        let kept = kept.lock().unwrap();
-        assert_eq!(kept.by_path.len(), 1);
-        assert!(kept.bytes < 100, "{}", kept.bytes);
+        {
+            let kept = kept.lock().unwrap();
+            assert_eq!(kept.by_path.len(), 1);
+            assert!(kept.bytes < 100, "{}", kept.bytes);
+        }
+        // A budget of nothing keeps nothing, and still reads.
+        let none = Mutex::new(Kept::new(0));
+        let read = read_kept(&none, root.path(), "a.py", 100, 10).unwrap();
+        assert_eq!(text_of(&read), "x = 1\n");
+        assert!(none.lock().unwrap().by_path.is_empty());
     }
 }

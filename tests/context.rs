@@ -777,6 +777,50 @@ fn a_flow_question_starts_its_spine_at_the_best_callable_hit() {
     assert!(out.has("alternative", alternative));
 }
 
+/// Refs pasted from other tools (a compiler's `path:line:column`, a GitHub `#L` link,
+/// Atlas's own search ref, `path:Name`) anchor the definition they point into; a path
+/// outside the inventory or a name the file does not define stays a no-match.
+#[test]
+fn a_pasted_ref_anchors_the_definition_it_points_into() {
+    let s = built("python");
+    for (query, symbol) in [
+        ("shop/models.py:23", "shop/models.py::Item.total"),
+        ("shop/models.py:23:9", "shop/models.py::Item.total"),
+        ("shop/models.py#L23", "shop/models.py::Item.total"),
+        (
+            "shop/models.py#L22-L24@0123abcd",
+            "shop/models.py::Item.total",
+        ),
+        ("./shop/models.py:Item.total", "shop/models.py::Item.total"),
+        (
+            "why is shop/models.py:23 wrong?",
+            "shop/models.py::Item.total",
+        ),
+        ("shop/models.py:3", "shop/models.py::MAX_ITEMS"),
+        // A line no definition holds, or no line: the file itself.
+        ("shop/models.py:1", "shop/models.py"),
+        ("shop/models.py:0", "shop/models.py"),
+        ("shop/models.py#L", "shop/models.py"),
+        ("shop/models.py#L99999999999999999999", "shop/models.py"),
+    ] {
+        let out = frozen_json(&s, query, "symbol");
+        let anchor = &out.intent.anchors[0];
+        assert_eq!(anchor.symbol, symbol, "{query}");
+        assert_eq!(anchor.tier.as_deref(), Some("exact-id"), "{query}");
+    }
+    for query in [
+        "../shop/models.py:23",
+        "/etc/passwd:1",
+        "shop/models.py:NoSuchName",
+    ] {
+        s.context(query)
+            .profile("symbol")
+            .frozen()
+            .run()
+            .failure(7, "atlas-context-no-match");
+    }
+}
+
 #[test]
 fn a_lone_code_name_that_matches_nothing_is_no_match_not_a_search_guess() {
     let s = built("python");

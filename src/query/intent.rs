@@ -230,7 +230,9 @@ fn is_identifier_shaped(token: &str) -> bool {
 }
 
 fn is_path_shaped(token: &str) -> bool {
-    token.contains('/') || crate::build::inventory::role_of(token).is_some()
+    // A file named with a line or a name after it (`a.py:42`, `a.py#L42`) is a path too.
+    let file = token.split([':', '#']).next().unwrap_or(token);
+    token.contains('/') || crate::build::inventory::role_of(file).is_some()
 }
 
 /// Written as code without any marker: separators or inner capitals after a lowercase
@@ -356,6 +358,12 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
                 let path = text.trim_start_matches("./").trim_end_matches('/');
                 // A label as Atlas prints it (`src/a.py::Class.method`), pasted back.
                 if let Some(nodes) = label_nodes(graph, path) {
+                    matcher.push(text, MatchTier::ExactId, nodes);
+                    continue;
+                }
+                // A ref from another tool: `a.py:42`, `a.py:42:7`, `a.py#L42-L50`
+                // (Atlas's own search refs add `@hash`), `a.py:Class.method`.
+                if let Some(nodes) = pasted_ref_nodes(graph, path) {
                     matcher.push(text, MatchTier::ExactId, nodes);
                     continue;
                 }
@@ -557,6 +565,52 @@ fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<NodeId>> {
         .filter(|&n| graph.str(graph.node(n).qualified()) == qualified)
         .collect();
     (!nodes.is_empty()).then_some(nodes)
+}
+
+/// The definitions a pasted ref names: `path:line[:column]` and `path#Lline[-Lend][@hash]`
+/// name the innermost definition whose span holds the line (the file itself when none
+/// does), `path:Qualified` the definition of that qualified name. Only the committed
+/// generation's tables are read; the path must be an inventoried file.
+fn pasted_ref_nodes(graph: &Graph, text: &str) -> Option<Vec<NodeId>> {
+    let (path, rest, link) = match text.split_once("#L") {
+        Some((path, lines)) => (path, lines.split(['-', '@']).next().unwrap_or(""), true),
+        None => text
+            .split_once(':')
+            .map(|(path, rest)| (path, rest, false))?,
+    };
+    let file = graph.file_index(path)?;
+    let first = graph.file(file)?.node();
+    let line = rest.split(':').next().unwrap_or("");
+    if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) {
+        // Line 0, or one past every definition, names the file.
+        let node = (line.parse::<u32>().ok())
+            .and_then(|line| line.checked_sub(1))
+            .and_then(|line| innermost_definition(graph, first, line));
+        return Some(vec![node.unwrap_or(first)]);
+    }
+    if link {
+        // A link to the file whose line is not a number.
+        return Some(vec![first]);
+    }
+    label_nodes(graph, &format!("{path}::{rest}"))
+}
+
+/// The smallest definition of the file whose node is `file_node` with a span that holds
+/// the 0-based `line`: a file's definitions follow its node (graph-schema/README.md,
+/// "Node order").
+fn innermost_definition(graph: &Graph, file_node: NodeId, line: u32) -> Option<NodeId> {
+    let file = graph.node(file_node).file();
+    (file_node.0 + 1..graph.node_count() as u32)
+        .map(NodeId)
+        .take_while(|&n| graph.node(n).file() == file)
+        .filter(|&n| {
+            let span = &graph.node(n).span;
+            span.start_line.to_native() <= line && line <= span.end_line.to_native()
+        })
+        .min_by_key(|&n| {
+            let span = &graph.node(n).span;
+            span.end_byte.to_native() - span.start_byte.to_native()
+        })
 }
 
 fn path_nodes(graph: &Graph, path: &str) -> Vec<NodeId> {

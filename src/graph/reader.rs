@@ -641,6 +641,24 @@ impl Graph {
 
     /// `label` in the pieces it is joined from, for a caller that hashes or compares it
     /// without building the string.
+    /// The innermost of `nodes` (the smallest span) whose span holds the 0-based `line`.
+    pub fn innermost_at_line(
+        &self,
+        nodes: impl IntoIterator<Item = NodeId>,
+        line: u32,
+    ) -> Option<NodeId> {
+        nodes
+            .into_iter()
+            .filter(|&n| {
+                let span = &self.node(n).span;
+                span.start_line.to_native() <= line && line <= span.end_line.to_native()
+            })
+            .min_by_key(|&n| {
+                let span = &self.node(n).span;
+                span.end_byte.to_native() - span.start_byte.to_native()
+            })
+    }
+
     pub fn label_parts(&self, id: NodeId) -> [&str; 3] {
         let node = self.node(id);
         let qualified = self.str(node.qualified());

@@ -595,22 +595,14 @@ fn pasted_ref_nodes(graph: &Graph, text: &str) -> Option<Vec<NodeId>> {
     label_nodes(graph, &format!("{path}::{rest}"))
 }
 
-/// The smallest definition of the file whose node is `file_node` with a span that holds
-/// the 0-based `line`: a file's definitions follow its node (graph-schema/README.md,
-/// "Node order").
+/// The innermost definition of the file whose node is `file_node` at the 0-based `line`:
+/// a file's definitions follow its node (graph-schema/README.md, "Node order").
 fn innermost_definition(graph: &Graph, file_node: NodeId, line: u32) -> Option<NodeId> {
     let file = graph.node(file_node).file();
-    (file_node.0 + 1..graph.node_count() as u32)
+    let definitions = (file_node.0 + 1..graph.node_count() as u32)
         .map(NodeId)
-        .take_while(|&n| graph.node(n).file() == file)
-        .filter(|&n| {
-            let span = &graph.node(n).span;
-            span.start_line.to_native() <= line && line <= span.end_line.to_native()
-        })
-        .min_by_key(|&n| {
-            let span = &graph.node(n).span;
-            span.end_byte.to_native() - span.start_byte.to_native()
-        })
+        .take_while(|&n| graph.node(n).file() == file);
+    graph.innermost_at_line(definitions, line)
 }
 
 fn path_nodes(graph: &Graph, path: &str) -> Vec<NodeId> {

@@ -2,7 +2,8 @@
 //! files, found by ripgrep's own searcher (`grep-regex` with `fixed_strings`, so the
 //! literal is escaped, never read as a regex; `grep-searcher` over the bytes
 //! `source::read` returns). Each hit names the innermost definition whose span holds its
-//! line as `enclosing`, and is `kind: "literal"`: text in a file, never a call relation.
+//! line (`Graph::innermost_at_line`), and is `kind: "literal"`: text in a file, never a
+//! call relation.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,7 +13,7 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
 use serde::Serialize;
 
-use super::{Invocation, Truncated, bounded, ceiling, definitions_of, enclosing, fit, flag_if};
+use super::{Invocation, Truncated, bounded, ceiling, definitions_of, fit, flag_if};
 use crate::error::{AtlasError, Result};
 use crate::graph::ids::FileId;
 use crate::graph::reader::Graph;
@@ -209,7 +210,9 @@ fn search_file(
         let label = labels
             .entry(occurrence.line)
             .or_insert_with(|| {
-                enclosing(graph, &definitions, occurrence.line - 1).map(|n| graph.label(n))
+                graph
+                    .innermost_at_line(definitions.iter().copied(), occurrence.line - 1)
+                    .map(|n| graph.label(n))
             })
             .clone();
         scan.page.push(LiteralHit {

@@ -220,21 +220,6 @@ pub(crate) fn definitions_of(graph: &Graph, file: FileId) -> Vec<NodeId> {
     out
 }
 
-/// The innermost of `definitions` whose span holds the 0-based `line`.
-pub(crate) fn enclosing(graph: &Graph, definitions: &[NodeId], line: u32) -> Option<NodeId> {
-    definitions
-        .iter()
-        .copied()
-        .filter(|&n| {
-            let span = &graph.node(n).span;
-            span.start_line.to_native() <= line && line <= span.end_line.to_native()
-        })
-        .min_by_key(|&n| {
-            let span = &graph.node(n).span;
-            span.end_byte.to_native() - span.start_byte.to_native()
-        })
-}
-
 /// 1-based, inclusive lines of a node's span.
 pub(crate) fn lines_of(graph: &Graph, node: NodeId) -> [u32; 2] {
     let span = &graph.node(node).span;

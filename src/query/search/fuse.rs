@@ -39,11 +39,14 @@ impl SearchIndex {
         // bad segment) makes that arm unavailable, reported, and the others answer.
         let mut unavailable: std::collections::BTreeMap<&'static str, String> =
             std::collections::BTreeMap::new();
+        // The vector arm's int8 scan, once it starts: this thread helps with it when its
+        // own arms are done.
+        let scan = std::sync::OnceLock::new();
         let (vectors, lexical, graph_arm) = std::thread::scope(|scope| {
             let vectors = scope.spawn(|| {
                 arms.vector.then(|| {
                     crate::isolate::isolate(|| {
-                        self.cosines(embedder, query, (!prose).then_some(node_count))
+                        self.cosines(embedder, query, (!prose).then_some(node_count), &scan)
                     })
                     .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
                 })
@@ -77,6 +80,10 @@ impl SearchIndex {
                 crate::isolate::isolate(|| signals::rank(graph, query, POOL))
                     .map_err(|panic| format!("panicked: {panic}"))
             });
+            if let Some(scan) = scan.get() {
+                // A panic here loses the chunk, which fails the vector arm (reported).
+                let _ = crate::isolate::isolate(|| scan.help());
+            }
             let vectors = vectors
                 .join()
                 .unwrap_or_else(|_| Some(Err("the vector arm's thread failed".into())));

@@ -906,12 +906,14 @@ impl SearchIndex {
     /// With `nearest_of` (the node count: items from it on are sections), only the best
     /// `POOL` of each kind are wanted. A process that keeps loaded indexes then scores
     /// only the rows its int8 copy cannot rule out (`quantized`): what `nearest` keeps of
-    /// them is what it keeps of every row, with the same cosines.
-    fn cosines(
-        &self,
+    /// them is what it keeps of every row, with the same cosines. That scan is put in
+    /// `share` for other threads to help with (`quantized::Scan::help`).
+    fn cosines<'s>(
+        &'s self,
         embedder: &Embedder,
         query: &str,
         nearest_of: Option<u32>,
+        share: &std::sync::OnceLock<quantized::Scan<'s>>,
     ) -> std::result::Result<Vec<(f32, u32)>, String> {
         let Some(vectors) = &self.vectors else {
             return Err(self
@@ -943,11 +945,17 @@ impl SearchIndex {
             && LOADED.get().is_some()
         {
             let quantized = self.quantized.get_or_init(|| {
-                quantized::Quantized::build(items.len(), self.dim, |row| vectors.row(row, width))
+                quantized::Quantized::build(
+                    items.len(),
+                    self.dim,
+                    |row| vectors.row(row, width),
+                    |row| items[row] >= node_count,
+                )
             });
             let quantized = quantized.as_ref().map_err(Clone::clone)?;
+            let scan = share.get_or_init(|| quantized.scan(&q, POOL));
             let mut scored = Vec::new();
-            for row in quantized.candidates(&q, POOL, |row| items[row] >= node_count) {
+            for row in scan.candidates()? {
                 scored.extend(cosine_of(row)?);
             }
             return Ok(scored);

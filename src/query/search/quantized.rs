@@ -7,11 +7,23 @@
 //! its kind, and the kept rows are scored again from the floats, exactly as the full scan
 //! scores them. Every row left out is below at least `keep` kept rows, so the best `keep`
 //! are the full scan's, to the bit (`tests::the_kept_rows_hold_the_exact_best`).
+//!
+//! The scan goes in chunks that any thread may take (`Scan::help`): the search thread,
+//! done with its own arms, shares the rest of the scan, which is bound by memory reads
+//! (12 MB on sympy). Who scanned a chunk never changes what is kept.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+use std::sync::{Condvar, Mutex};
 
 /// Slack for float rounding on top of the quantisation bound: the exact cosine is itself
 /// an f32 sum of `dim` products (error near 1e-5 for unit vectors of 256), and the
 /// approximate one a product of three floats.
 const SLOP: f64 = 1e-4;
+
+/// Rows per chunk of a scan: about 0.5 MB of codes at 256 dimensions.
+const CHUNK_ROWS: usize = 2048;
 
 /// Rows quantised to int8, each with its scale: `row[i] ≈ scale × code[i]`, off by at
 /// most `scale / 2`.
@@ -21,6 +33,10 @@ pub(super) struct Quantized {
     scales: Vec<f32>,
     /// `Σ |scale × code[i]|` per row: how far the query's own rounding can move a dot.
     l1: Vec<f32>,
+    /// Each row's kind (false: first, true: second), ranked apart.
+    second: Vec<bool>,
+    /// How many rows each kind has.
+    per_kind: [usize; 2],
 }
 
 /// A query vector quantised like a row.
@@ -40,14 +56,33 @@ fn code(value: f32, scale: f32) -> i8 {
     }
 }
 
+/// An f64 ordered by `total_cmp`, for the heaps of best lower bounds.
+#[derive(Clone, Copy, PartialEq)]
+struct Bound(f64);
+
+impl Eq for Bound {}
+
+impl PartialOrd for Bound {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Bound {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
 impl Quantized {
     /// Quantises `rows` vectors of `dim` little-endian f32, row `r`'s bytes being
-    /// `row(r)`. A row that is missing, not finite or longer than a unit vector is
-    /// damaged: the error names it.
+    /// `row(r)` and its kind `is_second_kind(r)`. A row that is missing, not finite or
+    /// longer than a unit vector is damaged: the error names it.
     pub(super) fn build<'a>(
         rows: usize,
         dim: usize,
         row_bytes: impl Fn(usize) -> Option<&'a [u8]>,
+        is_second_kind: impl Fn(usize) -> bool,
     ) -> Result<Quantized, String> {
         let mut codes = Vec::with_capacity(rows * dim);
         let mut scales = Vec::with_capacity(rows);
@@ -72,11 +107,15 @@ impl Quantized {
             scales.push(scale);
             l1.push(scale * sum as f32);
         }
+        let second: Vec<bool> = (0..rows).map(is_second_kind).collect();
+        let seconds = second.iter().filter(|&&s| s).count();
         Ok(Quantized {
             dim,
             codes,
             scales,
             l1,
+            second,
+            per_kind: [rows - seconds, seconds],
         })
     }
 
@@ -89,42 +128,181 @@ impl Quantized {
         }
     }
 
+    /// A scan for the rows that may be among the best `keep` cosines with `q` of their
+    /// kind; `Scan::candidates` answers it.
+    pub(super) fn scan(&self, q: &[f32], keep: usize) -> Scan<'_> {
+        Scan {
+            quantized: self,
+            query: self.query(q),
+            keep,
+            chunks: self.scales.len().div_ceil(CHUNK_ROWS),
+            state: Mutex::new(State::default()),
+            finished: Condvar::new(),
+        }
+    }
+
     /// The rows (in row order) that may be among the best `keep` cosines with `q` of
-    /// their kind (`is_second_kind(row)` splits them in two, each ranked on its own).
-    pub(super) fn candidates(
-        &self,
-        q: &[f32],
-        keep: usize,
-        is_second_kind: impl Fn(usize) -> bool,
-    ) -> Vec<usize> {
-        let query = self.query(q);
-        let rows = self.scales.len();
-        // (lower, upper) bound of each row's exact cosine.
-        let bounds: Vec<(f64, f64)> = (0..rows)
-            .map(|row| {
-                let codes = &self.codes[row * self.dim..(row + 1) * self.dim];
-                let scale = f64::from(self.scales[row]);
-                let approx = scale * query.scale * f64::from(dot_i8(codes, &query.codes));
-                // |r·q − r̂·q̂| ≤ |(r − r̂)·q| + |r̂·(q − q̂)| ≤ (s_r/2)‖q‖₁ + (s_q/2)‖r̂‖₁
-                let error =
-                    scale / 2.0 * query.l1 + query.scale / 2.0 * f64::from(self.l1[row]) + SLOP;
-                (approx - error, approx + error)
-            })
-            .collect();
+    /// their kind, scanned by this thread alone.
+    #[cfg(test)]
+    pub(super) fn candidates(&self, q: &[f32], keep: usize) -> Vec<usize> {
+        self.scan(q, keep).candidates().expect("one thread scans")
+    }
+}
+
+/// One query's scan, shared by whichever threads help.
+pub(super) struct Scan<'q> {
+    quantized: &'q Quantized,
+    query: Query,
+    keep: usize,
+    chunks: usize,
+    state: Mutex<State>,
+    /// Signalled when a helper finishes (or loses) a chunk.
+    finished: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// The next chunk to take.
+    next: usize,
+    /// Chunks taken and not yet given back.
+    active: usize,
+    parts: Vec<Part>,
+    /// A helper panicked inside a chunk: its rows were never scored.
+    lost: bool,
+}
+
+/// What a chunk's scan found: each row's upper bound, and the best `keep` lower bounds
+/// of each kind.
+struct Part {
+    start: usize,
+    upper: Vec<f64>,
+    best: [Vec<f64>; 2],
+}
+
+/// Gives back a taken chunk when its scan ends, or marks it lost when it unwinds.
+struct Taken<'s, 'q> {
+    scan: &'s Scan<'q>,
+    part: Option<Part>,
+}
+
+impl Drop for Taken<'_, '_> {
+    fn drop(&mut self) {
+        // A poisoned lock means another chunk's bookkeeping panicked: its state is still
+        // whole (every update is one assignment), so it is read as it is.
+        let mut state = self.scan.state.lock().unwrap_or_else(|e| e.into_inner());
+        match self.part.take() {
+            Some(part) => state.parts.push(part),
+            None => state.lost = true,
+        }
+        state.active -= 1;
+        self.scan.finished.notify_all();
+    }
+}
+
+impl Scan<'_> {
+    /// Scans chunks until none is left to take.
+    pub(super) fn help(&self) {
+        while let Some((rows, mut taken)) = self.take() {
+            taken.part = Some(self.part(rows));
+        }
+    }
+
+    /// The next chunk's rows, taken until the guard is dropped; `None` when every
+    /// chunk is taken.
+    fn take(&self) -> Option<(Range<usize>, Taken<'_, '_>)> {
+        let chunk = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.next >= self.chunks {
+                return None;
+            }
+            state.next += 1;
+            state.active += 1;
+            state.next - 1
+        };
+        let rows = self.quantized.scales.len();
+        let range = chunk * CHUNK_ROWS..((chunk + 1) * CHUNK_ROWS).min(rows);
+        Some((
+            range,
+            Taken {
+                scan: self,
+                part: None,
+            },
+        ))
+    }
+
+    fn part(&self, rows: Range<usize>) -> Part {
+        let quantized = self.quantized;
+        let query = &self.query;
+        let mut upper = Vec::with_capacity(rows.len());
+        let mut heaps: [BinaryHeap<Reverse<Bound>>; 2] = Default::default();
+        let mut floor = [f64::NEG_INFINITY; 2];
+        let start = rows.start;
+        let codes = &quantized.codes[start * quantized.dim..rows.end * quantized.dim];
+        for (row, codes) in rows.zip(codes.chunks_exact(quantized.dim)) {
+            let scale = f64::from(quantized.scales[row]);
+            let approx = scale * query.scale * f64::from(dot_i8(codes, &query.codes));
+            // |r·q − r̂·q̂| ≤ |(r − r̂)·q| + |r̂·(q − q̂)| ≤ (s_r/2)‖q‖₁ + (s_q/2)‖r̂‖₁
+            let error =
+                scale / 2.0 * query.l1 + query.scale / 2.0 * f64::from(quantized.l1[row]) + SLOP;
+            upper.push(approx + error);
+            let lower = approx - error;
+            let kind = usize::from(quantized.second[row]);
+            let heap = &mut heaps[kind];
+            if self.keep > 0 && (heap.len() < self.keep || lower > floor[kind]) {
+                heap.push(Reverse(Bound(lower)));
+                if heap.len() > self.keep {
+                    heap.pop();
+                }
+                if heap.len() == self.keep
+                    && let Some(Reverse(Bound(least))) = heap.peek()
+                {
+                    floor[kind] = *least;
+                }
+            }
+        }
+        let best = heaps.map(|heap| heap.into_iter().map(|Reverse(Bound(b))| b).collect());
+        Part { start, upper, best }
+    }
+
+    /// Helps until every chunk is taken, waits for the other helpers, and answers: the
+    /// rows (in row order) that may be among the best `keep` of their kind. Err when a
+    /// helper's chunk was lost to a panic.
+    pub(super) fn candidates(&self) -> Result<Vec<usize>, String> {
+        self.help();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while state.active > 0 {
+            state = self.finished.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        if state.lost {
+            return Err("a share of the vector scan panicked".into());
+        }
+        let parts = &mut state.parts;
+        parts.sort_by_key(|part| part.start);
         let mut threshold = [f64::NEG_INFINITY; 2];
         for (kind, threshold) in threshold.iter_mut().enumerate() {
-            let mut lower: Vec<f64> = (0..rows)
-                .filter(|&row| usize::from(is_second_kind(row)) == kind)
-                .map(|row| bounds[row].0)
-                .collect();
-            if keep > 0 && lower.len() > keep {
-                let (_, kth, _) = lower.select_nth_unstable_by(keep - 1, |a, b| b.total_cmp(a));
+            if self.keep > 0 && self.quantized.per_kind[kind] > self.keep {
+                // The best `keep` of the kind are among the chunks' best `keep`.
+                let mut lower: Vec<f64> = parts
+                    .iter()
+                    .flat_map(|p| p.best[kind].iter().copied())
+                    .collect();
+                let (_, kth, _) =
+                    lower.select_nth_unstable_by(self.keep - 1, |a, b| b.total_cmp(a));
                 *threshold = *kth;
             }
         }
-        (0..rows)
-            .filter(|&row| bounds[row].1 >= threshold[usize::from(is_second_kind(row))])
-            .collect()
+        let second = &self.quantized.second;
+        Ok(parts
+            .iter()
+            .flat_map(|part| {
+                part.upper
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, &upper)| (part.start + i, upper))
+            })
+            .filter(|&(row, upper)| upper >= threshold[usize::from(second[row])])
+            .map(|(row, _)| row)
+            .collect())
     }
 }
 
@@ -197,7 +375,12 @@ mod tests {
     /// `Quantized::build` over rows laid end to end in `payload`.
     fn from_payload(payload: &[u8], rows: usize, dim: usize) -> Result<Quantized, String> {
         let width = dim * 4;
-        Quantized::build(rows, dim, |r| payload.get(r * width..(r + 1) * width))
+        Quantized::build(
+            rows,
+            dim,
+            |r| payload.get(r * width..(r + 1) * width),
+            |r| r.is_multiple_of(7),
+        )
     }
 
     fn payload(rows: &[Vec<f32>]) -> Vec<u8> {
@@ -225,7 +408,7 @@ mod tests {
         let second = |row: usize| row.is_multiple_of(7);
         for (i, q) in queries.iter().chain(rows.iter().take(10)).enumerate() {
             for keep in [1, 10, 50] {
-                let kept = quantized.candidates(q, keep, second);
+                let kept = quantized.candidates(q, keep);
                 assert!(kept.windows(2).all(|w| w[0] < w[1]), "row order");
                 for kind in [false, true] {
                     let of = |r: usize| second(r) == kind;
@@ -248,6 +431,39 @@ mod tests {
     }
 
     #[test]
+    fn helpers_sharing_a_scan_keep_what_one_thread_keeps() {
+        let dim = 32;
+        // Several chunks, the last one short.
+        let rows = unit_rows(CHUNK_ROWS * 3 + 100, dim, 0xfeed);
+        let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
+        for q in unit_rows(6, dim, 0xbeef).iter() {
+            let alone = quantized.candidates(q, 10);
+            let scan = quantized.scan(q, 10);
+            let shared = std::thread::scope(|s| {
+                let helper = s.spawn(|| scan.help());
+                let kept = scan.candidates().unwrap();
+                helper.join().unwrap();
+                kept
+            });
+            assert_eq!(shared, alone);
+            assert!(!alone.is_empty() && alone.len() < rows.len());
+        }
+    }
+
+    #[test]
+    fn a_chunk_lost_to_a_panic_fails_the_scan_instead_of_hanging_it() {
+        let dim = 16;
+        let rows = unit_rows(CHUNK_ROWS + 10, dim, 3);
+        let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
+        let scan = quantized.scan(&rows[0], 5);
+        // A helper takes a chunk and unwinds before giving its part back.
+        let (_, taken) = scan.take().unwrap();
+        drop(taken);
+        let error = scan.candidates().unwrap_err();
+        assert!(error.contains("panicked"), "{error}");
+    }
+
+    #[test]
     fn a_row_that_is_not_a_unit_vector_is_damaged() {
         let dim = 8;
         let mut rows = unit_rows(4, dim, 7);
@@ -267,7 +483,7 @@ mod tests {
         let dim = 16;
         let rows = unit_rows(50, dim, 99);
         let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
-        let kept = quantized.candidates(&vec![0.0; dim], 5, |_| false);
+        let kept = quantized.candidates(&vec![0.0; dim], 5);
         assert_eq!(kept.len(), rows.len());
     }
 }

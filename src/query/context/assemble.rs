@@ -31,6 +31,21 @@ impl Assembly<'_> {
         timings: TimingsOut,
         serialized_bytes: usize,
     ) -> ContextOutput {
+        ContextOutput {
+            evidence: projection.evidence.clone(),
+            ..self.frame(projection, omissions, timings, serialized_bytes)
+        }
+    }
+
+    /// `output` with an empty evidence array: what a length is measured on without the
+    /// items (`fitted_length`).
+    pub(super) fn frame(
+        &self,
+        projection: &project::Projection,
+        omissions: Vec<Omission>,
+        timings: TimingsOut,
+        serialized_bytes: usize,
+    ) -> ContextOutput {
         let counters = &projection.counters;
         let mut truncated_classes: Vec<&'static str> =
             omissions.iter().map(|o| o.class.as_str()).collect();
@@ -90,7 +105,7 @@ impl Assembly<'_> {
                     .map(|a| AnchorOut::of(self.graph, a)),
             },
             spine,
-            evidence: projection.evidence.clone(),
+            evidence: Vec::new(),
             receipt: Receipt {
                 profile: ProfileOut {
                     name: self.profile.name.clone(),
@@ -130,6 +145,65 @@ impl Assembly<'_> {
             },
             omissions,
             diagnostics: all_diagnostics,
+        }
+    }
+}
+
+/// The length of a compact JSON document whose evidence array holds items of
+/// `item_lengths`, from the length of its `frame` (the same document, that array empty):
+/// compact JSON joins array members with one comma and nothing else, so no item changes
+/// with what surrounds it.
+pub(super) fn fitted_length(frame: usize, item_lengths: &[usize]) -> usize {
+    frame + item_lengths.iter().sum::<usize>() + item_lengths.len().saturating_sub(1)
+}
+
+/// The `serialized_bytes` that a document counts itself with, when it is `length_at_zero`
+/// long with the count rendered as `0`: the count's own digits are part of the length.
+pub(super) fn self_counted_length(length_at_zero: usize) -> usize {
+    let digits = |n: usize| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    // x = length_at_zero - 1 + digits(x) holds for exactly one digit count.
+    (1..=20)
+        .map(|d| length_at_zero.saturating_sub(1) + d)
+        .find(|&x| digits(x) == x - length_at_zero.saturating_sub(1))
+        .unwrap_or(length_at_zero)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fitted_length, self_counted_length};
+
+    #[test]
+    fn a_fitted_length_is_the_rendered_length() {
+        let items = [
+            serde_json::json!({"id": "ev-a", "text": "line \"one\"\n\ttwo"}),
+            serde_json::json!({"id": "ev-b", "lines": [1, 2], "note": null}),
+            serde_json::json!({"id": "ev-c", "text": "ünïcødé → ok"}),
+        ];
+        for n in 0..=items.len() {
+            let whole = serde_json::json!({"a": 1, "evidence": &items[..n], "z": "x"});
+            let frame = serde_json::json!({"a": 1, "evidence": [], "z": "x"});
+            let lengths: Vec<usize> = items[..n]
+                .iter()
+                .map(|i| serde_json::to_string(i).unwrap().len())
+                .collect();
+            assert_eq!(
+                fitted_length(serde_json::to_string(&frame).unwrap().len(), &lengths),
+                serde_json::to_string(&whole).unwrap().len(),
+                "{n} items"
+            );
+        }
+    }
+
+    #[test]
+    fn a_self_counted_length_counts_its_own_digits() {
+        // A document `length_at_zero` long with the count written `0`.
+        for length_at_zero in [1, 2, 9, 10, 11, 98, 99, 100, 997, 998, 999, 15_447, 99_996] {
+            let counted = self_counted_length(length_at_zero);
+            assert_eq!(
+                counted,
+                length_at_zero - 1 + counted.to_string().len(),
+                "{length_at_zero}"
+            );
         }
     }
 }

@@ -641,6 +641,12 @@ pub fn compile_context(
             reason: e.to_string(),
         })
     };
+    let render_item = |item: &EvidenceItem| {
+        serde_json::to_string(item).map_err(|e| AtlasError::Internal {
+            what: "context JSON",
+            reason: e.to_string(),
+        })
+    };
 
     // The envelope: everything but evidence, with the omission groups of earlier pages
     // (`after-cursor`), which are known before anything is projected.
@@ -657,13 +663,22 @@ pub fn compile_context(
     let reserve = envelope + 300;
     let budget = limits.max_bytes.saturating_sub(reserve);
     let mut projection = project::project(&input, &retrieval.candidates, budget)?;
+    // Each item is rendered once; each try measures the rest (`assemble::fitted_length`).
+    let mut item_lengths = projection
+        .evidence
+        .iter()
+        .map(|item| render_item(item).map(|json| json.len()))
+        .collect::<Result<Vec<usize>>>()?;
     loop {
         let omissions = assembly.omissions(&projection);
-        let size = render(&assemble(&projection, &omissions, widest(), 1_000_000))?.len();
+        let frame = assembly.frame(&projection, omissions, widest(), 1_000_000);
+        let size = assemble::fitted_length(render(&frame)?.len(), &item_lengths);
         if size <= limits.max_bytes {
             break;
         }
-        if !projection.drop_last_optional() {
+        if let Some(index) = projection.drop_last_optional() {
+            item_lengths.remove(index);
+        } else {
             let id = projection
                 .evidence
                 .last()
@@ -685,8 +700,13 @@ pub fn compile_context(
     // serialized_bytes counts itself: iterate to the fixed point.
     // The projection is settled: its omission groups are too.
     let omissions = assembly.omissions(&projection);
-    let mut bytes = 0;
+    let at_zero = assemble::fitted_length(
+        render(&assembly.frame(&projection, omissions.clone(), timings.clone(), 0))?.len(),
+        &item_lengths,
+    );
+    let mut bytes = assemble::self_counted_length(at_zero);
     let mut output = assemble(&projection, &omissions, timings.clone(), bytes);
+    // One render when the count was right; the fixed point by trial otherwise.
     for _ in 0..4 {
         let json = render(&output)?;
         if json.len() == bytes {

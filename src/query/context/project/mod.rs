@@ -553,12 +553,10 @@ pub fn project<'c>(
 }
 
 impl Projection<'_> {
-    /// Drops the last optional item (byte pruning after the envelope was measured).
-    /// Returns false when only required evidence is left.
-    pub fn drop_last_optional(&mut self) -> bool {
-        let Some(index) = self.required_positions.iter().rposition(|r| !r) else {
-            return false;
-        };
+    /// Byte pruning after the envelope was measured: moves the last optional item to the byte-ceiling omissions; returns its index in
+    /// `evidence`, or `None` when every item left is required.
+    pub fn drop_last_optional(&mut self) -> Option<usize> {
+        let index = self.required_positions.iter().rposition(|r| !r)?;
         let item = self.evidence.remove(index);
         let position = self.positions.remove(index);
         self.required_positions.remove(index);
@@ -573,7 +571,7 @@ impl Projection<'_> {
             symbol: OmittedSymbol::Label(item.symbol),
             score: item.score,
         });
-        true
+        Some(index)
     }
 
     pub fn retained(&self) -> usize {

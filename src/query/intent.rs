@@ -632,10 +632,15 @@ fn segmented(graph: &Graph, text: &str) -> Vec<NodeId> {
     if words.len() < 2 {
         return nodes;
     }
+    // Many nodes share a name (`_eval_is_rational` in every number class): each name is
+    // split once.
+    let mut matched: rustc_hash::FxHashMap<&str, bool> = rustc_hash::FxHashMap::default();
     nodes.retain(|&n| {
         let name = graph.str(graph.node(n).name());
-        let segments = split_identifier(name);
-        segments.len() >= words.len() && words_match(&words, &segments)
+        *matched.entry(name).or_insert_with(|| {
+            let segments = split_identifier(name);
+            segments.len() >= words.len() && words_match(&words, &segments)
+        })
     });
     nodes
 }

@@ -39,54 +39,68 @@ impl SearchIndex {
         // bad segment) makes that arm unavailable, reported, and the others answer.
         let mut unavailable: std::collections::BTreeMap<&'static str, String> =
             std::collections::BTreeMap::new();
-        // The vector arm's int8 scan, once it starts: this thread helps with it when its
-        // own arms are done.
-        let scan = std::sync::OnceLock::new();
+        // The vector arm, the longest (a memory-bound scan), runs on this thread from the
+        // start; the lexical and graph arms on another, which then helps with the vector
+        // arm's int8 scan (`quantized::Scan`). A thread woken on an idle core may start a
+        // quarter of a millisecond late: the shorter arms absorb that.
+        let scan: std::sync::OnceLock<quantized::Scan> = std::sync::OnceLock::new();
         let (vectors, lexical, graph_arm) = std::thread::scope(|scope| {
-            let vectors = scope.spawn(|| {
-                arms.vector.then(|| {
-                    crate::isolate::isolate(|| {
-                        self.cosines(embedder, query, (!prose).then_some(node_count), &scan)
-                    })
-                    .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
-                })
-            });
-            let lexical = arms.bm25.then(|| {
-                crate::isolate::isolate(|| -> Result<(Vec<u32>, Vec<u32>, split::FileEvidence)> {
-                    let (symbols, by_symbols) =
-                        self.symbols_by_bm25(graph, &files, query, by_evidence)?;
-                    let evidence = split::FileEvidence {
-                        symbols: by_symbols,
-                        text: if by_text {
-                            self.files_by_text(graph, &files, query)?
-                        } else {
-                            Vec::new()
+            let others = scope.spawn(|| {
+                let lexical = arms.bm25.then(|| {
+                    crate::isolate::isolate(
+                        || -> Result<(Vec<u32>, Vec<u32>, split::FileEvidence)> {
+                            let (symbols, by_symbols) =
+                                self.symbols_by_bm25(graph, &files, query, by_evidence)?;
+                            let evidence = split::FileEvidence {
+                                symbols: by_symbols,
+                                text: if by_text {
+                                    self.files_by_text(graph, &files, query)?
+                                } else {
+                                    Vec::new()
+                                },
+                            };
+                            Ok((
+                                symbols,
+                                self.bm25(graph, &files, query, index::KIND_SECTION)?,
+                                evidence,
+                            ))
                         },
-                    };
-                    Ok((
-                        symbols,
-                        self.bm25(graph, &files, query, index::KIND_SECTION)?,
-                        evidence,
-                    ))
-                })
-                .unwrap_or_else(|panic| {
-                    Err(AtlasError::SearchCorrupt {
-                        path: PathBuf::from("tantivy"),
-                        reason: format!("panicked: {panic}"),
+                    )
+                    .unwrap_or_else(|panic| {
+                        Err(AtlasError::SearchCorrupt {
+                            path: PathBuf::from("tantivy"),
+                            reason: format!("panicked: {panic}"),
+                        })
                     })
+                });
+                let graph_arm = arms.graph.then(|| {
+                    crate::isolate::isolate(|| signals::rank(graph, query, POOL))
+                        .map_err(|panic| format!("panicked: {panic}"))
+                });
+                if let Some(scan) = scan.get() {
+                    // A panic here loses the chunk, which fails the vector arm (reported).
+                    let _ = crate::isolate::isolate(|| scan.help());
+                }
+                (lexical, graph_arm)
+            });
+            let vectors = arms.vector.then(|| {
+                crate::isolate::isolate(|| {
+                    self.cosines(embedder, query, (!prose).then_some(node_count), &scan)
                 })
+                .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
             });
-            let graph_arm = arms.graph.then(|| {
-                crate::isolate::isolate(|| signals::rank(graph, query, POOL))
-                    .map_err(|panic| format!("panicked: {panic}"))
+            let (lexical, graph_arm) = others.join().unwrap_or_else(|_| {
+                let failed = "the lexical and graph arms' thread failed";
+                (
+                    arms.bm25.then(|| {
+                        Err(AtlasError::SearchCorrupt {
+                            path: PathBuf::from("tantivy"),
+                            reason: failed.into(),
+                        })
+                    }),
+                    arms.graph.then(|| Err(failed.to_string())),
+                )
             });
-            if let Some(scan) = scan.get() {
-                // A panic here loses the chunk, which fails the vector arm (reported).
-                let _ = crate::isolate::isolate(|| scan.help());
-            }
-            let vectors = vectors
-                .join()
-                .unwrap_or_else(|_| Some(Err("the vector arm's thread failed".into())));
             (vectors, lexical, graph_arm)
         });
         let (bm25, bm25_sections, evidence) = match lexical {

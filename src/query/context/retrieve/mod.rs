@@ -463,6 +463,34 @@ impl<'g> Builder<'g> {
         );
     }
 
+    /// What `relation_adjusted` does (unadjusted, squared decay) with a walk's edge to
+    /// `node` that an entry of `(class, node)` already outscores: its site joins that
+    /// entry. False, with nothing done, otherwise.
+    fn only_site(
+        &mut self,
+        class: EvidenceClass,
+        node: NodeId,
+        edge: EdgeRef<'_>,
+        hop: u32,
+    ) -> bool {
+        let Some(&index) = self.by_symbol.get(&(class, node)) else {
+            return false;
+        };
+        let (score, _, _) = self.relation_score(node, edge.confidence, hop, true);
+        let score = score.max(1);
+        let existing = &mut self.candidates[index];
+        if (false, score) > (existing.required, existing.score) {
+            return false;
+        }
+        let site_file = edge.site_file();
+        if !site_file.is_none() {
+            existing
+                .sites
+                .push((site_file, edge.site.start_line.to_native()));
+        }
+        true
+    }
+
     /// Records why a hop was taken on the entry of `(class, node)`.
     fn set_why(&mut self, class: EvidenceClass, node: NodeId, why: String) {
         let index = match self.by_symbol.get(&(class, node)) {
@@ -651,16 +679,17 @@ impl<'g> Builder<'g> {
                     .iter()
                     .filter(|e| e.kind == EdgeKind::Calls as u8)
                 {
-                    let relation = relation_of(node, edge, direction);
-                    let other = match direction {
-                        Direction::Outgoing => relation.to,
-                        Direction::Incoming => relation.from,
-                    };
+                    let other = edge.node();
                     if hop == 1 {
                         direct += 1;
                     }
-                    let note = if hop > 1 { Note::Via(node) } else { Note::None };
-                    self.relation(class, other, relation, hop, true, note);
+                    // Most edges of a hub's walk reach a symbol already met with a score
+                    // at least as good: only the site is gathered, no relation is built.
+                    if !self.only_site(class, other, edge, hop) {
+                        let relation = relation_of(node, edge, direction);
+                        let note = if hop > 1 { Note::Via(node) } else { Note::None };
+                        self.relation(class, other, relation, hop, true, note);
+                    }
                     if visited.insert(other) {
                         if visited.len() < VISIT_CAP {
                             next.push(other);

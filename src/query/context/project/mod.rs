@@ -553,8 +553,9 @@ pub fn project<'c>(
 }
 
 impl Projection<'_> {
-    /// Byte pruning after the envelope was measured: moves the last optional item to the byte-ceiling omissions; returns its index in
-    /// `evidence`, or `None` when every item left is required.
+    /// Byte pruning after the envelope was measured: moves the last optional item to the
+    /// byte-ceiling omissions; returns its index in `evidence`, or `None` when every item
+    /// left is required.
     pub fn drop_last_optional(&mut self) -> Option<usize> {
         let index = self.required_positions.iter().rposition(|r| !r)?;
         let item = self.evidence.remove(index);

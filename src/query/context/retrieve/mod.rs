@@ -223,6 +223,12 @@ struct Builder<'g> {
     node_terms: HashMap<NodeId, (u32, bool)>,
 }
 
+/// Where an edge's relation is written, when it is: (file, 0-based line).
+fn site_of(edge: EdgeRef<'_>) -> Option<(FileId, u32)> {
+    let file = edge.site_file();
+    (!file.is_none()).then(|| (file, edge.site.start_line.to_native()))
+}
+
 pub(super) fn relation_of(from: NodeId, edge: EdgeRef<'_>, direction: Direction) -> RelationInfo {
     let other = edge.node();
     let (from, to) = if direction == Direction::Outgoing {
@@ -230,7 +236,6 @@ pub(super) fn relation_of(from: NodeId, edge: EdgeRef<'_>, direction: Direction)
     } else {
         (other, from)
     };
-    let site_file = edge.site_file();
     RelationInfo {
         kind: EdgeKind::from_code(edge.kind).unwrap_or(EdgeKind::References),
         extends: EdgeSubkind::from_code(edge.subkind) == Some(EdgeSubkind::Extends),
@@ -239,7 +244,7 @@ pub(super) fn relation_of(from: NodeId, edge: EdgeRef<'_>, direction: Direction)
         provenance: Provenance::from_code(edge.provenance).unwrap_or(Provenance::TreeSitter),
         resolution: Resolution::from_code(edge.resolution).unwrap_or(Resolution::UniqueName),
         confidence: edge.confidence,
-        site: (!site_file.is_none()).then(|| (site_file, edge.site.start_line.to_native())),
+        site: site_of(edge),
         flags: edge.flags,
         dispatch: false,
     }
@@ -414,14 +419,8 @@ impl<'g> Builder<'g> {
         let score = (i32::from(score) + adjust).clamp(1, i32::from(u16::MAX)) as u16;
         // A symbol met again that this relation does not outscore only gains the site:
         // what `merge` would do, without building the candidate it would drop.
-        if let Some(&index) = self.by_symbol.get(&(class, node)) {
-            let existing = &mut self.candidates[index];
-            if (false, score) <= (existing.required, existing.score) {
-                if let Some(site) = relation.site {
-                    existing.sites.push(site);
-                }
-                return;
-            }
+        if self.joins_entry(class, node, score, relation.site) {
+            return;
         }
         let slice = match (class, relation.site) {
             (
@@ -473,21 +472,30 @@ impl<'g> Builder<'g> {
         edge: EdgeRef<'_>,
         hop: u32,
     ) -> bool {
+        if !self.by_symbol.contains_key(&(class, node)) {
+            return false;
+        }
+        let (score, _, _) = self.relation_score(node, edge.confidence, hop, true);
+        self.joins_entry(class, node, score.max(1), site_of(edge))
+    }
+
+    /// When the entry of `(class, node)` scores `score` or more, `site` joins it — what
+    /// merging a relation that does not outscore it would do, without building it.
+    fn joins_entry(
+        &mut self,
+        class: EvidenceClass,
+        node: NodeId,
+        score: u16,
+        site: Option<(FileId, u32)>,
+    ) -> bool {
         let Some(&index) = self.by_symbol.get(&(class, node)) else {
             return false;
         };
-        let (score, _, _) = self.relation_score(node, edge.confidence, hop, true);
-        let score = score.max(1);
         let existing = &mut self.candidates[index];
         if (false, score) > (existing.required, existing.score) {
             return false;
         }
-        let site_file = edge.site_file();
-        if !site_file.is_none() {
-            existing
-                .sites
-                .push((site_file, edge.site.start_line.to_native()));
-        }
+        existing.sites.extend(site);
         true
     }
 

@@ -90,6 +90,11 @@ pub struct SearchIndex {
     /// The rows in int8, built at the first nearest-neighbour query of a process that
     /// keeps loaded indexes (`cosines`).
     quantized: std::sync::OnceLock<std::result::Result<quantized::Quantized, String>>,
+    /// Each hit document's item once resolved, kept by a process that keeps loaded
+    /// indexes: a warm question would otherwise load some 300 stored documents on every
+    /// query. The index is read-only and its reader never reloads, so an address always
+    /// names the same document.
+    items: std::sync::Mutex<HashMap<tantivy::DocAddress, Option<u32>>>,
 }
 
 /// The commit behind a history hit.
@@ -593,6 +598,7 @@ impl SearchIndex {
             meta,
             vectors_unavailable,
             quantized: std::sync::OnceLock::new(),
+            items: std::sync::Mutex::new(HashMap::default()),
         })
     }
 
@@ -674,8 +680,51 @@ impl SearchIndex {
         limit: usize,
         in_files: &[&str],
     ) -> Result<Vec<(f32, TantivyDocument)>> {
+        let (searcher, top) = self.top_addresses(clauses, kind, limit, in_files)?;
+        top.into_iter()
+            .map(|(score, address)| Ok((score, searcher.doc(address).map_err(damaged)?)))
+            .collect()
+    }
+
+    /// `scored_documents` as the items the documents stand for (`item_of`); a process
+    /// that keeps loaded indexes resolves each document once (`items`).
+    fn scored_items(
+        &self,
+        graph: &Graph,
+        files: &FileLookup,
+        query: &str,
+        kind: &str,
+        limit: usize,
+        in_files: &[&str],
+    ) -> Result<Vec<(f32, Option<u32>)>> {
+        let (searcher, top) = self.top_addresses(self.text_query(query), kind, limit, in_files)?;
+        let warm = LOADED.get().is_some();
+        let mut known = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        top.into_iter()
+            .map(|(score, address)| {
+                if let Some(&item) = known.get(&address) {
+                    return Ok((score, item));
+                }
+                let item = self.item_of(graph, files, &searcher.doc(address).map_err(damaged)?);
+                if warm {
+                    known.insert(address, item);
+                }
+                Ok((score, item))
+            })
+            .collect()
+    }
+
+    /// The addresses of the best `limit` documents of one kind for a query's clauses,
+    /// with their scores, and the searcher they were found with.
+    fn top_addresses(
+        &self,
+        clauses: Vec<(Occur, Box<dyn Query>)>,
+        kind: &str,
+        limit: usize,
+        in_files: &[&str],
+    ) -> Result<(tantivy::Searcher, Vec<(f32, tantivy::DocAddress)>)> {
         if clauses.is_empty() || limit == 0 {
-            return Ok(Vec::new());
+            return Ok((self.reader.searcher(), Vec::new()));
         }
         let of_kind: Box<dyn Query> = Box::new(TermQuery::new(
             Term::from_field_text(self.fields.kind, kind),
@@ -703,10 +752,6 @@ impl SearchIndex {
         }
         let query = BooleanQuery::new(must);
         let searcher = self.reader.searcher();
-        let damaged = |e: tantivy::TantivyError| AtlasError::SearchCorrupt {
-            path: PathBuf::from("tantivy"),
-            reason: e.to_string(),
-        };
         let statistics = Statistics::of(&searcher, self.fields.kind, kind == index::KIND_FILE)
             .map_err(damaged)?;
         let top = searcher
@@ -716,17 +761,15 @@ impl SearchIndex {
                 &statistics,
             )
             .map_err(damaged)?;
-        top.into_iter()
-            .map(|(score, address)| Ok((score, searcher.doc(address).map_err(damaged)?)))
-            .collect()
+        Ok((searcher, top))
     }
 
     /// BM25 over documents of one kind (symbols or sections): items, best first.
     fn bm25(&self, graph: &Graph, files: &FileLookup, query: &str, kind: &str) -> Result<Vec<u32>> {
         Ok(self
-            .top_documents(query, kind, POOL, &[])?
-            .iter()
-            .filter_map(|document| self.item_of(graph, files, document))
+            .scored_items(graph, files, query, kind, POOL, &[])?
+            .into_iter()
+            .filter_map(|(_, item)| item)
             .collect())
     }
 
@@ -751,11 +794,8 @@ impl SearchIndex {
         } else {
             POOL
         };
-        let scored = self.scored_documents(query, index::KIND_SYMBOL, depth, &[])?;
-        let items: Vec<Option<u32>> = scored
-            .iter()
-            .map(|(_, document)| self.item_of(graph, files, document))
-            .collect();
+        let scored = self.scored_items(graph, files, query, index::KIND_SYMBOL, depth, &[])?;
+        let items: Vec<Option<u32>> = scored.iter().map(|&(_, item)| item).collect();
         let arm: Vec<u32> = items.iter().take(POOL).flatten().copied().collect();
         if !evidence {
             return Ok((arm, Vec::new()));
@@ -819,12 +859,15 @@ impl SearchIndex {
         per_file: usize,
     ) -> Result<Vec<Vec<u32>>> {
         let mut out = vec![Vec::new(); paths.len()];
-        let documents =
-            self.top_documents(query, index::KIND_SYMBOL, per_file * paths.len(), paths)?;
-        for item in documents
-            .iter()
-            .filter_map(|document| self.item_of(graph, files, document))
-        {
+        let scored = self.scored_items(
+            graph,
+            files,
+            query,
+            index::KIND_SYMBOL,
+            per_file * paths.len(),
+            paths,
+        )?;
+        for item in scored.into_iter().filter_map(|(_, item)| item) {
             let path = graph.file_path(graph.node(NodeId(item)).file());
             if let Some(list) = paths
                 .iter()
@@ -1236,6 +1279,14 @@ fn longer_words(field: tantivy::schema::Field, prefix: &str) -> tantivy::query::
         std::ops::Bound::Excluded(Term::from_field_text(field, prefix)),
         std::ops::Bound::Excluded(Term::from_field_text(field, &successor)),
     )
+}
+
+/// A tantivy failure while reading a loaded index: the index is damaged.
+fn damaged(e: tantivy::TantivyError) -> AtlasError {
+    AtlasError::SearchCorrupt {
+        path: PathBuf::from("tantivy"),
+        reason: e.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -699,19 +699,38 @@ impl SearchIndex {
     ) -> Result<Vec<(f32, Option<u32>)>> {
         let (searcher, top) = self.top_addresses(self.text_query(query), kind, limit, in_files)?;
         let warm = LOADED.get().is_some();
-        let mut known = self.items.lock().unwrap_or_else(|e| e.into_inner());
-        top.into_iter()
-            .map(|(score, address)| {
-                if let Some(&item) = known.get(&address) {
-                    return Ok((score, item));
-                }
-                let item = self.item_of(graph, files, &searcher.doc(address).map_err(damaged)?);
-                if warm {
-                    known.insert(address, item);
-                }
+        // The lock is held to look up and to add, never while documents load: another
+        // worker's search goes on meanwhile.
+        let items = || self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let known: Vec<Option<Option<u32>>> = if warm {
+            let items = items();
+            top.iter()
+                .map(|(_, address)| items.get(address).copied())
+                .collect()
+        } else {
+            vec![None; top.len()]
+        };
+        let mut learned = Vec::new();
+        let scored = top
+            .into_iter()
+            .zip(known)
+            .map(|((score, address), known)| {
+                let item = match known {
+                    Some(item) => item,
+                    None => {
+                        let document = searcher.doc(address).map_err(damaged)?;
+                        let item = self.item_of(graph, files, &document);
+                        learned.push((address, item));
+                        item
+                    }
+                };
                 Ok((score, item))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        if warm && !learned.is_empty() {
+            items().extend(learned);
+        }
+        Ok(scored)
     }
 
     /// The addresses of the best `limit` documents of one kind for a query's clauses,

@@ -380,6 +380,14 @@ pub struct ContextResult {
     pub relevance: Option<crate::query::search::relevance::RelevanceReport>,
 }
 
+/// The compact JSON of a response or of one of its parts.
+fn json_of(value: &impl Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| AtlasError::Internal {
+        what: "context JSON",
+        reason: e.to_string(),
+    })
+}
+
 fn ms(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
@@ -635,24 +643,12 @@ pub fn compile_context(
         projection: 99_999.999,
         total: 99_999.999,
     };
-    let render = |output: &ContextOutput| {
-        serde_json::to_string(output).map_err(|e| AtlasError::Internal {
-            what: "context JSON",
-            reason: e.to_string(),
-        })
-    };
-    let render_item = |item: &EvidenceItem| {
-        serde_json::to_string(item).map_err(|e| AtlasError::Internal {
-            what: "context JSON",
-            reason: e.to_string(),
-        })
-    };
 
     // The envelope: everything but evidence, with the omission groups of earlier pages
     // (`after-cursor`), which are known before anything is projected.
     let start = project::cursor_start(&retrieval.candidates, request.after.as_deref())?;
     let empty = project::project(&input, &retrieval.candidates[..start], 0)?;
-    let envelope = render(&assemble(
+    let envelope = json_of(&assemble(
         &empty,
         &assembly.omissions(&empty),
         widest(),
@@ -667,12 +663,12 @@ pub fn compile_context(
     let mut item_lengths = projection
         .evidence
         .iter()
-        .map(|item| render_item(item).map(|json| json.len()))
+        .map(|item| json_of(item).map(|json| json.len()))
         .collect::<Result<Vec<usize>>>()?;
     loop {
         let omissions = assembly.omissions(&projection);
         let frame = assembly.frame(&projection, omissions, widest(), 1_000_000);
-        let size = assemble::fitted_length(render(&frame)?.len(), &item_lengths);
+        let size = assemble::fitted_length(json_of(&frame)?.len(), &item_lengths);
         if size <= limits.max_bytes {
             break;
         }
@@ -701,14 +697,14 @@ pub fn compile_context(
     // The projection is settled: its omission groups are too.
     let omissions = assembly.omissions(&projection);
     let at_zero = assemble::fitted_length(
-        render(&assembly.frame(&projection, omissions.clone(), timings.clone(), 0))?.len(),
+        json_of(&assembly.frame(&projection, omissions.clone(), timings.clone(), 0))?.len(),
         &item_lengths,
     );
     let mut bytes = assemble::self_counted_length(at_zero);
     let mut output = assemble(&projection, &omissions, timings.clone(), bytes);
     // One render when the count was right; the fixed point by trial otherwise.
     for _ in 0..4 {
-        let json = render(&output)?;
+        let json = json_of(&output)?;
         if json.len() == bytes {
             return Ok(ContextResult {
                 output,
@@ -719,7 +715,7 @@ pub fn compile_context(
         bytes = json.len();
         output = assemble(&projection, &omissions, timings.clone(), bytes);
     }
-    let json = render(&output)?;
+    let json = json_of(&output)?;
     Ok(ContextResult {
         output,
         json,

@@ -30,7 +30,7 @@ impl SearchIndex {
             && file_order != crate::config::FileOrder::Rrf;
         let by_text = by_evidence && file_order == crate::config::FileOrder::Fused;
         let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
-        let files = file_lookup(graph);
+        let files = self.files(graph);
         let node_count = graph.node_count() as u32;
         // The vector arm (which may first load the model) runs beside the others.
         // Sections are ranked in lists of their own so that prose never takes a code

@@ -51,7 +51,7 @@ use crate::error::{AtlasError, IoContext, Result};
 use crate::graph::ids::{FileId, NodeId};
 use crate::graph::reader::Graph;
 use embed::Embedder;
-use index::{Fields, FileLookup, IndexMeta, file_lookup, tantivy_error};
+use index::{Fields, FileLookup, IndexMeta, file_lookup, owned_file_lookup, tantivy_error};
 use sources::Section;
 
 pub const RRF_K: f64 = 60.0;
@@ -95,6 +95,9 @@ pub struct SearchIndex {
     /// query. The index is read-only and its reader never reloads, so an address always
     /// names the same document.
     items: std::sync::Mutex<HashMap<tantivy::DocAddress, Option<u32>>>,
+    /// Every file of the index's generation by its path, kept by a process that keeps
+    /// loaded indexes instead of hashed again for every search (`files`).
+    files: std::sync::OnceLock<FileLookup<'static>>,
 }
 
 /// The commit behind a history hit.
@@ -599,6 +602,7 @@ impl SearchIndex {
             vectors_unavailable,
             quantized: std::sync::OnceLock::new(),
             items: std::sync::Mutex::new(HashMap::default()),
+            files: std::sync::OnceLock::new(),
         })
     }
 
@@ -731,6 +735,16 @@ impl SearchIndex {
             items().extend(learned);
         }
         Ok(scored)
+    }
+
+    /// Every file of `graph` by its path. The index is its generation's (its directory is
+    /// the graph's fingerprint), so a process that keeps loaded indexes builds it once.
+    fn files<'g>(&'g self, graph: &'g Graph) -> std::borrow::Cow<'g, FileLookup<'g>> {
+        if LOADED.get().is_some() {
+            std::borrow::Cow::Borrowed(self.files.get_or_init(|| owned_file_lookup(graph)))
+        } else {
+            std::borrow::Cow::Owned(file_lookup(graph))
+        }
     }
 
     /// The addresses of the best `limit` documents of one kind for a query's clauses,

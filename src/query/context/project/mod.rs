@@ -5,7 +5,6 @@
 //! result is a typed error, never a partial success (R-PROJ-3). The byte limit is a
 //! ceiling, not a target: nothing below the relevance threshold is added to fill it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -117,7 +116,7 @@ pub fn order(candidates: &mut Vec<Candidate>, class_rank: &dyn Fn(EvidenceClass)
         .collect();
     keyed.sort_by(|a, b| {
         a.0.cmp(&b.0)
-            .then_with(|| candidates[a.1].id.cmp(&candidates[b.1].id))
+            .then_with(|| candidates[a.1].id_cmp(&candidates[b.1]))
     });
     let mut slots: Vec<Option<Candidate>> =
         std::mem::take(candidates).into_iter().map(Some).collect();
@@ -203,7 +202,7 @@ fn skeleton(graph: &Graph, c: &Candidate) -> EvidenceItem {
         None => (None, None, None, None),
     };
     EvidenceItem {
-        id: c.id.clone(),
+        id: c.id(),
         class: c.class,
         score: c.score,
         required: c.required,
@@ -289,7 +288,7 @@ pub fn cursor_start(candidates: &[Candidate], after: Option<&str>) -> Result<usi
         None | Some("START") => Ok(0),
         Some(id) => candidates
             .iter()
-            .position(|c| c.id == id)
+            .position(|c| c.id() == id)
             .map(|position| position + 1)
             .ok_or_else(|| AtlasError::ContextCursor { id: id.to_string() }),
     }
@@ -328,7 +327,7 @@ pub fn project<'c>(
         if c.required {
             return Err(AtlasError::ContextRequiredCandidateCap {
                 cap: limits.retrieval_cap,
-                id: c.id.clone(),
+                id: c.id(),
             });
         }
         omit(
@@ -372,7 +371,7 @@ pub fn project<'c>(
                 return Err(AtlasError::ContextRequiredSourceCap {
                     limit: "max_paths",
                     value: limits.max_paths,
-                    id: c.id.clone(),
+                    id: c.id(),
                 });
             }
             counters.item_capped += 1;
@@ -387,7 +386,7 @@ pub fn project<'c>(
                 return Err(AtlasError::ContextRequiredSourceCap {
                     limit: "max_slices",
                     value: limits.max_slices,
-                    id: c.id.clone(),
+                    id: c.id(),
                 });
             }
             if !skeleton_able {
@@ -502,7 +501,7 @@ pub fn project<'c>(
                 } else if c.required {
                     return Err(AtlasError::ContextRequiredBudget {
                         max_bytes: limits.max_bytes,
-                        id: c.id.clone(),
+                        id: c.id(),
                     });
                 } else {
                     counters.slices_read -= 1;
@@ -517,7 +516,7 @@ pub fn project<'c>(
                     if c.required {
                         return Err(AtlasError::ContextRequiredBudget {
                             max_bytes: limits.max_bytes,
-                            id: c.id.clone(),
+                            id: c.id(),
                         });
                     }
                     if item.projection == "skeleton" {
@@ -598,34 +597,42 @@ impl Projection<'_> {
             first: usize,
             top: &'o Omitted,
         }
-        let id = |o: &Omitted| self.candidates[o.position].id.as_str();
-        let mut groups: BTreeMap<(&'static str, &'static str), Group> = BTreeMap::new();
+        // The order of ids, without their text (`Candidate::id_cmp`).
+        let id = |o: &Omitted| {
+            let c = &self.candidates[o.position];
+            (c.class.as_str(), c.id_hash)
+        };
+        // Few groups, met mostly in runs: a short list searched in order, then sorted.
+        let mut groups: Vec<((EvidenceClass, OmissionReason), Group)> = Vec::new();
         for o in &self.omitted {
-            groups
-                .entry((o.class.as_str(), o.reason.as_str()))
-                .and_modify(|g| {
+            let key = (o.class, o.reason);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, g)) => {
                     g.count += 1;
                     g.first = g.first.min(o.position);
-                    if (o.score, std::cmp::Reverse(id(o)))
-                        >= (g.top.score, std::cmp::Reverse(id(g.top)))
-                    {
+                    if o.score > g.top.score || (o.score == g.top.score && id(o) <= id(g.top)) {
                         g.top = o;
                     }
-                })
-                .or_insert(Group {
-                    count: 1,
-                    first: o.position,
-                    top: o,
-                });
+                }
+                None => groups.push((
+                    key,
+                    Group {
+                        count: 1,
+                        first: o.position,
+                        top: o,
+                    },
+                )),
+            }
         }
+        groups.sort_unstable_by_key(|((class, reason), _)| (class.as_str(), reason.as_str()));
         let mut out = Vec::new();
-        for group in groups.into_values() {
+        for (_, group) in groups {
             let class = group.top.class;
             let reason = group.top.reason;
             let first = group.first;
             let m = group.top;
             let top = TopCandidate {
-                id: id(m).to_string(),
+                id: self.candidates[m.position].id(),
                 symbol: match &m.symbol {
                     OmittedSymbol::Node(node) => node.map(|n| graph.label(n)),
                     OmittedSymbol::Label(label) => label.clone(),
@@ -636,7 +643,7 @@ impl Projection<'_> {
             let after = if first == 0 || reason == OmissionReason::AfterCursor {
                 "START".to_string()
             } else {
-                self.candidates[first - 1].id.clone()
+                self.candidates[first - 1].id()
             };
             let argv = match reason {
                 // Stale source: refresh the graph (no --frozen) and ask again.

@@ -72,7 +72,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
         );
         b.push(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class: EvidenceClass::Module,
                 score: if named { 60_000 } else { score },
                 reasons: vec![if named {
@@ -124,7 +124,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
             let label = b.label(node);
             b.push(
                 Candidate::declaration(
-                    String::new(),
+                    IdHash::default(),
                     EvidenceClass::Representative,
                     score as u16,
                     node,
@@ -150,7 +150,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
         let score = (250 + 25 * count + if touches_named { 200 } else { 0 }).min(20_000) as u16;
         b.push(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class: EvidenceClass::ModuleRelation,
                 score,
                 reasons: vec![format!("{count} {kind} edge(s)")],

@@ -179,7 +179,7 @@ pub(super) fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec
         }
         b.push(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class: EvidenceClass::Spine,
                 score: 50_000u16.saturating_sub(step as u16),
                 reasons,
@@ -262,7 +262,7 @@ pub(super) fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec
                 None => {
                     let label = b.label(hop.node);
                     let mut candidate = Candidate::declaration(
-                        String::new(),
+                        IdHash::default(),
                         EvidenceClass::Alternative,
                         1_000,
                         hop.node,
@@ -425,7 +425,7 @@ pub(super) fn no_call_path(b: &mut Builder, intent: &Intent, first: NodeId, seco
         let identity = format!("frontier|{}|{}", name, b.label(from));
         b.push(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class: EvidenceClass::Frontier,
                 score: 45_000,
                 reasons: vec![format!(
@@ -494,7 +494,7 @@ pub(super) fn frontier_of_spine(b: &mut Builder, spine: &[NodeId]) {
         let identity = format!("{path}:{line}:{name}");
         b.push(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class: EvidenceClass::RuntimeBoundary,
                 score: 40_000,
                 reasons: vec![format!(

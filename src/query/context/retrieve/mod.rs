@@ -50,9 +50,16 @@ pub struct RelationInfo {
     pub dispatch: bool,
 }
 
+/// An evidence id as the builder keeps it: the first eight bytes of the blake3 hash of
+/// `{class}\0{identity}`, whose sixteen hex digits its text spells (`Candidate::id`).
+/// Most candidates are never shown, so their text is never made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IdHash(pub u64);
+
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    pub id: String,
+    /// With `class`, the evidence id (`id`); equal within one entry only.
+    pub id_hash: IdHash,
     pub class: EvidenceClass,
     pub score: u16,
     /// Reasons of candidates that are not relations (relations render theirs lazily:
@@ -97,17 +104,30 @@ pub enum Note {
 }
 
 impl Candidate {
+    /// The evidence id: `ev-{class}-{16 hex digits of its hash}`.
+    pub fn id(&self) -> String {
+        format!("ev-{}-{:016x}", self.class.as_str(), self.id_hash.0)
+    }
+
+    /// The order of `id`s, without their text: the class names, then the hashes. Equal
+    /// to comparing the texts: the hex digits sort as the hash does, and the one class
+    /// name that begins another (`module`, `module-relation`) is followed by a hex digit,
+    /// which sorts before any letter after `-` (`ids_order_as_their_text`).
+    pub fn id_cmp(&self, other: &Candidate) -> std::cmp::Ordering {
+        (self.class.as_str(), self.id_hash).cmp(&(other.class.as_str(), other.id_hash))
+    }
+
     /// An optional symbol shown by its declaration, with one reason: what ranking
     /// sources (representatives, search hits) contribute.
     fn declaration(
-        id: String,
+        id_hash: IdHash,
         class: EvidenceClass,
         score: u16,
         node: NodeId,
         reason: String,
     ) -> Self {
         Candidate {
-            id,
+            id_hash,
             class,
             score,
             reasons: vec![reason],
@@ -178,35 +198,23 @@ const MAX_HOPS: u32 = 2;
 const IMPACT_HOPS: u32 = 4;
 const VISIT_CAP: usize = 20_000;
 
-pub fn evidence_id(class: EvidenceClass, identity: &str) -> String {
-    evidence_id_of_parts(class, &[identity]).0
-}
+/// An evidence id as the builder's tables know it: its class and hash. Equal keys are
+/// equal ids.
+type EvidenceKey = (EvidenceClass, IdHash);
 
-/// An evidence id as the builder's tables know it: its class and the first eight bytes
-/// of its hash, which its sixteen hex digits spell. Equal keys are equal ids.
-type EvidenceKey = (EvidenceClass, u64);
-
-/// `evidence_id` of the identity `parts` joined, and its key; hashed in parts: a hub's
+/// The hash of the evidence id of the identity `parts` joined; hashed in parts: a hub's
 /// thousands of candidates each take one, so no intermediate string is built.
-fn evidence_id_of_parts(class: EvidenceClass, parts: &[&str]) -> (String, EvidenceKey) {
+fn id_hash_of_parts(class: EvidenceClass, parts: &[&str]) -> IdHash {
     // blake3 of `{class}\0{identity}`.
-    let name = class.as_str();
     let mut hasher = blake3::Hasher::new();
-    hasher.update(name.as_bytes());
+    hasher.update(class.as_str().as_bytes());
     hasher.update(b"\0");
     for part in parts {
         hasher.update(part.as_bytes());
     }
-    let hash = hasher.finalize();
-    let hex = hash.to_hex();
-    let mut id = String::with_capacity(4 + name.len() + 16);
-    id.push_str("ev-");
-    id.push_str(name);
-    id.push('-');
-    id.push_str(&hex[..16]);
     let mut first = [0u8; 8];
-    first.copy_from_slice(&hash.as_bytes()[..8]);
-    (id, (class, u64::from_be_bytes(first)))
+    first.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
+    IdHash(u64::from_be_bytes(first))
 }
 
 struct Builder<'g> {
@@ -296,9 +304,8 @@ impl<'g> Builder<'g> {
     /// Adds `candidate` as the evidence of `identity`; the same evidence reached again is
     /// merged into one entry. Returns the entry's index.
     fn push(&mut self, mut candidate: Candidate, identity: &str) -> usize {
-        let (id, key) = evidence_id_of_parts(candidate.class, &[identity]);
-        candidate.id = id;
-        self.merge(candidate, key)
+        candidate.id_hash = id_hash_of_parts(candidate.class, &[identity]);
+        self.merge(candidate)
     }
 
     /// `push` of a symbol's evidence, whose identity is the symbol's label.
@@ -309,18 +316,17 @@ impl<'g> Builder<'g> {
                 self.merge_into(candidate, Some(index));
             }
             None => {
-                let (id, evidence) =
-                    evidence_id_of_parts(candidate.class, &self.graph.label_parts(node));
-                candidate.id = id;
-                let index = self.merge(candidate, evidence);
+                candidate.id_hash =
+                    id_hash_of_parts(candidate.class, &self.graph.label_parts(node));
+                let index = self.merge(candidate);
                 self.by_symbol.insert(key, index);
             }
         }
     }
 
-    /// Adds `candidate` (whose id is `key`) as a new entry, or merges it into the entry
-    /// of the same id.
-    fn merge(&mut self, candidate: Candidate, key: EvidenceKey) -> usize {
+    /// Adds `candidate` as a new entry, or merges it into the entry of the same id.
+    fn merge(&mut self, candidate: Candidate) -> usize {
+        let key = (candidate.class, candidate.id_hash);
         let existing = self.seen.get(&key).copied();
         let index = self.merge_into(candidate, existing);
         self.seen.entry(key).or_insert(index);
@@ -346,9 +352,8 @@ impl<'g> Builder<'g> {
                 let mut sites = std::mem::take(&mut existing.sites);
                 sites.extend_from_slice(&candidate.sites);
                 if (candidate.required, candidate.score) > (existing.required, existing.score) {
-                    if candidate.id.is_empty() {
-                        candidate.id = std::mem::take(&mut existing.id);
-                    }
+                    // The same id: a symbol met again (`by_symbol`) was not hashed again.
+                    candidate.id_hash = existing.id_hash;
                     *existing = candidate;
                 }
                 existing.sites = sites;
@@ -370,7 +375,7 @@ impl<'g> Builder<'g> {
         };
         self.push_symbol(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class: EvidenceClass::Declaration,
                 score: 60_000,
                 reasons: vec![reason],
@@ -437,7 +442,7 @@ impl<'g> Builder<'g> {
         // One entry per (class, symbol): its relations' sites are gathered on it.
         self.push_symbol(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class,
                 score,
                 reasons: Vec::new(),
@@ -504,7 +509,10 @@ impl<'g> Builder<'g> {
         let index = match self.by_symbol.get(&(class, node)) {
             Some(&index) => Some(index),
             None => {
-                let (_, key) = evidence_id_of_parts(class, &self.graph.label_parts(node));
+                let key = (
+                    class,
+                    id_hash_of_parts(class, &self.graph.label_parts(node)),
+                );
                 self.seen.get(&key).copied()
             }
         };
@@ -525,7 +533,7 @@ impl<'g> Builder<'g> {
         let identity = format!("{code}|{text}");
         self.push(
             Candidate {
-                id: String::new(),
+                id_hash: IdHash::default(),
                 class,
                 score,
                 reasons: vec![code.to_string()],
@@ -591,7 +599,7 @@ impl<'g> Builder<'g> {
             )];
             self.push(
                 Candidate {
-                    id: String::new(),
+                    id_hash: IdHash::default(),
                     class: EvidenceClass::Frontier,
                     score,
                     reasons,
@@ -649,9 +657,10 @@ impl<'g> Builder<'g> {
         }
         if let (true, Some((implementor, _))) = (unique, found.first()) {
             // A unique implementation is required evidence (R-Q-5).
-            let (_, key) = evidence_id_of_parts(
-                EvidenceClass::Implementation,
-                &self.graph.label_parts(*implementor),
+            let class = EvidenceClass::Implementation;
+            let key = (
+                class,
+                id_hash_of_parts(class, &self.graph.label_parts(*implementor)),
             );
             if let Some(last) = self.seen.get(&key).map(|&i| &mut self.candidates[i]) {
                 last.required = true;
@@ -868,8 +877,11 @@ pub fn add_search_hits(
     hits: &[crate::query::search::Hit],
 ) {
     // Borrowed ids: a hub has thousands of candidates, and most queries few hits.
-    let existing: rustc_hash::FxHashSet<&str> =
-        retrieval.candidates.iter().map(|c| c.id.as_str()).collect();
+    let existing: rustc_hash::FxHashSet<EvidenceKey> = retrieval
+        .candidates
+        .iter()
+        .map(|c| (c.class, c.id_hash))
+        .collect();
     let mut added: Vec<Candidate> = Vec::new();
     // An anchor, a spine step or an alternative chain's step is already shown.
     let shown: std::collections::HashSet<NodeId> = retrieval
@@ -889,9 +901,9 @@ pub fn add_search_hits(
         .filter_map(|h| h.node.map(|n| (h, n)))
         .filter(|(_, n)| !shown.contains(n))
     {
-        let label = graph.label(node);
-        let id = evidence_id(EvidenceClass::SearchHit, &label);
-        if existing.contains(id.as_str()) || added.iter().any(|c| c.id == id) {
+        let class = EvidenceClass::SearchHit;
+        let id_hash = id_hash_of_parts(class, &graph.label_parts(node));
+        if existing.contains(&(class, id_hash)) || added.iter().any(|c| c.id_hash == id_hash) {
             continue;
         }
         let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| (r + 1).to_string());
@@ -909,8 +921,8 @@ pub fn add_search_hits(
             format!(", propagate rank {} ({via})", rank(hit.ranks.propagate))
         });
         added.push(Candidate::declaration(
-            id,
-            EvidenceClass::SearchHit,
+            id_hash,
+            class,
             (hit.score * 20_000.0).round().min(65_535.0) as u16,
             node,
             format!(
@@ -923,4 +935,55 @@ pub fn add_search_hits(
         ));
     }
     retrieval.candidates.extend(added);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(class: EvidenceClass, id_hash: IdHash) -> Candidate {
+        Candidate::declaration(id_hash, class, 1, NodeId(0), String::new())
+    }
+
+    #[test]
+    fn an_id_spells_the_first_sixteen_hex_digits_of_its_blake3_hash() {
+        let class = EvidenceClass::Caller;
+        let parts = ["sympy/core/numbers.py", "::", "Rational.__new__"];
+        let text = format!("caller\0{}", parts.concat());
+        let hex = blake3::hash(text.as_bytes()).to_hex();
+        let id = candidate(class, id_hash_of_parts(class, &parts)).id();
+        assert_eq!(id, format!("ev-caller-{}", &hex[..16]));
+        // Hashed in parts or whole, the identity is the same.
+        assert_eq!(
+            id_hash_of_parts(class, &parts),
+            id_hash_of_parts(class, &[&parts.concat()])
+        );
+    }
+
+    #[test]
+    fn ids_order_as_their_text() {
+        let hashes: Vec<IdHash> = [0u64, 1, 0x0f, 0x1000_0000_0000_0000, u64::MAX]
+            .into_iter()
+            .map(IdHash)
+            .chain(
+                (0..24)
+                    .map(|i| id_hash_of_parts(EvidenceClass::Member, &[&format!("identity {i}")])),
+            )
+            .collect();
+        let all: Vec<Candidate> = EvidenceClass::ALL
+            .into_iter()
+            .flat_map(|class| hashes.iter().map(move |&h| candidate(class, h)))
+            .collect();
+        for a in &all {
+            for b in &all {
+                assert_eq!(
+                    a.id_cmp(b),
+                    a.id().cmp(&b.id()),
+                    "{} against {}",
+                    a.id(),
+                    b.id()
+                );
+            }
+        }
+    }
 }

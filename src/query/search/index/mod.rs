@@ -474,16 +474,25 @@ fn offsets_are_stable(graph: &Graph) -> bool {
     graph.nodes().all(|n| graph.node(n).scip_symbol().is_none())
 }
 
-/// Repository path → file index.
-pub type FileLookup<'g> = rustc_hash::FxHashMap<&'g str, FileId>;
+/// Repository path → file index: paths borrowed from the graph for one search, or owned
+/// by a loaded index that keeps its lookup (`owned_file_lookup`).
+pub type FileLookup<'g> = rustc_hash::FxHashMap<std::borrow::Cow<'g, str>, FileId>;
 
 /// Every file by its path; built for each search, so hashed cheaply (the paths are the
 /// repository's, not an adversary's).
 pub fn file_lookup(graph: &Graph) -> FileLookup<'_> {
     let mut files =
         FileLookup::with_capacity_and_hasher(graph.file_count(), rustc_hash::FxBuildHasher);
-    files.extend(graph.files().map(|f| (graph.file_path(f), f)));
+    files.extend(graph.files().map(|f| (graph.file_path(f).into(), f)));
     files
+}
+
+/// `file_lookup` with its paths copied, for a loaded index to keep beside its graph.
+pub fn owned_file_lookup(graph: &Graph) -> FileLookup<'static> {
+    file_lookup(graph)
+        .into_iter()
+        .map(|(path, file)| (path.into_owned().into(), file))
+        .collect()
 }
 
 /// What an update from `base` re-indexes: `(changed or added files, removed paths)`;

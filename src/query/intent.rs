@@ -633,12 +633,13 @@ fn segmented(graph: &Graph, text: &str) -> Vec<NodeId> {
         return nodes;
     }
     // Many nodes share a name (`_eval_is_rational` in every number class): each name is
-    // split once.
-    let mut matched: rustc_hash::FxHashMap<&str, bool> = rustc_hash::FxHashMap::default();
+    // read and split once per string id: an id is one text (a text with one id per
+    // segment is split once per id, with the same outcome).
+    let mut matched: rustc_hash::FxHashMap<u32, bool> = rustc_hash::FxHashMap::default();
     nodes.retain(|&n| {
-        let name = graph.str(graph.node(n).name());
-        *matched.entry(name).or_insert_with(|| {
-            let segments = split_identifier(name);
+        let name = graph.node(n).name();
+        *matched.entry(name.0).or_insert_with(|| {
+            let segments = split_identifier(graph.str(name));
             segments.len() >= words.len() && words_match(&words, &segments)
         })
     });

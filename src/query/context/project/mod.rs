@@ -102,22 +102,31 @@ pub struct ProjectInput<'a> {
 /// The total order of R-Q-4: required first, class rank, score descending, evidence id.
 pub fn order(candidates: &mut Vec<Candidate>, class_rank: &dyn Fn(EvidenceClass) -> usize) {
     // Each candidate's key is taken once (a hub has thousands: the class rank is a call
-    // through the profile), then the candidates are moved into the sorted order.
-    type Key = (bool, usize, std::cmp::Reverse<u16>);
+    // through the profile), the id's order included (`Candidate::id_order`), so sorting
+    // never reaches back into the candidates; then they are moved into the sorted order.
+    // Each key ends with its position, so the unstable sort orders as a stable one.
+    type Key = (
+        bool,
+        usize,
+        std::cmp::Reverse<u16>,
+        (&'static str, super::retrieve::IdHash),
+    );
     let mut keyed: Vec<(Key, usize)> = candidates
         .iter()
         .enumerate()
         .map(|(i, c)| {
             (
-                (!c.required, class_rank(c.class), std::cmp::Reverse(c.score)),
+                (
+                    !c.required,
+                    class_rank(c.class),
+                    std::cmp::Reverse(c.score),
+                    c.id_order(),
+                ),
                 i,
             )
         })
         .collect();
-    keyed.sort_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| candidates[a.1].id_cmp(&candidates[b.1]))
-    });
+    keyed.sort_unstable();
     let mut slots: Vec<Option<Candidate>> =
         std::mem::take(candidates).into_iter().map(Some).collect();
     candidates.extend(keyed.iter().filter_map(|&(_, i)| slots[i].take()));
@@ -597,11 +606,7 @@ impl Projection<'_> {
             first: usize,
             top: &'o Omitted,
         }
-        // The order of ids, without their text (`Candidate::id_cmp`).
-        let id = |o: &Omitted| {
-            let c = &self.candidates[o.position];
-            (c.class.as_str(), c.id_hash)
-        };
+        let id = |o: &Omitted| self.candidates[o.position].id_order();
         // Few groups, met mostly in runs: a short list searched in order, then sorted.
         let mut groups: Vec<((EvidenceClass, OmissionReason), Group)> = Vec::new();
         for o in &self.omitted {

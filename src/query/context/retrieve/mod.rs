@@ -113,8 +113,8 @@ impl Candidate {
     /// to comparing the texts: the hex digits sort as the hash does, and the one class
     /// name that begins another (`module`, `module-relation`) is followed by a hex digit,
     /// which sorts before any letter after `-` (`ids_order_as_their_text`).
-    pub fn id_cmp(&self, other: &Candidate) -> std::cmp::Ordering {
-        (self.class.as_str(), self.id_hash).cmp(&(other.class.as_str(), other.id_hash))
+    pub fn id_order(&self) -> (&'static str, IdHash) {
+        (self.class.as_str(), self.id_hash)
     }
 
     /// An optional symbol shown by its declaration, with one reason: what ranking
@@ -438,7 +438,9 @@ impl<'g> Builder<'g> {
             ) => SliceTarget::Site(file, line),
             _ => SliceTarget::Declaration(node),
         };
-        let sites: Vec<(FileId, u32)> = relation.site.into_iter().collect();
+        // Room for the sites a symbol met again brings (`joins_entry`).
+        let mut sites: Vec<(FileId, u32)> = Vec::with_capacity(4);
+        sites.extend(relation.site);
         // One entry per (class, symbol): its relations' sites are gathered on it.
         self.push_symbol(
             Candidate {
@@ -977,7 +979,7 @@ mod tests {
         for a in &all {
             for b in &all {
                 assert_eq!(
-                    a.id_cmp(b),
+                    a.id_order().cmp(&b.id_order()),
                     a.id().cmp(&b.id()),
                     "{} against {}",
                     a.id(),

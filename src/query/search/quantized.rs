@@ -200,10 +200,12 @@ impl Drop for Taken<'_, '_> {
 }
 
 impl Scan<'_> {
-    /// Scans chunks until none is left to take.
+    /// Scans chunks until none is left to take. Each chunk starts from the floor of the
+    /// chunks this thread scanned before (`part`).
     pub(super) fn help(&self) {
+        let mut floor = [f64::NEG_INFINITY; 2];
         while let Some((rows, mut taken)) = self.take() {
-            taken.part = Some(self.part(rows));
+            taken.part = Some(self.part(rows, &mut floor));
         }
     }
 
@@ -230,12 +232,18 @@ impl Scan<'_> {
         ))
     }
 
-    fn part(&self, rows: Range<usize>) -> Part {
+    /// Scans `rows`. `carried` is, per kind, the `keep`-th best lower bound of a chunk
+    /// scanned before (−∞ at first), raised to this chunk's when it has `keep` rows above
+    /// it. A row whose lower bound does not exceed it is not among this chunk's best: the
+    /// earlier chunk's `keep` bounds at or above it, in its part, keep the threshold where
+    /// it would be (`candidates`), and most rows of the later chunks touch no heap.
+    fn part(&self, rows: Range<usize>, carried: &mut [f64; 2]) -> Part {
         let quantized = self.quantized;
         let query = &self.query;
         let mut upper = Vec::with_capacity(rows.len());
         let mut heaps: [BinaryHeap<Reverse<Bound>>; 2] = Default::default();
-        let mut floor = [f64::NEG_INFINITY; 2];
+        let start_floor = *carried;
+        let mut floor = start_floor;
         let start = rows.start;
         let codes = &quantized.codes[start * quantized.dim..rows.end * quantized.dim];
         for (row, codes) in rows.zip(codes.chunks_exact(quantized.dim)) {
@@ -248,7 +256,10 @@ impl Scan<'_> {
             let lower = approx - error;
             let kind = usize::from(quantized.second[row]);
             let heap = &mut heaps[kind];
-            if self.keep > 0 && (heap.len() < self.keep || lower > floor[kind]) {
+            // Until a floor is known, the first `keep` rows fill the heap whatever they are.
+            let admitted = lower > floor[kind]
+                || (heap.len() < self.keep && start_floor[kind] == f64::NEG_INFINITY);
+            if self.keep > 0 && admitted {
                 heap.push(Reverse(Bound(lower)));
                 if heap.len() > self.keep {
                     heap.pop();
@@ -258,6 +269,11 @@ impl Scan<'_> {
                 {
                     floor[kind] = *least;
                 }
+            }
+        }
+        for (kind, heap) in heaps.iter().enumerate() {
+            if heap.len() == self.keep {
+                carried[kind] = floor[kind];
             }
         }
         let best = heaps.map(|heap| heap.into_iter().map(|Reverse(Bound(b))| b).collect());
@@ -402,7 +418,8 @@ mod tests {
     #[test]
     fn the_kept_rows_hold_the_exact_best() {
         let dim = 64;
-        let rows = unit_rows(3_000, dim, 0x9e37_79b9);
+        // Several chunks: later ones start from an earlier one's floor.
+        let rows = unit_rows(CHUNK_ROWS * 3 + 500, dim, 0x9e37_79b9);
         let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
         let queries = unit_rows(40, dim, 0x1234_5678);
         let second = |row: usize| row.is_multiple_of(7);
@@ -448,6 +465,25 @@ mod tests {
             assert_eq!(shared, alone);
             assert!(!alone.is_empty() && alone.len() < rows.len());
         }
+    }
+
+    #[test]
+    fn later_chunks_hold_only_rows_above_an_earlier_chunks_floor() {
+        let dim = 32;
+        let chunks = 4;
+        let rows = unit_rows(CHUNK_ROWS * chunks, dim, 0xabcd);
+        let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
+        let keep = 20;
+        let scan = quantized.scan(&unit_rows(1, dim, 0x5eed)[0], keep);
+        let kept = scan.candidates().unwrap();
+        assert!(!kept.is_empty());
+        let state = scan.state.lock().unwrap();
+        let held = |part: &Part| part.best[0].len() + part.best[1].len();
+        // The first chunk fills both kinds' heaps; the others start from its floor.
+        let first = state.parts.iter().find(|p| p.start == 0).map(held);
+        assert_eq!(first, Some(2 * keep));
+        let all: usize = state.parts.iter().map(held).sum();
+        assert!(all < chunks * 2 * keep, "held {all} bounds");
     }
 
     #[test]

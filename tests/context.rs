@@ -761,6 +761,27 @@ fn plain_words_never_fail_a_question() {
 }
 
 #[test]
+fn a_portuguese_question_about_english_code_is_searched_with_its_english_words() {
+    let s = built("python");
+    let english = frozen_json(&s, "how is a discount applied to the price", "flow");
+    // No word of it is in the code: `desconto`, `aplicado` and `preço` find it as
+    // `discount`, `apply` and `price` (`query::glossary`).
+    let portuguese = frozen_json(&s, "como um desconto é aplicado ao preço?", "flow");
+    for out in [&english, &portuguese] {
+        assert_eq!(
+            out.spine.first().map(|s| s.symbol.as_str()),
+            Some("shop/util.py::apply_discount")
+        );
+    }
+    let anchor = &portuguese.intent.anchors[0];
+    assert_eq!(anchor.anchor_reason, "search");
+    assert_eq!(
+        anchor.term,
+        "como um desconto é aplicado ao preço? discount apply price"
+    );
+}
+
+#[test]
 fn a_flow_question_starts_its_spine_at_the_best_callable_hit() {
     let s = built("python");
     let out = frozen_json(&s, "how is a discount applied to the price", "flow");

@@ -299,12 +299,15 @@ pub fn may_search(query: &str) -> bool {
 /// Parses `query` and matches its names against `graph`.
 pub fn parse(graph: &Graph, query: &str) -> Intent {
     let words = words(query);
+    let mut search_words: Vec<&str> = query
+        .split_whitespace()
+        .filter(|w| Relation::parse(&w.to_lowercase()).is_none())
+        .collect();
+    // A Portuguese question is searched with its English words as well (`glossary`).
+    let english = crate::query::glossary::english_for(&search_words);
+    search_words.extend(english);
     let mut intent = Intent {
-        search_text: query
-            .split_whitespace()
-            .filter(|w| Relation::parse(&w.to_lowercase()).is_none())
-            .collect::<Vec<_>>()
-            .join(" "),
+        search_text: search_words.join(" "),
         ..Intent::default()
     };
     intent.question = words

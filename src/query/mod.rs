@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod expand;
+pub mod glossary;
 pub mod inspect;
 pub mod intent;
 pub mod profile;

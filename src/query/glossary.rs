@@ -379,6 +379,31 @@ mod tests {
         assert!(english("Add.flatten").is_empty());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_words_are_read_without_panic_and_each_rendering_once(
+            words in proptest::collection::vec("[a-zãõçáéíóúâêô]{0,14}|\\PC{0,8}", 0..12)
+        ) {
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let english = english_for(&words);
+            for (i, word) in english.iter().enumerate() {
+                proptest::prop_assert!(!english[..i].contains(word));
+            }
+        }
+
+        #[test]
+        fn words_of_english_letters_without_a_marker_gain_nothing(
+            words in proptest::collection::vec("[a-z]{1,12}", 0..12)
+        ) {
+            let words: Vec<&str> = words
+                .iter()
+                .map(String::as_str)
+                .filter(|w| !MARKERS.contains(w))
+                .collect();
+            proptest::prop_assert!(english_for(&words).is_empty());
+        }
+    }
+
     #[test]
     fn each_english_word_is_added_once() {
         assert_eq!(

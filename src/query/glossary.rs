@@ -2,13 +2,15 @@
 //! but most code, and the embedded model, are English: `como os números racionais são
 //! simplificados` finds `Rational` only when searched with `numbers rational simplify`.
 //!
-//! A question counts as Portuguese when it has a word only Portuguese has (an accented
-//! letter of the language or one of `MARKERS`); an English question is never changed.
+//! A question counts as Portuguese when it has a letter only Portuguese writes, or two of
+//! its small words (`MARKERS`: one alone may be English, `the os module`); an English
+//! question is never changed.
 //! Each of its words found in `GLOSSARY` — as written, or once a plural, feminine or verb
 //! ending is taken back to the dictionary form — adds its English rendering. The words
 //! themselves stay: Portuguese code and docstrings match them.
 
-/// Words that mark a question as Portuguese: common in a question, absent from English.
+/// Small words of Portuguese questions (folded), rare in English ones. `é` and `à` are
+/// markers as written (`e` and `a` are not).
 const MARKERS: &[&str] = &[
     "ao", "aos", "com", "como", "da", "das", "dos", "ela", "ele", "em", "entre", "essa", "esse",
     "esta", "este", "isso", "mas", "na", "nas", "nos", "nao", "onde", "os", "ou", "para", "pela",
@@ -240,9 +242,14 @@ fn has_portuguese_letter(word: &str) -> bool {
 
 /// Whether `words` read as a Portuguese question.
 fn is_portuguese(words: &[&str]) -> bool {
-    words
-        .iter()
-        .any(|w| has_portuguese_letter(w) || MARKERS.contains(&folded(w).as_str()))
+    let marker = |word: &str| {
+        let word = word
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        matches!(word.as_str(), "é" | "à" | "às") || MARKERS.contains(&folded(&word).as_str())
+    };
+    words.iter().any(|w| has_portuguese_letter(w))
+        || words.iter().filter(|w| marker(w)).count() >= 2
 }
 
 fn lookup(form: &str) -> Option<&'static str> {
@@ -306,20 +313,24 @@ fn forms(word: &str) -> Vec<String> {
 }
 
 /// The English renderings of the words of a Portuguese question, each once, in the
-/// question's order; none for a question in English.
+/// question's order, but for those the question already has (so a question given its
+/// renderings gains nothing more); none for a question in English.
 pub fn english_for(words: &[&str]) -> Vec<&'static str> {
     if !is_portuguese(words) {
         return Vec::new();
     }
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| folded(w.trim_matches(|c: char| !c.is_alphanumeric())))
+        .collect();
     let mut out: Vec<&'static str> = Vec::new();
-    for word in words {
-        let word = folded(word.trim_matches(|c: char| !c.is_alphanumeric()));
+    for word in &words {
         if word.chars().count() < 3 {
             continue;
         }
-        let english = forms(&word).iter().find_map(|form| lookup(form));
+        let english = forms(word).iter().find_map(|form| lookup(form));
         if let Some(english) = english
-            && english != word
+            && !words.iter().any(|w| w == english)
             && !out.contains(&english)
         {
             out.push(english);
@@ -377,6 +388,17 @@ mod tests {
         assert!(english("how are rational numbers simplified").is_empty());
         assert!(english("where is the data loaded from the cache").is_empty());
         assert!(english("Add.flatten").is_empty());
+        // One small word that Portuguese has too is not enough.
+        assert!(english("where is the os module imported from").is_empty());
+        assert!(english("o que Basic.subs chama").is_empty());
+    }
+
+    #[test]
+    fn a_question_given_its_renderings_gains_nothing_more() {
+        let question = "como os números racionais são simplificados";
+        let once = english(question);
+        let again = english(&format!("{question} {}", once.join(" ")));
+        assert!(again.is_empty(), "{again:?}");
     }
 
     proptest::proptest! {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::retrieve::{Candidate, RelationInfo, SliceTarget};
+use super::retrieve::{Candidate, IdHash, RelationInfo, SliceTarget};
 use super::{ArgvChange, ContextRequest};
 use crate::error::AtlasError;
 use crate::graph::codes::FileClass;
@@ -105,12 +105,7 @@ pub fn order(candidates: &mut Vec<Candidate>, class_rank: &dyn Fn(EvidenceClass)
     // through the profile), the id's order included (`Candidate::id_order`), so sorting
     // never reaches back into the candidates; then they are moved into the sorted order.
     // Each key ends with its position, so the unstable sort orders as a stable one.
-    type Key = (
-        bool,
-        usize,
-        std::cmp::Reverse<u16>,
-        (&'static str, super::retrieve::IdHash),
-    );
+    type Key = (bool, usize, std::cmp::Reverse<u16>, (&'static str, IdHash));
     let mut keyed: Vec<(Key, usize)> = candidates
         .iter()
         .enumerate()
@@ -295,9 +290,8 @@ fn sibling_class(class: EvidenceClass) -> bool {
 pub fn cursor_start(candidates: &[Candidate], after: Option<&str>) -> Result<usize, AtlasError> {
     match after {
         None | Some("START") => Ok(0),
-        Some(id) => candidates
-            .iter()
-            .position(|c| c.id() == id)
+        Some(id) => IdHash::parse(id)
+            .and_then(|key| candidates.iter().position(|c| (c.class, c.id_hash) == key))
             .map(|position| position + 1)
             .ok_or_else(|| AtlasError::ContextCursor { id: id.to_string() }),
     }

@@ -56,6 +56,22 @@ pub struct RelationInfo {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IdHash(pub u64);
 
+impl IdHash {
+    /// The class and hash whose id (`Candidate::id`) is exactly `text`; `None` for any
+    /// other text. A cursor is read once instead of every candidate's id being written.
+    pub fn parse(text: &str) -> Option<(EvidenceClass, IdHash)> {
+        // Class names may hold `-`; the sixteen hex digits never do.
+        let (class, hex) = text.strip_prefix("ev-")?.rsplit_once('-')?;
+        let lower_hex =
+            hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !lower_hex {
+            return None;
+        }
+        let hash = u64::from_str_radix(hex, 16).ok()?;
+        Some((EvidenceClass::parse(class)?, IdHash(hash)))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Candidate {
     /// With `class`, the evidence id (`id`); equal within one entry only.
@@ -960,6 +976,26 @@ mod tests {
             id_hash_of_parts(class, &parts),
             id_hash_of_parts(class, &[&parts.concat()])
         );
+    }
+
+    #[test]
+    fn an_id_parses_back_to_its_class_and_hash_and_nothing_else_does() {
+        for class in EvidenceClass::ALL {
+            for hash in [0u64, 0xabc, u64::MAX] {
+                let id = candidate(class, IdHash(hash)).id();
+                assert_eq!(IdHash::parse(&id), Some((class, IdHash(hash))), "{id}");
+            }
+        }
+        for text in [
+            "START",
+            "ev-caller-00000000000000ab-",
+            "ev-caller-00000000000000AB",
+            "ev-caller-0000000000000ab",
+            "ev-nothing-00000000000000ab",
+            "caller-00000000000000ab",
+        ] {
+            assert_eq!(IdHash::parse(text), None, "{text}");
+        }
     }
 
     #[test]

@@ -39,6 +39,36 @@ fn search_output_contract_and_both_arms() {
     assert!(methods.symbols().contains(&"Cart.total"));
 }
 
+/// `atlas search` (and so the MCP search tool) reads a Portuguese question as `context`
+/// does: with the English of its words (`query::glossary`), saying so in `searched`.
+#[test]
+fn a_portuguese_search_is_searched_with_its_english_words_and_says_so() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let asked = "como um desconto é aplicado ao preço?";
+    // No word of it is in the code: without its English it finds nothing.
+    let out = searched(s.search(asked).top_k(3));
+    assert_eq!(out.query, asked, "the question is echoed as asked");
+    assert_eq!(
+        out.searched.as_deref(),
+        Some("como um desconto é aplicado ao preço? discount apply price")
+    );
+    assert_eq!(out.hits[0].symbol, "apply_discount");
+    let text = s.search(asked).top_k(3).run().success();
+    assert!(
+        text.stderr
+            .contains("note[atlas-search-glossary]: a Portuguese question, searched as"),
+        "{}",
+        text.stderr
+    );
+    let english = searched(s.search("how is a discount applied to the price").top_k(3));
+    assert_eq!(
+        english.searched, None,
+        "an English question is searched as asked"
+    );
+    assert_eq!(english.hits[0].symbol, "apply_discount");
+}
+
 #[test]
 fn exact_symbol_matches_stay_first_unless_rerank_is_off() {
     let s = Sandbox::with_fixture("python");

@@ -75,6 +75,9 @@ fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
         profile == ResponseProfile::Compact,
         config,
     )?;
+    if let Some(searched) = &output.searched {
+        eprintln!("note[atlas-search-glossary]: a Portuguese question, searched as `{searched}`");
+    }
     // Exactly one cost line per search (R-J-9): zero when the judge did not run.
     eprintln!(
         "{}",

@@ -339,12 +339,36 @@ pub fn english_for(words: &[&str]) -> Vec<&'static str> {
     out
 }
 
+/// `text` with the English renderings of its words appended (`english_for`), or `None`
+/// when it gains none: an English text, or one that already has them.
+pub fn with_english(text: &str) -> Option<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let english = english_for(&words);
+    (!english.is_empty()).then(|| {
+        let mut extended = words.join(" ");
+        for word in english {
+            extended.push(' ');
+            extended.push_str(word);
+        }
+        extended
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn english(question: &str) -> Vec<&'static str> {
         english_for(&question.split_whitespace().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_text_gains_its_english_once_and_an_english_text_nothing() {
+        let extended = with_english("onde  o arquivo é carregado").expect("Portuguese");
+        assert_eq!(extended, "onde o arquivo é carregado file load");
+        assert_eq!(with_english(&extended), None, "already has its English");
+        assert_eq!(with_english("where is the file loaded"), None);
+        assert_eq!(with_english(""), None);
     }
 
     #[test]

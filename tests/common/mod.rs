@@ -624,6 +624,9 @@ pub struct ErrorDetails {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct SearchOut {
+    pub query: String,
+    /// What was searched when it is not `query` (a Portuguese question in English too).
+    pub searched: Option<String>,
     pub profile: String,
     pub hits: Vec<Hit>,
     /// Absent in the compact profile.

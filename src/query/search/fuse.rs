@@ -22,6 +22,12 @@ impl SearchIndex {
         config: &SearchConfig,
         relevance: Option<&relevance::Setting>,
     ) -> Result<SearchOutput> {
+        // A Portuguese question is searched with its English words as well (`glossary`);
+        // the answer echoes what was asked and says what was added (`searched`). The
+        // judge reads the question as asked.
+        let asked = query;
+        let searched = crate::query::glossary::with_english(asked);
+        let query = searched.as_deref().unwrap_or(asked);
         let arms = config.arms()?;
         // Split fusion's files, weighed with their own BM25 evidence (`split`).
         let file_order = config.file_order()?;
@@ -232,7 +238,7 @@ impl SearchIndex {
         };
         let judged = match relevance {
             Some(setting) if config.relevance.requested && rerank => {
-                Some(self.judge(graph, &files, query, &ranked, &exact, setting))
+                Some(self.judge(graph, &files, asked, &ranked, &exact, setting))
             }
             Some(_) if config.relevance.requested => Some(relevance::Judgement {
                 evaluations: HashMap::new(),
@@ -364,7 +370,8 @@ impl SearchIndex {
         let history_count = history.len();
         hits.extend(history);
         Ok(SearchOutput {
-            query: query.to_string(),
+            query: asked.to_string(),
+            searched,
             hits,
             arms: ArmCounts {
                 bm25: bm25.len() + bm25_sections.len(),

@@ -155,6 +155,10 @@ pub struct HitRelevance {
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchOutput {
     pub query: String,
+    /// What was searched when it is not `query`: a Portuguese question with its English
+    /// words appended (`glossary`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searched: Option<String>,
     pub hits: Vec<Hit>,
     /// Candidates each arm returned before fusion.
     pub arms: ArmCounts,

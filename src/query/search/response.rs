@@ -60,6 +60,9 @@ pub struct Budget {
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchResponse {
     pub query: String,
+    /// What was searched when it is not `query` (`SearchOutput::searched`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searched: Option<String>,
     pub profile: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hits: Option<Vec<Hit>>,
@@ -163,6 +166,7 @@ pub fn respond(
     let mut response = match profile {
         ResponseProfile::Full => SearchResponse {
             query: output.query,
+            searched: output.searched,
             profile: "full",
             hits: Some(output.hits),
             compact_hits: None,
@@ -191,6 +195,7 @@ pub fn respond(
             }
             SearchResponse {
                 query: output.query,
+                searched: output.searched,
                 profile: "compact",
                 hits: None,
                 compact_hits: Some(kept),

@@ -781,6 +781,27 @@ fn a_portuguese_question_about_english_code_is_searched_with_its_english_words()
     );
 }
 
+/// A name written twice (as a traceback names each function in its frame and its source
+/// line) is one anchor: the flow answer is the name's own, not a path from it to itself.
+#[test]
+fn a_name_written_twice_is_one_anchor_and_a_word_one_term() {
+    let s = built("python");
+    let once = frozen_json(&s, "checkout", "flow");
+    let twice = frozen_json(
+        &s,
+        "checkout then checkout where is the money money rounded",
+        "flow",
+    );
+    assert_eq!(twice.intent.anchors.len(), 1);
+    assert_eq!(twice.intent.anchors[0].symbol, "shop/pricing.py::checkout");
+    let spine =
+        |out: &ContextOut| -> Vec<String> { out.spine.iter().map(|s| s.symbol.clone()).collect() };
+    assert_eq!(spine(&twice), spine(&once));
+    assert!(spine(&once).len() > 1, "{:?}", spine(&once));
+    let money = twice.intent.free_terms.iter().filter(|t| *t == "money");
+    assert_eq!(money.count(), 1, "{:?}", twice.intent.free_terms);
+}
+
 #[test]
 fn a_flow_question_starts_its_spine_at_the_best_callable_hit() {
     let s = built("python");

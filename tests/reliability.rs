@@ -930,3 +930,92 @@ fn a_file_dated_centuries_ahead_neither_panics_nor_hides_a_change() {
     restore_mtime(&path, far);
     assert!(refreshed(&s), "the change is seen");
 }
+
+// ── A store the reader cannot write ───────────────────────────────────────────────────
+
+/// Every entry under `dir` (and `dir`) without write permission, or with it back.
+fn set_writable(dir: &Path, writable: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            set_writable(&path, writable);
+        } else {
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            let mode = if writable {
+                mode | 0o200
+            } else {
+                mode & !0o222
+            };
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+    let mode = if writable { 0o755 } else { 0o555 };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A graph directory the reader cannot write (a read-only mount, a store owned by another
+/// user, a full disk): a read after an edit answers from the committed generation, stale
+/// and saying so, instead of failing on the build lock.
+#[test]
+fn a_store_the_reader_cannot_write_answers_from_its_committed_generation() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = built("python");
+    s.write("shop/util.py", {
+        let old = std::fs::read_to_string(s.repo().join("shop/util.py")).unwrap();
+        old + "\n# edited after the build\n"
+    });
+    let euid = std::process::Command::new("id").arg("-u").output().unwrap();
+    let as_root = String::from_utf8_lossy(&euid.stdout).trim() == "0";
+    let repo = s.repo();
+    let atlas = env!("CARGO_BIN_EXE_atlas");
+    let query = [
+        "--code",
+        repo.to_str().unwrap(),
+        "context",
+        "checkout",
+        "--profile",
+        "symbol",
+        "--format",
+        "json",
+    ];
+    let run = if as_root {
+        // Root writes anywhere: the reader is `nobody`, for whom the root-owned store is
+        // read-only (the sandbox is opened for reading to it).
+        std::fs::set_permissions(s.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut argv = vec!["--reuid=65534", "--regid=65534", "--clear-groups", atlas];
+        argv.extend(query);
+        s.run_bin("setpriv", &argv)
+    } else {
+        set_writable(&s.graph(), false);
+        let run = s.run_bin(atlas, &query);
+        set_writable(&s.graph(), true);
+        run
+    };
+    let run = run.success();
+    let out: Value = serde_json::from_str(&run.stdout).unwrap();
+    let codes: Vec<&str> = out["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"atlas-context-stale-graph"), "{codes:?}");
+    let stale = out["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "atlas-context-stale-graph")
+        .unwrap();
+    assert!(
+        stale["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be written"),
+        "{stale}"
+    );
+    assert_eq!(
+        out["intent"]["anchors"][0]["symbol"],
+        "shop/pricing.py::checkout"
+    );
+}

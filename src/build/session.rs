@@ -103,6 +103,17 @@ pub fn open_session(
                         patience.as_millis()
                     ));
                 }
+                // A store on a read-only mount, owned by another user or on a full disk
+                // cannot take the refresh; the committed generation still answers, stale
+                // and saying so. A failed build publishes nothing, so it is intact.
+                Err(AtlasError::Io { path, source })
+                    if is_unwritable(&source) && store.current().ok().flatten().is_some() =>
+                {
+                    stale = Some(format!(
+                        "sources changed, but the graph directory cannot be written ({}: {source}); this answer reads the committed generation",
+                        path.display()
+                    ));
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -115,6 +126,15 @@ pub fn open_session(
         refreshed,
         stale,
     })
+}
+
+/// Whether `error` says the store cannot be written at all (not that one write went wrong).
+fn is_unwritable(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem | ErrorKind::StorageFull
+    )
 }
 
 #[derive(Debug, Serialize)]

@@ -346,6 +346,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
         if !nodes.is_empty() {
             matcher.intent.single_name = true;
             matcher.push(&phrase, MatchTier::Segmented, nodes);
+            dedup_in_order(&mut intent.free_terms);
             return intent;
         }
     }
@@ -401,7 +402,14 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
             matcher.plain_in_question(text);
         }
     }
+    dedup_in_order(&mut intent.free_terms);
     intent
+}
+
+/// Keeps the first of each repeated term: a word written twice is one term.
+fn dedup_in_order(terms: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    terms.retain(|t| seen.insert(t.clone()));
 }
 
 /// Every tier, strongest first: strong tiers, then segmented, then substring. A dotted
@@ -433,21 +441,39 @@ impl Matcher<'_> {
     fn push(&mut self, term: &str, tier: MatchTier, nodes: Vec<NodeId>) {
         let mut nodes = narrow(self.graph, term, tier, nodes, self.callables_only);
         if let [node] = nodes[..] {
-            self.intent.anchors.push(Anchor {
-                term: term.to_string(),
-                node,
-                tier: Some(tier),
-                reason: AnchorReason::Named,
-            });
+            self.anchor(term, tier, node);
             return;
         }
         let graph = self.graph;
         nodes.sort_by_cached_key(|&n| (std::cmp::Reverse(graph.centrality(n)), n));
+        if self.intent.ambiguities.iter().any(|a| a.nodes == nodes) {
+            return;
+        }
         self.intent.ambiguities.push(Ambiguity {
             term: term.to_string(),
             tier,
             nodes,
         });
+    }
+
+    /// Anchors `node`, named by `term` at `tier`, unless it is an anchor already: a name
+    /// written twice (a traceback names each function in its frame line and again in its
+    /// source line) is one anchor, under its strongest spelling. True when added.
+    fn anchor(&mut self, term: &str, tier: MatchTier, node: NodeId) -> bool {
+        if let Some(anchor) = self.intent.anchors.iter_mut().find(|a| a.node == node) {
+            if anchor.tier.is_some_and(|known| tier < known) {
+                anchor.term = term.to_string();
+                anchor.tier = Some(tier);
+            }
+            return false;
+        }
+        self.intent.anchors.push(Anchor {
+            term: term.to_string(),
+            node,
+            tier: Some(tier),
+            reason: AnchorReason::Named,
+        });
+        true
     }
 
     /// A plain word among other words anchors only as a unique strong match that is
@@ -469,13 +495,9 @@ impl Matcher<'_> {
                 })
                 .collect();
             if let [node] = nodes[..] {
-                self.intent.anchors.push(Anchor {
-                    term: text.to_string(),
-                    node,
-                    tier: Some(tier),
-                    reason: AnchorReason::Named,
-                });
-                self.intent.plain_word_anchors.push(node);
+                if self.anchor(text, tier, node) {
+                    self.intent.plain_word_anchors.push(node);
+                }
                 return;
             }
         }

@@ -437,6 +437,55 @@ fn overload_stubs_send_calls_to_the_implementation() {
     );
 }
 
+/// A name with overloads in one file and a plain definition in another is two choices,
+/// one per implementation, never one per signature.
+#[test]
+fn overloads_are_one_choice_among_a_names_definitions() {
+    let stubs = "import typing as t\n\n\n@t.overload\ndef convert(x: int) -> int: ...\n\n\n@t.overload\ndef convert(x: str) -> str: ...\n\n\ndef convert(x):\n    return x\n";
+    let other = "def convert(value):\n    return str(value)\n";
+    let s = repo(&[("core/convert.py", stubs), ("backend/convert.py", other)]);
+    s.build_json();
+    let run = s
+        .context("convert")
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(7, "atlas-context-ambiguous");
+    let error = run.error();
+    let mut symbols: Vec<&str> = error
+        .details()
+        .choices
+        .iter()
+        .map(|c| c.symbol.as_str())
+        .collect();
+    symbols.sort_unstable();
+    assert_eq!(
+        symbols,
+        ["backend/convert.py::convert", "core/convert.py::convert"]
+    );
+    // Each choice's argv answers with the implementation (line 12), not a stub.
+    for choice in &error.details().choices {
+        let out = s.replay(&choice.argv).success().context();
+        assert_eq!(out.intent.anchors[0].symbol, choice.symbol);
+    }
+    let core = s
+        .context("core/convert.py::convert")
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .success()
+        .json();
+    let declaration = core["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["class"] == "declaration")
+        .expect("a declaration");
+    assert_eq!(declaration["lines"][0], 12, "{declaration:#}");
+}
+
 #[test]
 fn an_in_repository_function_named_like_a_boundary_continues_the_spine() {
     // `send` names network I/O when it leaves the repository; here it is a wrapper, and

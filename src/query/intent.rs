@@ -746,11 +746,24 @@ fn narrow(
             graph.str(graph.node(n).qualified()) == term
         });
     }
-    // Overloads (`@overload`, TypeScript signatures) share one label: one implementation.
+    // Overloads (`@overload`, TypeScript signatures) share one label: each label is one
+    // implementation, so a name defined with overloads in two files is two choices, not
+    // one per signature.
     if nodes.len() > 1 {
-        let label = graph.label(nodes[0]);
-        if nodes.iter().all(|&n| graph.label(n) == label) {
-            nodes = vec![graph.implementation(nodes[0])];
+        let mut labels: std::collections::HashSet<String> =
+            std::collections::HashSet::with_capacity(nodes.len());
+        let collapsed: Vec<NodeId> = nodes
+            .iter()
+            .copied()
+            .filter(|&node| labels.insert(graph.label(node)))
+            .collect();
+        if collapsed.len() < nodes.len() {
+            nodes = collapsed
+                .into_iter()
+                .map(|n| graph.implementation(n))
+                .collect();
+            nodes.sort_unstable();
+            nodes.dedup();
         }
     }
     nodes

@@ -38,6 +38,13 @@ pub struct SearchArgs {
 
 /// The hits for `args`, over a session opened (and refreshed unless frozen) for `call`.
 fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
+    // Nothing to search is a wrong call, not an answer with no hits.
+    if args.text.trim().is_empty() {
+        return Err(AtlasError::InvalidInput {
+            what: "search text",
+            reason: "it is empty: give words, a name or a question".into(),
+        });
+    }
     let config = &call.config;
     if config.search.wants_vectors() {
         search::embed::warm_up(&config.embed);

@@ -174,20 +174,20 @@ fn byte_pressure_prunes_optional_evidence_under_the_ceiling() {
         .context("shop/models.py")
         .profile("symbol")
         .frozen()
-        .max_bytes(3000)
+        .max_bytes(3200)
         .json()
         .run()
         .success()
         .context();
     let receipt = &out.receipt;
-    assert!(receipt.serialized_bytes <= 3000);
+    assert!(receipt.serialized_bytes <= 3200);
     let pruned = receipt.projection.byte_omitted + receipt.projection.skeletonized;
     assert!(pruned > 0, "{receipt:?}");
     let omission = out.omission("byte-ceiling").expect("byte-ceiling group");
     let argv = &omission.argv;
     assert_eq!(argv[0], "atlas");
     // A page is a page: the continuation keeps the ceiling and every flag as given, once.
-    assert_eq!(omission.flag("--max-bytes"), Some("3000"));
+    assert_eq!(omission.flag("--max-bytes"), Some("3200"));
     for flag in [
         "--max-bytes",
         "--frozen",
@@ -1080,4 +1080,170 @@ fn implementations_are_found_across_segments() {
         .filter_map(|e| e["symbol"].as_str())
         .collect();
     assert_eq!(implementations, ["zzz/impl.py::Impl.run"], "{out}");
+}
+
+/// Follows every continuation of `first` (depth first, as-is), checking that no page shows
+/// an optional item its ancestors showed; returns every id delivered.
+fn follow_continuations(s: &Sandbox, first: &ContextOut) -> std::collections::BTreeSet<String> {
+    let ids = |page: &ContextOut| -> Vec<String> {
+        page.evidence
+            .iter()
+            .filter(|e| !e.required)
+            .map(|e| e.id.clone())
+            .collect()
+    };
+    let mut delivered: std::collections::BTreeSet<String> =
+        first.ids().into_iter().map(str::to_string).collect();
+    let mut pending = vec![(first.clone(), Vec::<String>::new())];
+    let mut asked = std::collections::BTreeSet::new();
+    while let Some((page, mut shown)) = pending.pop() {
+        shown.extend(ids(&page));
+        for omission in &page.omissions {
+            // Earlier pages, stale sources and policy re-ask rather than continue.
+            if ["after-cursor", "source-unavailable", "policy"].contains(&omission.reason.as_str())
+                || !asked.insert(omission.argv.clone())
+            {
+                continue;
+            }
+            assert!(asked.len() < 200, "continuations do not end");
+            let next = s.replay(&omission.argv).success().context();
+            for id in ids(&next) {
+                assert!(
+                    !shown.contains(&id),
+                    "{id} shown again by the {} continuation {:?}",
+                    omission.reason,
+                    omission.argv
+                );
+                delivered.insert(id);
+            }
+            delivered.extend(next.ids().into_iter().map(str::to_string));
+            pending.push((next, shown.clone()));
+        }
+    }
+    delivered
+}
+
+#[test]
+fn a_continuation_never_shows_again_what_its_page_showed() {
+    let s = built("python");
+    let cases: [(&str, &str, Option<usize>); 6] = [
+        ("checkout", "symbol", None),
+        ("checkout", "impact", Some(4000)),
+        ("how is a discount applied", "symbol", None),
+        ("Cart", "symbol", Some(6000)),
+        ("shop/models.py", "symbol", Some(3000)),
+        ("shop/models.py", "impact", Some(5000)),
+    ];
+    for (query, profile, max_bytes) in cases {
+        let mut call = s.context(query).profile(profile).frozen().json();
+        if let Some(bytes) = max_bytes {
+            call = call.max_bytes(bytes);
+        }
+        let first = call.run().success().context();
+        let delivered = follow_continuations(&s, &first);
+        assert_eq!(
+            delivered.len(),
+            first.receipt.retrieval.total,
+            "{query} / {profile}: every candidate delivered once: {delivered:?}"
+        );
+    }
+    // Item caps: a page ends where it meets a file beyond its cap, so the next page
+    // starts there and repeats none of the 8 files' callers it showed.
+    let crowded = crowded();
+    let first = frozen_json(&crowded, "target callers", "symbol");
+    assert!(first.omission("item-cap").is_some());
+    let item_cap = first.omission("item-cap").unwrap();
+    let next = crowded.replay(&item_cap.argv).success().context();
+    let shown = first.ids();
+    assert!(
+        !next
+            .evidence
+            .iter()
+            .any(|e| !e.required && shown.contains(&e.id.as_str()))
+    );
+    assert!(next.evidence.iter().any(|e| e.class == "caller"));
+}
+
+#[test]
+fn a_below_relevance_continuation_shows_the_band_under_the_threshold() {
+    let s = built("python");
+    let first = frozen_json(&s, "checkout", "symbol");
+    let omission = first
+        .omission("below-relevance")
+        .expect("a below-relevance group");
+    let threshold = first.receipt.limits.min_score;
+    let band = (
+        omission
+            .flag("--min-score")
+            .unwrap()
+            .parse::<u16>()
+            .unwrap(),
+        omission
+            .flag("--max-score")
+            .unwrap()
+            .parse::<u16>()
+            .unwrap(),
+    );
+    assert_eq!(band, (omission.top.score, threshold - 1));
+    let next = s.replay(&omission.argv).success().context();
+    let optional: Vec<_> = next.evidence.iter().filter(|e| !e.required).collect();
+    assert!(!optional.is_empty(), "{:?}", next.ids());
+    assert!(
+        optional
+            .iter()
+            .all(|e| (band.0..=band.1).contains(&e.score)),
+        "{optional:?}"
+    );
+    assert!(next.evidence.iter().any(|e| e.id == omission.top.id));
+    // What the first page showed is an earlier page's, fetched again from the start
+    // without the band.
+    let earlier = next
+        .omission("after-cursor")
+        .expect("an after-cursor group");
+    assert_eq!(earlier.flag("--after"), Some("START"));
+    assert_eq!(earlier.flag("--max-score"), None);
+}
+
+#[test]
+fn naming_a_test_files_path_shows_its_bodies() {
+    let s = built("python");
+    let first = frozen_json(&s, "checkout", "symbol");
+    let policy = first.omission("policy").expect("a policy group");
+    assert_eq!(policy.argv[2], "tests/test_pricing.py");
+    // The argv names the path: its tests come back whole, with no policy group again.
+    let named = s.replay(&policy.argv).success().context();
+    let tests: Vec<_> = named.of_class("member").collect();
+    assert!(!tests.is_empty(), "{:?}", named.ids());
+    assert!(tests.iter().all(|e| e.projection == "full"), "{tests:?}");
+    assert!(named.omission("policy").is_none(), "{:?}", named.omissions);
+}
+
+#[test]
+fn a_continuation_whose_first_item_cannot_fit_at_its_top_raises_the_ceiling() {
+    let s = built("python");
+    let first = s
+        .context("shop/models.py")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(3000)
+        .json()
+        .run()
+        .success()
+        .context();
+    let omission = first
+        .omission("byte-ceiling")
+        .expect("a byte-ceiling group");
+    let raised: usize = omission.flag("--max-bytes").unwrap().parse().unwrap();
+    assert!(raised > 3000, "{:?}", omission.argv);
+    let next = s.replay(&omission.argv).success().context();
+    assert_eq!(
+        next.evidence.first().map(|e| e.id.as_str()),
+        Some(omission.top.id.as_str())
+    );
+    // At the page's own ceiling, the next page would hold nothing.
+    let mut same = omission.argv.clone();
+    let at = same.iter().position(|a| a == "--max-bytes").unwrap();
+    same[at + 1] = "3000".into();
+    let empty = s.replay(&same).success().context();
+    assert!(empty.evidence.is_empty(), "{:?}", empty.ids());
 }

@@ -313,6 +313,7 @@ fn arguments_of(argv: &[&str]) -> Value {
             "--profile" => arguments["profile"] = json!(value()),
             "--max-bytes" => arguments["max_bytes"] = json!(value().parse::<u32>().unwrap()),
             "--min-score" => arguments["min_score"] = json!(value().parse::<u16>().unwrap()),
+            "--max-score" => arguments["max_score"] = json!(value().parse::<u16>().unwrap()),
             "--after" => arguments["after"] = json!(value()),
             "--expect-graph" => arguments["expect_graph"] = json!(value()),
             "--frozen" => arguments["frozen"] = json!(true),
@@ -397,6 +398,45 @@ async fn a_continuation_chain_runs_across_two_calls() {
             .unwrap()
             > 0
     );
+    // A below-relevance continuation is a score band, taken as the tool's arguments.
+    let checkout = ok(&call(
+        &client,
+        "atlas_context",
+        json!({"query": "checkout", "profile": "symbol", "frozen": true}),
+    )
+    .await);
+    let below = checkout["omissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["reason"] == "below-relevance")
+        .unwrap_or_else(|| panic!("a below-relevance omission: {checkout}"));
+    let argv: Vec<&str> = below["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let band = ok(&call(&client, "atlas_context", arguments_of(&argv)).await);
+    assert_eq!(band["receipt"]["limits"]["max_score"], json!(299));
+    let optional: Vec<&Value> = band["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["required"] == false)
+        .collect();
+    assert!(!optional.is_empty(), "{band}");
+    assert!(
+        optional.iter().all(|e| e["score"].as_u64().unwrap() <= 299),
+        "{band}"
+    );
+    assert!(ids(&band).iter().all(|id| !ids(&checkout).contains(id) || {
+        band["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["id"] == json!(id) && e["required"] == true)
+    }));
     client.cancel().await.unwrap();
 }
 

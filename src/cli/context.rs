@@ -27,6 +27,10 @@ pub struct ContextArgs {
     /// Relevance threshold for optional evidence (overrides the profile).
     #[arg(long)]
     pub min_score: Option<u16>,
+    /// Top of a score band: optional evidence scoring above it is left to earlier pages
+    /// (below-relevance continuations set it).
+    #[arg(long)]
+    pub max_score: Option<u16>,
     /// Fingerprint the continuation expects (fails with atlas-context-graph-mismatch otherwise).
     #[arg(long, value_name = "FP")]
     pub expect_graph: Option<String>,
@@ -62,6 +66,7 @@ fn request(call: &Call, args: &ContextArgs) -> ContextRequest {
         profile: args.profile,
         max_bytes: args.max_bytes.map(|b| b as usize),
         min_score: args.min_score,
+        max_score: args.max_score,
         expect_graph: args.expect_graph.clone(),
         after: args.after.clone(),
         code_arg: call.code.as_ref().map(|p| p.display().to_string()),

@@ -117,6 +117,8 @@ pub struct ContextParams {
     pub max_bytes: Option<u32>,
     /// Continuation: the `--min-score` of an omission's argv.
     pub min_score: Option<u16>,
+    /// Continuation: the `--max-score` of an omission's argv.
+    pub max_score: Option<u16>,
     /// Continuation: the `--after` of an omission's argv.
     pub after: Option<String>,
     /// Continuation: the `--expect-graph` of an omission's argv.
@@ -378,6 +380,7 @@ impl AtlasServer {
                 no_build: false,
                 max_bytes: p.max_bytes.map(|b| b.clamp(1024, 1_000_000)),
                 min_score: p.min_score,
+                max_score: p.max_score,
                 expect_graph: p.expect_graph,
                 after: p.after,
                 format: Format::Json,

@@ -477,6 +477,7 @@ pub struct SpineStep {
 pub struct Evidence {
     pub id: String,
     pub class: String,
+    pub score: u16,
     pub required: bool,
     pub reasons: Vec<String>,
     pub symbol: Option<String>,
@@ -530,6 +531,7 @@ pub struct Omission {
 pub struct TopCandidate {
     pub id: String,
     pub symbol: Option<String>,
+    pub score: u16,
 }
 
 impl Omission {
@@ -572,6 +574,7 @@ pub struct Receipt {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Limits {
     pub max_bytes: usize,
+    pub min_score: u16,
     pub overridden: Vec<String>,
 }
 

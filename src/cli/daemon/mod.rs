@@ -400,6 +400,7 @@ pub fn context(call: &Call, args: &ContextArgs) -> Result<i32> {
             .map_or_else(String::new, |v| v.get_name().to_string()),
         max_bytes: args.max_bytes,
         min_score: args.min_score,
+        max_score: args.max_score,
         expect_graph: args.expect_graph.clone(),
         after: args.after.clone(),
         frozen: args.frozen,

@@ -84,6 +84,9 @@ pub struct ContextCall {
     pub profile: String,
     pub max_bytes: Option<u32>,
     pub min_score: Option<u16>,
+    /// Absent from older clients' calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_score: Option<u16>,
     pub expect_graph: Option<String>,
     pub after: Option<String>,
     pub frozen: bool,

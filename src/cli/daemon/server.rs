@@ -581,6 +581,7 @@ fn answer(shared: &Shared, call: &ContextCall) -> (Reply, Option<String>) {
         profile,
         max_bytes: call.max_bytes.map(|b| b as usize),
         min_score: call.min_score,
+        max_score: call.max_score,
         expect_graph: call.expect_graph.clone(),
         after: call.after.clone(),
         code_arg: call.code_arg.clone(),

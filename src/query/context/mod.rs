@@ -46,6 +46,9 @@ pub struct ContextRequest {
     pub profile: ProfileName,
     pub max_bytes: Option<usize>,
     pub min_score: Option<u16>,
+    /// The top of a score band (`--max-score`): optional candidates scoring above it were
+    /// dealt with by an earlier page (a below-relevance continuation's band).
+    pub max_score: Option<u16>,
     pub expect_graph: Option<String>,
     /// `START` or an evidence id.
     pub after: Option<String>,
@@ -67,6 +70,8 @@ pub struct ArgvChange<'a> {
     pub after: Option<(&'a str, &'a str)>,
     pub max_bytes: Option<usize>,
     pub min_score: Option<u16>,
+    /// `Some(band top)` sets `--max-score`; `Some(None)` drops it.
+    pub max_score: Option<Option<u16>>,
     /// Drop `--frozen` (to refresh stale sources).
     pub thaw: bool,
 }
@@ -78,6 +83,7 @@ impl ContextRequest {
             profile,
             max_bytes: None,
             min_score: None,
+            max_score: None,
             expect_graph: None,
             after: None,
             code_arg: None,
@@ -113,6 +119,13 @@ impl ContextRequest {
         flag(
             "--min-score",
             change.min_score.or(self.min_score).map(|s| s.to_string()),
+        );
+        flag(
+            "--max-score",
+            change
+                .max_score
+                .unwrap_or(self.max_score)
+                .map(|s| s.to_string()),
         );
         if let Some((fingerprint, after)) = change.after {
             flag("--expect-graph", Some(fingerprint.into()));
@@ -158,8 +171,8 @@ impl ContextRequest {
             };
             match name {
                 "frozen" | "no-build" => switches.push(name.to_string()),
-                "code" | "graph" | "profile" | "max-bytes" | "min-score" | "expect-graph"
-                | "after" | "format" => {
+                "code" | "graph" | "profile" | "max-bytes" | "min-score" | "max-score"
+                | "expect-graph" | "after" | "format" => {
                     let value = match inline {
                         Some(value) => value,
                         None => args
@@ -208,6 +221,13 @@ impl ContextRequest {
             ),
             None => None,
         };
+        let max_score = match value("max-score") {
+            Some(text) => Some(
+                text.parse::<u16>()
+                    .map_err(|_| invalid(format!("--max-score {text} is not in 0..=65535")))?,
+            ),
+            None => None,
+        };
         let format = match value("format").as_deref() {
             None => None,
             Some("json") => Some("json"),
@@ -224,6 +244,7 @@ impl ContextRequest {
             profile,
             max_bytes,
             min_score,
+            max_score,
             expect_graph,
             after,
             code_arg: value("code"),
@@ -482,6 +503,9 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
     if request.min_score.is_some() {
         overridden.push("min_score");
     }
+    if request.max_score.is_some() {
+        overridden.push("max_score");
+    }
     Limits {
         retrieval_cap: profile.retrieval_cap,
         max_paths: profile.max_paths,
@@ -489,6 +513,7 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
         lines_per_slice: profile.lines_per_slice,
         max_bytes: request.max_bytes.unwrap_or(profile.max_bytes),
         min_score: request.min_score.unwrap_or(profile.min_score),
+        max_score: request.max_score,
         overridden,
     }
 }
@@ -665,11 +690,18 @@ pub fn compile_context(
         .iter()
         .map(|item| json_of(item).map(|json| json.len()))
         .collect::<Result<Vec<usize>>>()?;
+    // Settling measures the page without its evidence; continuations depend on it (one
+    // that could not fit at the top of the next page asks for a larger ceiling).
+    let mut settles = 0;
     loop {
         let omissions = assembly.omissions(&projection);
-        let frame = assembly.frame(&projection, omissions, widest(), 1_000_000);
-        let size = assemble::fitted_length(json_of(&frame)?.len(), &item_lengths);
+        let frame = json_of(&assembly.frame(&projection, omissions, widest(), 1_000_000))?.len();
+        let size = assemble::fitted_length(frame, &item_lengths);
         if size <= limits.max_bytes {
+            if settles < 3 && projection.settle_frame(frame) {
+                settles += 1;
+                continue;
+            }
             break;
         }
         if let Some(index) = projection.drop_last_optional() {

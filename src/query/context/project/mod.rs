@@ -37,6 +37,9 @@ pub struct Limits {
     pub lines_per_slice: u32,
     pub max_bytes: usize,
     pub min_score: u16,
+    /// The top of a score band (`--max-score`), absent unless set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_score: Option<u16>,
     /// Limits set by flags rather than the profile.
     pub overridden: Vec<&'static str>,
 }
@@ -87,6 +90,16 @@ pub struct Projection<'c> {
     candidates: &'c [Candidate],
     /// Position (in the total order) of each retained item, parallel to `evidence`.
     positions: Vec<usize>,
+    /// The position of this page's first candidate (none: the page is empty).
+    top: Option<usize>,
+    /// The bytes for evidence this page had, and the position of the candidate that ended
+    /// it with the bytes it needs in its smallest form (when bytes ended it).
+    budget: usize,
+    page_end_needs: Option<(usize, usize)>,
+    /// The bytes of this page without its evidence, once measured (`settle_frame`).
+    frame: Option<usize>,
+    /// Parallel to `evidence`: what each item needs at the top of a page.
+    sizes_at_top: Vec<usize>,
     required_positions: Vec<bool>,
 }
 
@@ -309,7 +322,6 @@ pub fn project<'c>(
         ..Counters::default()
     };
     let start = cursor_start(candidates, input.after)?;
-    counters.cursor_prefix = start;
     let mut omitted = Vec::new();
     let omit =
         |position: usize, c: &Candidate, reason: OmissionReason, omitted: &mut Vec<Omitted>| {
@@ -322,23 +334,25 @@ pub fn project<'c>(
             });
         };
 
+    // A band page (`--max-score`) leaves optional candidates above its band to the earlier
+    // page that showed or listed them: they count with the cursor's prefix.
+    let above_band = |c: &Candidate| !c.required && limits.max_score.is_some_and(|m| c.score > m);
+    let eligible: Vec<usize> = (start..candidates.len())
+        .filter(|&position| !above_band(&candidates[position]))
+        .collect();
+    counters.cursor_prefix = candidates.len() - eligible.len();
     // Retrieval cap (retrieval loss), applied after the cursor.
-    let eligible = &candidates[start..];
     let returned_len = eligible.len().min(limits.retrieval_cap);
     counters.returned = returned_len;
-    for (offset, c) in eligible.iter().enumerate().skip(returned_len) {
+    for &position in &eligible[returned_len..] {
+        let c = &candidates[position];
         if c.required {
             return Err(AtlasError::ContextRequiredCandidateCap {
                 cap: limits.retrieval_cap,
                 id: c.id(),
             });
         }
-        omit(
-            start + offset,
-            c,
-            OmissionReason::RetrievalCap,
-            &mut omitted,
-        );
+        omit(position, c, OmissionReason::RetrievalCap, &mut omitted);
     }
 
     let mut sources = Sources::new(graph, input.code_root);
@@ -352,12 +366,23 @@ pub fn project<'c>(
     // Whether some body is kept in full: only then may siblings become skeletons.
     let mut full_kept = false;
     // What earlier pages showed is omitted here, with the argv that shows it again.
-    for (position, c) in candidates[..start].iter().enumerate() {
-        omit(position, c, OmissionReason::AfterCursor, &mut omitted);
+    for (position, c) in candidates.iter().enumerate() {
+        if position < start || above_band(c) {
+            omit(position, c, OmissionReason::AfterCursor, &mut omitted);
+        }
     }
+    // A page is a contiguous run of the total order: the first optional candidate it
+    // cannot hold (bytes or an item cap) ends it, and every later one above the relevance
+    // gate is omitted for the same reason. Its continuation, resuming after the candidate
+    // before that one, then repeats nothing this page showed.
+    let mut page_end: Option<OmissionReason> = None;
+    // The bytes the candidate that ended the page needs in its smallest form.
+    let mut page_end_needs: Option<(usize, usize)> = None;
+    // Parallel to `evidence`: what each kept item needs at the top of a page.
+    let mut sizes_at_top: Vec<usize> = Vec::new();
 
-    for (offset, c) in eligible[..returned_len].iter().enumerate() {
-        let position = start + offset;
+    for &position in &eligible[..returned_len] {
+        let c = &candidates[position];
         // Relevance gate, before any byte consideration.
         if !c.required && c.score < limits.min_score {
             counters.below_threshold += 1;
@@ -365,6 +390,14 @@ pub fn project<'c>(
             continue;
         }
         counters.above_relevance += 1;
+        if let Some(reason) = page_end.filter(|_| !c.required) {
+            match reason {
+                OmissionReason::ItemCap => counters.item_capped += 1,
+                _ => counters.byte_omitted += 1,
+            }
+            omit(position, c, reason, &mut omitted);
+            continue;
+        }
         let file = file_of_candidate(graph, c);
         if let Some(file) = file
             && !paths.contains(&file)
@@ -379,6 +412,7 @@ pub fn project<'c>(
             }
             counters.item_capped += 1;
             omit(position, c, OmissionReason::ItemCap, &mut omitted);
+            page_end = Some(OmissionReason::ItemCap);
             continue;
         }
         let mut item = skeleton(graph, c);
@@ -395,6 +429,7 @@ pub fn project<'c>(
             if !skeleton_able {
                 counters.item_capped += 1;
                 omit(position, c, OmissionReason::ItemCap, &mut omitted);
+                page_end = Some(OmissionReason::ItemCap);
                 continue;
             }
             // Out of slices: a sibling keeps its graph skeleton, read from no source.
@@ -410,6 +445,8 @@ pub fn project<'c>(
             }
             counters.byte_omitted += 1;
             omit(position, c, OmissionReason::ByteCeiling, &mut omitted);
+            page_end = Some(OmissionReason::ByteCeiling);
+            page_end_needs = Some((position, item_bytes(&item)));
             continue;
         }
         let mut full_item: Option<EvidenceItem> = None;
@@ -488,19 +525,20 @@ pub fn project<'c>(
         } else {
             budget_for_evidence
         };
-        // The chosen form and its size, measured once.
-        let (chosen, size) = match full_item {
+        // The chosen form and its size, measured once, and the size it needs at the top
+        // of a page, where no sibling body is kept yet.
+        let (chosen, size, at_top) = match full_item {
             Some(full) => {
                 let size = item_bytes(&full);
                 if used + size <= full_ceiling {
-                    (full, size)
+                    (full, size, size)
                 } else if let Some(skeleton) = skeleton_able
                     .then(|| item_bytes(&item))
                     .filter(|skeleton| used + skeleton <= budget_for_evidence)
                 {
                     counters.skeletonized += 1;
                     counters.slices_read -= 1;
-                    (item, skeleton)
+                    (item, skeleton, size)
                 } else if c.required {
                     return Err(AtlasError::ContextRequiredBudget {
                         max_bytes: limits.max_bytes,
@@ -510,6 +548,9 @@ pub fn project<'c>(
                     counters.slices_read -= 1;
                     counters.byte_omitted += 1;
                     omit(position, c, OmissionReason::ByteCeiling, &mut omitted);
+                    page_end = Some(OmissionReason::ByteCeiling);
+                    // At the top of a page no sibling body is kept yet: it needs its body.
+                    page_end_needs = Some((position, size));
                     continue;
                 }
             }
@@ -527,9 +568,11 @@ pub fn project<'c>(
                     }
                     counters.byte_omitted += 1;
                     omit(position, c, OmissionReason::ByteCeiling, &mut omitted);
+                    page_end = Some(OmissionReason::ByteCeiling);
+                    page_end_needs = Some((position, size));
                     continue;
                 }
-                (item, size)
+                (item, size, size)
             }
         };
         used += size;
@@ -542,6 +585,7 @@ pub fn project<'c>(
         evidence.push(chosen);
         positions.push(position);
         required_positions.push(c.required);
+        sizes_at_top.push(at_top);
     }
     Ok(Projection {
         evidence,
@@ -551,6 +595,11 @@ pub fn project<'c>(
         candidates,
         positions,
         required_positions,
+        top: eligible.first().copied(),
+        budget: budget_for_evidence,
+        page_end_needs,
+        sizes_at_top,
+        frame: None,
     })
 }
 
@@ -563,8 +612,13 @@ impl Projection<'_> {
         let item = self.evidence.remove(index);
         let position = self.positions.remove(index);
         self.required_positions.remove(index);
-        if item.projection == "full" {
-            self.counters.slices_read = self.counters.slices_read.saturating_sub(1);
+        // The page now ends at this item.
+        self.page_end_needs = Some((position, self.sizes_at_top.remove(index)));
+        match item.projection {
+            "full" => self.counters.slices_read = self.counters.slices_read.saturating_sub(1),
+            // Counted when it was chosen; an omitted item is not a skeleton on this page.
+            "skeleton" => self.counters.skeletonized = self.counters.skeletonized.saturating_sub(1),
+            _ => {}
         }
         self.counters.byte_omitted += 1;
         self.omitted.push(Omitted {
@@ -575,6 +629,34 @@ impl Projection<'_> {
             score: item.score,
         });
         Some(index)
+    }
+
+    /// The ceiling a continuation needs when the candidate that ended this page could
+    /// not fit even at the top of a page: doubled until that candidate's smallest form
+    /// fits beside this page's envelope (at least doubled once, at most the maximum).
+    fn ceiling_for_page_end(&self, max_bytes: usize, slack: usize) -> usize {
+        let reserve = self.reserve(max_bytes);
+        let needs = self.page_end_needs.map_or(0, |(_, needs)| needs);
+        let mut ceiling = max_bytes.saturating_mul(2);
+        while ceiling < 1_000_000 && ceiling.saturating_sub(reserve) < needs + slack {
+            ceiling = ceiling.saturating_mul(2);
+        }
+        ceiling.clamp(1024, 1_000_000)
+    }
+
+    /// Records the measured bytes of this page without its evidence; returns whether that
+    /// changed what was known (the omission groups' continuations may change with it).
+    pub fn settle_frame(&mut self, frame: usize) -> bool {
+        let changed = self.frame != Some(frame);
+        self.frame = Some(frame);
+        changed
+    }
+
+    /// The bytes of a page at this ceiling that are not evidence: measured once the page
+    /// is settled, else what the projection set aside.
+    fn reserve(&self, max_bytes: usize) -> usize {
+        self.frame
+            .unwrap_or_else(|| max_bytes.saturating_sub(self.budget))
     }
 
     pub fn retained(&self) -> usize {
@@ -659,12 +741,57 @@ impl Projection<'_> {
                     })
                 }
                 _ => {
+                    // The next page's envelope also lists what this one showed: one
+                    // `after-cursor` group (its argv and ~200 bytes) per class this page
+                    // shows that no earlier page did.
+                    let slack = if reason == OmissionReason::ByteCeiling {
+                        let top = self.top.unwrap_or(first).min(first);
+                        let mut earlier: Vec<EvidenceClass> = Vec::new();
+                        for c in &self.candidates[..top] {
+                            if !earlier.contains(&c.class) {
+                                earlier.push(c.class);
+                            }
+                        }
+                        let mut classes: Vec<EvidenceClass> = Vec::new();
+                        for c in &self.candidates[top..first] {
+                            if !earlier.contains(&c.class) && !classes.contains(&c.class) {
+                                classes.push(c.class);
+                            }
+                        }
+                        let argv: usize = request
+                            .argv_with(ArgvChange {
+                                after: Some((fingerprint, "START")),
+                                ..ArgvChange::default()
+                            })
+                            .iter()
+                            .map(|a| a.len() + 3)
+                            .sum();
+                        classes.len() * (argv + 200)
+                    } else {
+                        0
+                    };
                     let stuck = reason == OmissionReason::ByteCeiling
-                        && first == self.counters.cursor_prefix;
+                        && (Some(first) == self.top
+                            || self.page_end_needs.is_some_and(|(position, needs)| {
+                                position == first
+                                    && needs + slack + self.reserve(limits.max_bytes)
+                                        > limits.max_bytes
+                            }));
+                    let below = reason == OmissionReason::BelowRelevance;
                     request.argv_with(ArgvChange {
                         after: Some((fingerprint, &after)),
-                        max_bytes: stuck.then(|| (limits.max_bytes * 2).clamp(1024, 1_000_000)),
-                        min_score: (reason == OmissionReason::BelowRelevance).then_some(top.score),
+                        max_bytes: stuck
+                            .then(|| self.ceiling_for_page_end(limits.max_bytes, slack)),
+                        // The band under this page's threshold, down to the group's best:
+                        // what this page showed scores above it and is not shown again.
+                        min_score: below.then_some(top.score),
+                        max_score: if below {
+                            Some(Some(limits.min_score.saturating_sub(1)))
+                        } else if reason == OmissionReason::AfterCursor {
+                            Some(None)
+                        } else {
+                            None
+                        },
                         ..ArgvChange::default()
                     })
                 }

@@ -236,6 +236,8 @@ fn id_hash_of_parts(class: EvidenceClass, parts: &[&str]) -> IdHash {
 struct Builder<'g> {
     graph: &'g Graph,
     named: BTreeSet<NodeId>,
+    /// Files the query names by path: what they hold is named too (R-PROJ-6).
+    named_files: rustc_hash::FxHashSet<FileId>,
     candidates: Vec<Candidate>,
     seen: HashMap<EvidenceKey, usize>,
     /// The entry each (class, symbol) went to: a symbol reached again (a hub's thousands
@@ -353,8 +355,8 @@ impl<'g> Builder<'g> {
     /// same evidence id).
     fn merge_into(&mut self, mut candidate: Candidate, existing: Option<usize>) -> usize {
         if let Some(node) = candidate.node {
-            candidate.named |= self.named.contains(&node);
             let file = self.graph.node(node).file();
+            candidate.named |= self.named.contains(&node) || self.named_files.contains(&file);
             if !file.is_none() {
                 self.touched_files.insert(file);
             }
@@ -771,6 +773,12 @@ pub fn retrieve(
     let mut builder = Builder {
         graph,
         named: intent.anchors.iter().map(|a| a.node).collect(),
+        named_files: intent
+            .anchors
+            .iter()
+            .filter(|a| graph.kind(a.node) == SymbolKind::File)
+            .map(|a| graph.node(a.node).file())
+            .collect(),
         candidates: Vec::new(),
         seen: HashMap::default(),
         by_symbol: HashMap::default(),

@@ -69,8 +69,14 @@ pub enum AtlasError {
         /// For each listed candidate, the literal argv that asks again naming it alone.
         argv: Vec<Vec<String>>,
     },
-    #[error("required evidence {id} does not fit in --max-bytes {max_bytes}")]
-    ContextRequiredBudget { max_bytes: usize, id: String },
+    #[error("{}", required_budget_message(.id, *.max_bytes, *.needs))]
+    ContextRequiredBudget {
+        max_bytes: usize,
+        /// Empty when no evidence at all fits: the page's envelope alone is over.
+        id: String,
+        /// The bytes the answer needs at least (its required evidence and envelope).
+        needs: usize,
+    },
     #[error("required evidence {id} is beyond the retrieval cap of {cap} candidates")]
     ContextRequiredCandidateCap { cap: usize, id: String },
     #[error("required evidence {id} needs a source slice beyond {limit} = {value}")]
@@ -162,8 +168,12 @@ impl AtlasError {
                     .collect();
                 serde_json::json!({ "term": term, "tier": tier, "total": total, "candidates": candidates, "choices": choices })
             }
-            AtlasError::ContextRequiredBudget { max_bytes, id } => {
-                serde_json::json!({ "max_bytes": max_bytes, "evidence_id": id })
+            AtlasError::ContextRequiredBudget {
+                max_bytes,
+                id,
+                needs,
+            } => {
+                serde_json::json!({ "max_bytes": max_bytes, "evidence_id": id, "needs_bytes": needs })
             }
             AtlasError::ContextRequiredCandidateCap { cap, id } => {
                 serde_json::json!({ "retrieval_cap": cap, "evidence_id": id })
@@ -199,4 +209,22 @@ impl<T> IoContext<T> for std::io::Result<T> {
     fn at(self, path: impl Into<PathBuf>) -> Result<T> {
         self.map_err(|e| AtlasError::io(path, e))
     }
+}
+
+/// What a required-budget failure says: what does not fit, and the ceiling that would hold
+/// it (when there is one).
+fn required_budget_message(id: &str, max_bytes: usize, needs: usize) -> String {
+    let what = if id.is_empty() {
+        "the answer's envelope (omission groups and receipt)".to_string()
+    } else {
+        format!("required evidence {id}")
+    };
+    let hint = if needs <= 1_000_000 {
+        format!("; it needs at least {needs} bytes (--max-bytes {needs})")
+    } else {
+        format!(
+            "; it needs at least {needs} bytes, beyond the largest ceiling (1000000): narrow the query"
+        )
+    };
+    format!("{what} does not fit in --max-bytes {max_bytes}{hint}")
 }

@@ -224,6 +224,34 @@ fn required_evidence_that_cannot_fit_is_a_typed_error() {
     assert_eq!(error.code, "atlas-context-required-budget");
     let id = error.details().evidence_id.as_deref().expect("evidence_id");
     assert!(id.starts_with("ev-declaration-"), "{id}");
+    // It says the ceiling that holds the answer, and that ceiling does.
+    let needs = error.details().needs_bytes.expect("needs_bytes");
+    assert!(needs > 1024, "{needs}");
+    assert!(
+        error.message.contains(&format!("--max-bytes {needs}")),
+        "{}",
+        error.message
+    );
+    let fits = s
+        .context("big")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(needs)
+        .json()
+        .run()
+        .success()
+        .context();
+    assert_eq!(fits.evidence[0].id, id);
+    assert!(fits.receipt.serialized_bytes <= needs);
+    let below = s
+        .context("big")
+        .profile("symbol")
+        .frozen()
+        .max_bytes(needs - 100)
+        .json()
+        .run()
+        .failure(8, "atlas-context-required-budget");
+    assert_eq!(below.error().details().needs_bytes, Some(needs));
 }
 
 #[test]

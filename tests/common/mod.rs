@@ -603,6 +603,7 @@ pub struct ErrorOut {
 pub struct ErrorBody {
     pub code: String,
     pub exit_code: i32,
+    pub message: String,
     /// `null` for errors without details.
     pub details: Option<ErrorDetails>,
 }
@@ -621,6 +622,7 @@ pub struct ErrorDetails {
     pub candidates: Vec<String>,
     pub choices: Vec<Choice>,
     pub evidence_id: Option<String>,
+    pub needs_bytes: Option<usize>,
     pub limit: Option<String>,
     pub expected: Option<String>,
 }

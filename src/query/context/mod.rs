@@ -683,6 +683,31 @@ pub fn compile_context(
     // Omission groups and the evidence array's own punctuation are not known yet.
     let reserve = envelope + 300;
     let budget = limits.max_bytes.saturating_sub(reserve);
+    // Required evidence over the ceiling: the error says the ceiling that holds it, the
+    // length of the answer with every optional candidate left out (measured only here).
+    let required_budget = |id: String| -> AtlasError {
+        let measured = (|| -> Result<usize> {
+            let mut minimal = project::project(&input, &retrieval.candidates, usize::MAX / 4)?;
+            while minimal.drop_last_optional().is_some() {}
+            let lengths = minimal
+                .evidence
+                .iter()
+                .map(|item| json_of(item).map(|json| json.len()))
+                .collect::<Result<Vec<usize>>>()?;
+            let omissions = assembly.omissions(&minimal);
+            let frame = json_of(&assembly.frame(&minimal, omissions, widest(), 1_000_000))?;
+            // Continuation argv at a higher ceiling carry longer numbers.
+            Ok(assemble::fitted_length(frame.len(), &lengths) + 64)
+        })();
+        match measured {
+            Ok(needs) => AtlasError::ContextRequiredBudget {
+                max_bytes: limits.max_bytes,
+                id,
+                needs,
+            },
+            Err(err) => err,
+        }
+    };
     let mut projection = project::project(&input, &retrieval.candidates, budget)?;
     // Each item is rendered once; each try measures the rest (`assemble::fitted_length`).
     let mut item_lengths = projection
@@ -707,15 +732,13 @@ pub fn compile_context(
         if let Some(index) = projection.drop_last_optional() {
             item_lengths.remove(index);
         } else {
-            let id = projection
-                .evidence
-                .last()
-                .map(|e| e.id.clone())
-                .unwrap_or_default();
-            return Err(AtlasError::ContextRequiredBudget {
-                max_bytes: limits.max_bytes,
-                id,
+            // The first required item the page cannot hold with those before it (none: the
+            // page holds no evidence and its envelope alone is over).
+            let over = (0..item_lengths.len()).find(|&end| {
+                assemble::fitted_length(frame, &item_lengths[..=end]) > limits.max_bytes
             });
+            let id = over.map_or_else(String::new, |index| projection.evidence[index].id.clone());
+            return Err(required_budget(id));
         }
     }
     let projection_ms = ms(stage);

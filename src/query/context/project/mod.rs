@@ -530,7 +530,9 @@ pub fn project<'c>(
         let (chosen, size, at_top) = match full_item {
             Some(full) => {
                 let size = item_bytes(&full);
-                if used + size <= full_ceiling {
+                // Required evidence is kept whole; the page's measured length decides
+                // whether it fits (an estimate here could refuse what fits).
+                if used + size <= full_ceiling || c.required {
                     (full, size, size)
                 } else if let Some(skeleton) = skeleton_able
                     .then(|| item_bytes(&item))
@@ -539,11 +541,6 @@ pub fn project<'c>(
                     counters.skeletonized += 1;
                     counters.slices_read -= 1;
                     (item, skeleton, size)
-                } else if c.required {
-                    return Err(AtlasError::ContextRequiredBudget {
-                        max_bytes: limits.max_bytes,
-                        id: c.id(),
-                    });
                 } else {
                     counters.slices_read -= 1;
                     counters.byte_omitted += 1;
@@ -556,13 +553,7 @@ pub fn project<'c>(
             }
             None => {
                 let size = item_bytes(&item);
-                if used + size > budget_for_evidence {
-                    if c.required {
-                        return Err(AtlasError::ContextRequiredBudget {
-                            max_bytes: limits.max_bytes,
-                            id: c.id(),
-                        });
-                    }
+                if used + size > budget_for_evidence && !c.required {
                     if item.projection == "skeleton" {
                         counters.skeletonized -= 1;
                     }

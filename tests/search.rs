@@ -82,6 +82,42 @@ fn an_empty_search_is_a_typed_error() {
     }
 }
 
+/// The text answer keeps the token ceiling as the JSON does and says what it cut; no hits
+/// is said, not printed as nothing; a ceiling of zero is a wrong call.
+#[test]
+fn a_text_search_keeps_its_token_ceiling_and_says_what_it_cut() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let whole = s.search("cart total price").frozen().text().run().success();
+    let all: Vec<&str> = whole.stdout.lines().collect();
+    assert!(all.len() > 2, "{all:?}");
+    let capped = s
+        .search("cart total price")
+        .frozen()
+        .text()
+        .max_tokens(60)
+        .run()
+        .success();
+    let lines: Vec<&str> = capped.stdout.lines().collect();
+    let (last, kept) = lines.split_last().expect("lines");
+    assert!(!kept.is_empty() && kept.len() < all.len() - 1, "{lines:?}");
+    assert_eq!(kept, &all[..kept.len()], "the head of the same ranking");
+    assert_eq!(
+        *last,
+        format!(
+            "… {} more hits cut to fit --max-tokens 60",
+            all.len() - kept.len()
+        )
+    );
+    let none = s.search("zzqqxxyy").frozen().text().run().success();
+    assert_eq!(none.stdout, "no hits\n");
+    s.search("cart")
+        .frozen()
+        .max_tokens(0)
+        .run()
+        .failure(2, "atlas-invalid-input");
+}
+
 #[test]
 fn exact_symbol_matches_stay_first_unless_rerank_is_off() {
     let s = Sandbox::with_fixture("python");

@@ -22,9 +22,10 @@ pub struct SearchArgs {
     /// Response profile (default full; ATLAS_CONTEXT_OPTIMIZATION=1 makes compact the default).
     #[arg(long, value_enum)]
     pub profile: Option<ResponseProfile>,
-    /// Response ceiling in tokens (o200k); whole results are cut from the tail to fit.
-    #[arg(long, default_value_t = 4000)]
-    pub max_tokens: usize,
+    /// Response ceiling in tokens (o200k), of the JSON or of the text printed; whole
+    /// results are cut from the tail to fit, and the cut is said.
+    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: u32,
     /// Read the committed generation as it is: never build the graph or the search index.
     #[arg(long)]
     pub frozen: bool,
@@ -104,7 +105,7 @@ fn respond(
     let response = search::respond(
         output,
         profile,
-        args.max_tokens.max(1),
+        args.max_tokens as usize,
         call.config.tokenizer.as_deref(),
         args.group_by,
     );
@@ -130,10 +131,12 @@ pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
             let (text, items) = respond(call, args, output)?;
             (text + "\n", items)
         }
-        Format::Text if args.group_by == Some(GroupBy::File) => {
-            (render_by_file(&output), output.hits.len())
-        }
-        Format::Text => (render(&output), output.hits.len()),
+        Format::Text => text_within(
+            output,
+            args.max_tokens as usize,
+            call.config.tokenizer.as_deref(),
+            args.group_by == Some(GroupBy::File),
+        ),
     };
     print_stdout(&text)?;
     call.observe(Answer {
@@ -145,6 +148,52 @@ pub fn run(call: &Call, args: &SearchArgs) -> Result<(), AtlasError> {
         items,
     });
     Ok(())
+}
+
+/// The text answer under `max_tokens` (counted as the JSON answer is): hits cut from the
+/// tail until it fits, with a last line that says how many; an answer with no hits says so.
+fn text_within(
+    mut output: SearchOutput,
+    max_tokens: usize,
+    tokenizer: Option<&std::path::Path>,
+    by_file: bool,
+) -> (String, usize) {
+    if output.hits.is_empty() {
+        return ("no hits\n".to_string(), 0);
+    }
+    let draw = |output: &SearchOutput| {
+        if by_file {
+            render_by_file(output)
+        } else {
+            render(output)
+        }
+    };
+    let mut text = draw(&output);
+    // No text has more tokens than bytes: within the ceiling in bytes, nothing is counted.
+    if text.len() <= max_tokens {
+        let hits = output.hits.len();
+        return (text, hits);
+    }
+    let counter = crate::query::tokens::counter(tokenizer);
+    // Characters stand in for tokens at ~4 per token when counting is unavailable.
+    let ceiling = if counter.mode() == "tokens" {
+        max_tokens
+    } else {
+        max_tokens * 4
+    };
+    let mut cut = 0;
+    while counter.count(&text) > ceiling && !output.hits.is_empty() {
+        output.hits.pop();
+        cut += 1;
+        text = draw(&output);
+    }
+    if cut > 0 {
+        text.push_str(&format!(
+            "… {cut} more hits cut to fit --max-tokens {max_tokens}\n"
+        ));
+    }
+    let hits = output.hits.len();
+    (text, hits)
 }
 
 fn render(output: &SearchOutput) -> String {

@@ -718,19 +718,26 @@ pub fn compile_context(
     // Settling measures the page without its evidence; continuations depend on it (one
     // that could not fit at the top of the next page asks for a larger ceiling).
     let mut settles = 0;
+    let mut omissions = assembly.omissions(&projection);
     loop {
-        let omissions = assembly.omissions(&projection);
-        let frame = json_of(&assembly.frame(&projection, omissions, widest(), 1_000_000))?.len();
+        let frame = assembly.frame(&projection, omissions.clone(), widest(), 1_000_000);
+        let frame = json_of(&frame)?.len();
         let size = assemble::fitted_length(frame, &item_lengths);
         if size <= limits.max_bytes {
             if settles < 3 && projection.settle_frame(frame) {
                 settles += 1;
-                continue;
+                // Measured again only when the settled page's groups differ.
+                let settled = assembly.omissions(&projection);
+                if settled != omissions {
+                    omissions = settled;
+                    continue;
+                }
             }
             break;
         }
         if let Some(index) = projection.drop_last_optional() {
             item_lengths.remove(index);
+            omissions = assembly.omissions(&projection);
         } else {
             // The first required item the page cannot hold with those before it (none: the
             // page holds no evidence and its envelope alone is over).
@@ -749,8 +756,7 @@ pub fn compile_context(
         total: ms(started),
     };
     // serialized_bytes counts itself: iterate to the fixed point.
-    // The projection is settled: its omission groups are too.
-    let omissions = assembly.omissions(&projection);
+    // The projection is settled: its omission groups are too (`omissions`).
     let at_zero = assemble::fitted_length(
         json_of(&assembly.frame(&projection, omissions.clone(), timings.clone(), 0))?.len(),
         &item_lengths,

@@ -483,6 +483,30 @@ async fn typed_errors_are_tool_errors_and_the_server_keeps_serving() {
     .await;
     assert_eq!(error_code(&long), "atlas-invalid-input");
 
+    // Values out of their range are refused as the command line refuses them, not moved
+    // into it.
+    for (tool, arguments) in [
+        (
+            "atlas_context",
+            json!({"query": "Cart", "profile": "symbol", "max_bytes": 5, "frozen": true}),
+        ),
+        (
+            "atlas_context",
+            json!({"query": "Cart", "profile": "symbol", "max_bytes": 2_000_000, "frozen": true}),
+        ),
+        (
+            "atlas_search",
+            json!({"query": "cart", "top_k": 0, "frozen": true}),
+        ),
+        (
+            "atlas_search",
+            json!({"query": "cart", "top_k": 5000, "frozen": true}),
+        ),
+    ] {
+        let refused = call(&client, tool, arguments.clone()).await;
+        assert_eq!(error_code(&refused), "atlas-invalid-input", "{arguments}");
+    }
+
     // Unknown tool, missing and ill-typed arguments: protocol errors, not a dead server.
     let unknown = client
         .call_tool(CallToolRequestParams::new("atlas_nothing"))

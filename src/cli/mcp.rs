@@ -340,6 +340,21 @@ async fn client_root(peer: rmcp::Peer<RoleServer>) -> Option<PathBuf> {
     })
 }
 
+/// `value` when it lies in `range`, else the typed error the command line gives for it.
+fn within<T: PartialOrd + std::fmt::Display + Copy>(
+    what: &'static str,
+    value: Option<T>,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<Option<T>, AtlasError> {
+    match value {
+        Some(v) if !range.contains(&v) => Err(AtlasError::InvalidInput {
+            what,
+            reason: format!("{v} is not in {}..={}", range.start(), range.end()),
+        }),
+        _ => Ok(value),
+    }
+}
+
 fn too_long(query: &str) -> Result<(), AtlasError> {
     if query.len() > MAX_QUERY_BYTES {
         return Err(AtlasError::InvalidInput {
@@ -378,7 +393,7 @@ impl AtlasServer {
                 },
                 frozen: p.frozen.unwrap_or(false),
                 no_build: false,
-                max_bytes: p.max_bytes.map(|b| b.clamp(1024, 1_000_000)),
+                max_bytes: within("max_bytes", p.max_bytes, 1024..=1_000_000)?,
                 min_score: p.min_score,
                 max_score: p.max_score,
                 expect_graph: p.expect_graph,
@@ -406,7 +421,7 @@ impl AtlasServer {
             too_long(&p.query)?;
             let args = search::SearchArgs {
                 text: p.query,
-                top_k: p.top_k.unwrap_or(10).clamp(1, 1000),
+                top_k: within("top_k", p.top_k, 1..=1000)?.unwrap_or(10),
                 profile: p.profile.map(|profile| match profile {
                     SearchProfile::Full => ResponseProfile::Full,
                     SearchProfile::Compact => ResponseProfile::Compact,

@@ -142,6 +142,27 @@ fn missing_code_dir_is_a_clear_error() {
     );
     let run = run.failure(3, "atlas-code-missing");
     assert_eq!(run.json()["error"]["code"], "atlas-code-missing");
+    // Every command says the same of a `--code` that is missing or is a file, even beside
+    // a graph that exists.
+    let built = Sandbox::with_fixture("python");
+    built.build_json();
+    built.write("a-file.txt", "not a directory\n");
+    let file = built.path().join("a-file.txt");
+    let file = file.to_str().unwrap();
+    for code in ["nope", file] {
+        for command in [
+            &["status"][..],
+            &["context", "checkout", "--profile", "symbol", "--frozen"],
+            &["search", "cart", "--frozen"],
+        ] {
+            let graph = built.graph();
+            let mut args = vec!["--code", code, "--graph", graph.to_str().unwrap()];
+            args.extend_from_slice(command);
+            built
+                .run_bin(env!("CARGO_BIN_EXE_atlas"), &args)
+                .failure(3, "atlas-code-missing");
+        }
+    }
 }
 
 #[test]

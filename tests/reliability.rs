@@ -331,6 +331,13 @@ fn garbage_in_current_is_overwritten_by_the_next_build() {
     s.atlas(&["status"]).failure(4, "atlas-graph-corrupt");
     s.build_json();
     assert_eq!(s.current(), committed);
+    // Bytes that are not text are the same damage, not an I/O failure.
+    let mut bytes = vec![0xff, 0xfe];
+    bytes.extend_from_slice(&committed.as_bytes()[2..]);
+    std::fs::write(s.graph().join("CURRENT"), bytes).unwrap();
+    s.atlas(&["status"]).failure(4, "atlas-graph-corrupt");
+    s.build_json();
+    assert_eq!(s.current(), committed);
 }
 
 // ── C. search indexes heal, and say what is wrong ────────────────────────────────────

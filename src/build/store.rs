@@ -271,9 +271,11 @@ impl Store {
     /// The committed fingerprint, if any.
     pub fn current(&self) -> Result<Option<String>> {
         let path = self.dir.join("CURRENT");
-        match fs::read_to_string(&path) {
-            Ok(text) => {
-                let fp = text.trim();
+        // Bytes, not text: a CURRENT that is not UTF-8 is damage like any other wrong
+        // content (repaired by a build), not an I/O failure.
+        match fs::read(&path) {
+            Ok(bytes) => {
+                let fp = std::str::from_utf8(&bytes).unwrap_or_default().trim();
                 let valid = fp.len() == 64 && fp.bytes().all(|b| b.is_ascii_hexdigit());
                 if !valid {
                     return Err(AtlasError::GraphCorrupt {

@@ -26,6 +26,13 @@ impl Call {
     /// Where the graph and the code are (R-GEN-1).
     pub fn location(&self) -> Result<Location, AtlasError> {
         let cwd = std::env::current_dir().map_err(|e| AtlasError::io(".", e))?;
+        // A `--code` that names no directory is that, for every command alike (not a
+        // missing graph below it, nor an I/O error from reading it).
+        if let Some(code) = &self.code
+            && !code.is_dir()
+        {
+            return Err(AtlasError::CodeDirMissing(code.clone()));
+        }
         Ok(store::locate(
             self.graph.as_deref(),
             self.code.as_deref(),

@@ -267,6 +267,16 @@ fn expand_returns_hash_verified_source_for_a_search_ref() {
     );
     assert!(item.content_complete);
     assert_eq!(item.content_range, [0, item.content.chars().count()]);
+    // Lines past the end of the unchanged file: a wrong ref (exit 2), not a stale one.
+    let (path_lines, hash) = reference.split_once('@').unwrap();
+    let path = path_lines.split_once('#').unwrap().0;
+    let past = format!("{path}#L500-L510@{hash}");
+    let run = s
+        .expand(&[&past])
+        .json()
+        .run()
+        .failure(2, "atlas-invalid-input");
+    assert!(run.stderr.contains("has 10 lines"), "{}", run.stderr);
     // The file changed: the ref is stale, a typed error.
     s.write(
         "shop/util.py",

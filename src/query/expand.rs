@@ -161,9 +161,19 @@ pub fn expand(
         let lines: Vec<&str> = file_text.lines().collect();
         let first = (r.start_line - 1) as usize;
         let last = (r.end_line as usize).min(lines.len());
+        // The file is the one the ref was issued for (its hash matched): lines past its
+        // end are a wrong ref, not a changed file.
         if first >= last {
-            return Err(AtlasError::ExpandStale {
-                reference: r.render(),
+            return Err(AtlasError::InvalidInput {
+                what: "ref",
+                reason: format!(
+                    "{} names lines {}-{}, but {} has {} lines",
+                    r.render(),
+                    r.start_line,
+                    r.end_line,
+                    r.path,
+                    lines.len()
+                ),
             });
         }
         let range: String = lines[first..last].join("\n");

@@ -93,7 +93,8 @@ pub struct Projection<'c> {
     /// The position of this page's first candidate (none: the page is empty).
     top: Option<usize>,
     /// The bytes for evidence this page had, and the position of the candidate that ended
-    /// it with the bytes it needs in its smallest form (when bytes ended it).
+    /// it with the bytes it needs at the top of a page (when bytes ended it; for one cut
+    /// before its source was read, its skeleton's: a lower bound).
     budget: usize,
     page_end_needs: Option<(usize, usize)>,
     /// The bytes of this page without its evidence, once measured (`settle_frame`).
@@ -376,7 +377,7 @@ pub fn project<'c>(
     // gate is omitted for the same reason. Its continuation, resuming after the candidate
     // before that one, then repeats nothing this page showed.
     let mut page_end: Option<OmissionReason> = None;
-    // The bytes the candidate that ended the page needs in its smallest form.
+    // The bytes the candidate that ended the page needs at the top of a page.
     let mut page_end_needs: Option<(usize, usize)> = None;
     // Parallel to `evidence`: what each kept item needs at the top of a page.
     let mut sizes_at_top: Vec<usize> = Vec::new();
@@ -623,8 +624,8 @@ impl Projection<'_> {
     }
 
     /// The ceiling a continuation needs when the candidate that ended this page could
-    /// not fit even at the top of a page: doubled until that candidate's smallest form
-    /// fits beside this page's envelope (at least doubled once, at most the maximum).
+    /// not fit even at the top of the next page: doubled until that candidate fits beside
+    /// this page's envelope and `slack` (at least doubled once, at most the maximum).
     fn ceiling_for_page_end(&self, max_bytes: usize, slack: usize) -> usize {
         let reserve = self.reserve(max_bytes);
         let needs = self.page_end_needs.map_or(0, |(_, needs)| needs);

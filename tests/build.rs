@@ -176,6 +176,15 @@ fn strict_fails_on_partial_files_and_plain_build_reports_them() {
     let s = Sandbox::with_fixture("python");
     let report = s.build_json();
     assert_eq!(report["partial"][0]["path"], "broken.py");
+    // The text status says what the JSON does: syntax errors, counted.
+    let status = s.atlas(&["status"]).success();
+    assert!(
+        status
+            .stdout
+            .contains("partial     broken.py (2 syntax errors)"),
+        "{}",
+        status.stdout
+    );
     let before = s.current();
     s.write("broken.py", "def broken(:\n    pass\n\ndef other(:\n");
     s.atlas(&["build", "--strict"])
@@ -235,6 +244,11 @@ fn inventory_limits_are_reported_not_silent() {
     assert_eq!(report["truncated"]["files_seen"], 6);
     let status = s.atlas(&["status", "--format", "json"]).success().json();
     assert_eq!(status["coverage"]["truncated"]["files_kept"], 2);
+    // A build of no files is a wrong call, not an empty graph published.
+    let committed = s.current();
+    s.atlas(&["build", "--max-files", "0"])
+        .failure(2, "atlas-invalid-input");
+    assert_eq!(s.current(), committed);
 }
 
 #[test]

@@ -40,8 +40,10 @@ pub struct BuildArgs {
     /// Wait for a concurrent build to finish instead of failing with atlas-build-locked.
     #[arg(long)]
     pub wait: bool,
-    /// Maximum number of files compiled (R-INV-3).
-    #[arg(long, default_value_t = InventoryLimits::default().max_files)]
+    /// Maximum number of files compiled (R-INV-3); at least 1 (a graph of nothing is
+    /// not a build).
+    #[arg(long, default_value_t = InventoryLimits::default().max_files,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_files: usize,
     /// Maximum total bytes of source compiled.
     #[arg(long, default_value_t = InventoryLimits::default().max_total_bytes)]

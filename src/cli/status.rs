@@ -306,7 +306,12 @@ fn render(s: &StatusReport) -> String {
         ));
     }
     for p in &s.partial_files {
-        out.push_str(&format!("partial     {} ({} errors)\n", p.path, p.errors));
+        // As the JSON says it: syntax errors, or an extraction limit hit.
+        let why = match p.status {
+            "partial" => format!("{} syntax errors", p.errors),
+            _ => "an extraction limit was hit".to_string(),
+        };
+        out.push_str(&format!("{:<11} {} ({why})\n", p.status, p.path));
     }
     let st = &s.staleness;
     if st.builder_changed {

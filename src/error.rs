@@ -57,7 +57,7 @@ pub enum AtlasError {
     CacheCorrupt { path: PathBuf, reason: String },
     #[error("invalid value for {what}: {reason}")]
     InvalidInput { what: &'static str, reason: String },
-    #[error("no symbol, path or module matches `{query}`")]
+    #[error("no symbol, path or module matches `{}`", clipped(.query))]
     ContextNoMatch { query: String },
     #[error("`{term}` is ambiguous ({total} candidates via {tier}); name one of: {}", candidates.join(", "))]
     ContextAmbiguous {
@@ -87,7 +87,7 @@ pub enum AtlasError {
     },
     #[error("the committed graph is {actual}, the continuation expects {expected}")]
     ContextGraphMismatch { expected: String, actual: String },
-    #[error("unknown evidence id `{id}` for this query and graph")]
+    #[error("unknown evidence id `{}` for this query and graph", clipped(.id))]
     ContextCursor { id: String },
     #[error("{failed} corpus case(s) failed")]
     EvalFailed { failed: usize },
@@ -106,7 +106,7 @@ pub enum AtlasError {
     BrokenPipe,
     #[error("ref {reference} is stale: the file changed since it was issued; search again")]
     ExpandStale { reference: String },
-    #[error("ref `{reference}` names no file of the committed generation")]
+    #[error("ref `{}` names no file of the committed generation", clipped(.reference))]
     RefUnknown { reference: String },
 }
 
@@ -184,8 +184,8 @@ impl AtlasError {
             AtlasError::ContextGraphMismatch { expected, actual } => {
                 serde_json::json!({ "expected": expected, "actual": actual })
             }
-            AtlasError::ContextCursor { id } => serde_json::json!({ "evidence_id": id }),
-            AtlasError::ContextNoMatch { query } => serde_json::json!({ "query": query }),
+            AtlasError::ContextCursor { id } => serde_json::json!({ "evidence_id": clipped(id) }),
+            AtlasError::ContextNoMatch { query } => serde_json::json!({ "query": clipped(query) }),
             _ => serde_json::Value::Null,
         }
     }
@@ -227,4 +227,14 @@ fn required_budget_message(id: &str, max_bytes: usize, needs: usize) -> String {
         )
     };
     format!("{what} does not fit in --max-bytes {max_bytes}{hint}")
+}
+
+/// Input echoed in an error, at most 200 characters: a pasted 100 KB query is not
+/// printed back whole (the cut is said, with the input's length).
+pub(crate) fn clipped(input: &str) -> String {
+    const SHOWN: usize = 200;
+    match input.char_indices().nth(SHOWN) {
+        None => input.to_string(),
+        Some((end, _)) => format!("{}… ({} bytes in all)", &input[..end], input.len()),
+    }
 }

@@ -94,6 +94,22 @@ fn no_match_is_a_typed_outcome_not_an_empty_success() {
         .run()
         .failure(7, "atlas-context-no-match");
     assert_eq!(run.error().code, "atlas-context-no-match");
+    // A pasted 120 KB query is not printed back whole, on stderr or in the JSON.
+    let pasted = "zzqq".repeat(30_000);
+    let long = s
+        .context(&pasted)
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(7, "atlas-context-no-match");
+    assert!(long.stderr.len() < 1000, "{} bytes", long.stderr.len());
+    assert!(
+        long.stderr.contains("(120000 bytes in all)"),
+        "{}",
+        long.stderr
+    );
+    assert!(long.stdout.len() < 2000, "{} bytes", long.stdout.len());
 }
 
 #[test]

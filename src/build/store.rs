@@ -272,8 +272,14 @@ impl Store {
     pub fn current(&self) -> Result<Option<String>> {
         let path = self.dir.join("CURRENT");
         // Bytes, not text: a CURRENT that is not UTF-8 is damage like any other wrong
-        // content (repaired by a build), not an I/O failure.
-        match fs::read(&path) {
+        // content (repaired by a build), not an I/O failure. At most a few bytes past a
+        // fingerprint are read: a damaged CURRENT may be any size.
+        let read = fs::File::open(&path).and_then(|file| {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, 256), &mut bytes)?;
+            Ok(bytes)
+        });
+        match read {
             Ok(bytes) => {
                 let fp = std::str::from_utf8(&bytes).unwrap_or_default().trim();
                 let valid = fp.len() == 64 && fp.bytes().all(|b| b.is_ascii_hexdigit());

@@ -175,12 +175,7 @@ fn text_within(
         return (text, hits);
     }
     let counter = crate::query::tokens::counter(tokenizer);
-    // Characters stand in for tokens at ~4 per token when counting is unavailable.
-    let ceiling = if counter.mode() == "tokens" {
-        max_tokens
-    } else {
-        max_tokens * 4
-    };
+    let ceiling = counter.ceiling(max_tokens);
     let mut cut = 0;
     while counter.count(&text) > ceiling && !output.hits.is_empty() {
         output.hits.pop();

@@ -49,6 +49,15 @@ impl TokenCounter {
         }
     }
 
+    /// What `max_tokens` allows in this counter's unit: characters stand in for tokens at
+    /// ~4 per token when counting is unavailable.
+    pub fn ceiling(&self, max_tokens: usize) -> usize {
+        match self.backend {
+            Backend::Chars => max_tokens * 4,
+            _ => max_tokens,
+        }
+    }
+
     /// Tokens (or characters on fallback) of `text`.
     pub fn count(&self, text: &str) -> usize {
         match &self.backend {

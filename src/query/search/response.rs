@@ -223,8 +223,7 @@ pub fn respond(
     }
     let counter = crate::query::tokens::counter(tokenizer);
     let exact = counter.mode() == "tokens";
-    // Characters stand in for tokens at ~4 per token when counting is unavailable.
-    let ceiling = if exact { max_tokens } else { max_tokens * 4 };
+    let ceiling = counter.ceiling(max_tokens);
     let budget = share(ceiling);
     let measure = |r: &SearchResponse| counter.count(&serde_json::to_string(r).unwrap_or_default());
     let mut cut = 0;

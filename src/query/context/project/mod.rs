@@ -636,6 +636,50 @@ impl Projection<'_> {
         ceiling.clamp(1024, 1_000_000)
     }
 
+    /// The ceiling a byte-ceiling group's continuation needs when its first candidate
+    /// would not fit at the top of the next page (`None`: the page's own ceiling holds it).
+    fn raised_ceiling(
+        &self,
+        first: usize,
+        request: &ContextRequest,
+        fingerprint: &str,
+        max_bytes: usize,
+    ) -> Option<usize> {
+        if Some(first) == self.top {
+            return Some(self.ceiling_for_page_end(max_bytes, 0));
+        }
+        let (position, needs) = self.page_end_needs?;
+        if position != first {
+            return None;
+        }
+        // The next page's envelope also lists what this one showed: one `after-cursor`
+        // group (its argv and ~200 bytes) per class this page shows that no earlier did.
+        let top = self.top.unwrap_or(first).min(first);
+        let mut earlier: Vec<EvidenceClass> = Vec::new();
+        for c in &self.candidates[..top] {
+            if !earlier.contains(&c.class) {
+                earlier.push(c.class);
+            }
+        }
+        let mut classes: Vec<EvidenceClass> = Vec::new();
+        for c in &self.candidates[top..first] {
+            if !earlier.contains(&c.class) && !classes.contains(&c.class) {
+                classes.push(c.class);
+            }
+        }
+        let argv: usize = request
+            .argv_with(ArgvChange {
+                after: Some((fingerprint, "START")),
+                ..ArgvChange::default()
+            })
+            .iter()
+            .map(|a| a.len() + 3)
+            .sum();
+        let slack = classes.len() * (argv + 200);
+        (needs + slack + self.reserve(max_bytes) > max_bytes)
+            .then(|| self.ceiling_for_page_end(max_bytes, slack))
+    }
+
     /// Records the measured bytes of this page without its evidence; returns whether that
     /// changed what was known (the omission groups' continuations may change with it).
     pub fn settle_frame(&mut self, frame: usize) -> bool {
@@ -733,47 +777,13 @@ impl Projection<'_> {
                     })
                 }
                 _ => {
-                    // The next page's envelope also lists what this one showed: one
-                    // `after-cursor` group (its argv and ~200 bytes) per class this page
-                    // shows that no earlier page did.
-                    let slack = if reason == OmissionReason::ByteCeiling {
-                        let top = self.top.unwrap_or(first).min(first);
-                        let mut earlier: Vec<EvidenceClass> = Vec::new();
-                        for c in &self.candidates[..top] {
-                            if !earlier.contains(&c.class) {
-                                earlier.push(c.class);
-                            }
-                        }
-                        let mut classes: Vec<EvidenceClass> = Vec::new();
-                        for c in &self.candidates[top..first] {
-                            if !earlier.contains(&c.class) && !classes.contains(&c.class) {
-                                classes.push(c.class);
-                            }
-                        }
-                        let argv: usize = request
-                            .argv_with(ArgvChange {
-                                after: Some((fingerprint, "START")),
-                                ..ArgvChange::default()
-                            })
-                            .iter()
-                            .map(|a| a.len() + 3)
-                            .sum();
-                        classes.len() * (argv + 200)
-                    } else {
-                        0
-                    };
-                    let stuck = reason == OmissionReason::ByteCeiling
-                        && (Some(first) == self.top
-                            || self.page_end_needs.is_some_and(|(position, needs)| {
-                                position == first
-                                    && needs + slack + self.reserve(limits.max_bytes)
-                                        > limits.max_bytes
-                            }));
+                    let raised = (reason == OmissionReason::ByteCeiling)
+                        .then(|| self.raised_ceiling(first, request, fingerprint, limits.max_bytes))
+                        .flatten();
                     let below = reason == OmissionReason::BelowRelevance;
                     request.argv_with(ArgvChange {
                         after: Some((fingerprint, &after)),
-                        max_bytes: stuck
-                            .then(|| self.ceiling_for_page_end(limits.max_bytes, slack)),
+                        max_bytes: raised,
                         // The band under this page's threshold, down to the group's best:
                         // what this page showed scores above it and is not shown again.
                         min_score: below.then_some(top.score),

@@ -57,8 +57,13 @@ pub enum AtlasError {
     CacheCorrupt { path: PathBuf, reason: String },
     #[error("invalid value for {what}: {reason}")]
     InvalidInput { what: &'static str, reason: String },
-    #[error("no symbol, path or module matches `{}`", clipped(.query))]
-    ContextNoMatch { query: String },
+    #[error("no symbol, path or module matches `{}`{}", clipped(.query), did_you_mean(.suggestions))]
+    ContextNoMatch {
+        query: String,
+        /// Names near the query's unmatched names (typos), each with the argv that asks
+        /// again with it.
+        suggestions: Vec<NearName>,
+    },
     #[error("`{term}` is ambiguous ({total} candidates via {tier}); name one of: {}", candidates.join(", "))]
     ContextAmbiguous {
         term: String,
@@ -185,7 +190,17 @@ impl AtlasError {
                 serde_json::json!({ "expected": expected, "actual": actual })
             }
             AtlasError::ContextCursor { id } => serde_json::json!({ "evidence_id": clipped(id) }),
-            AtlasError::ContextNoMatch { query } => serde_json::json!({ "query": clipped(query) }),
+            AtlasError::ContextNoMatch { query, suggestions } if suggestions.is_empty() => {
+                serde_json::json!({ "query": clipped(query) })
+            }
+            AtlasError::ContextNoMatch { query, suggestions } => serde_json::json!({
+                "query": clipped(query),
+                "suggestions": suggestions.iter().map(|s| serde_json::json!({
+                    "term": clipped(&s.term),
+                    "name": s.name,
+                    "argv": s.argv,
+                })).collect::<Vec<_>>(),
+            }),
             _ => serde_json::Value::Null,
         }
     }
@@ -231,6 +246,30 @@ fn required_budget_message(id: &str, max_bytes: usize, needs: usize) -> String {
 
 /// Input echoed in an error, at most 200 characters: a pasted 100 KB query is not
 /// printed back whole (the cut is said, with the input's length).
+/// A name near one the query wrote that matched nothing (`atlas-context-no-match`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NearName {
+    /// The query's word, as written.
+    pub term: String,
+    /// The name offered in its place.
+    pub name: String,
+    /// The literal argv that asks again with `name` for `term`.
+    pub argv: Vec<String>,
+}
+
+/// `; did you mean `a` or `b`?`, or nothing without suggestions.
+fn did_you_mean(suggestions: &[NearName]) -> String {
+    let names: Vec<String> = suggestions
+        .iter()
+        .map(|s| format!("`{}`", s.name))
+        .collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => format!("; did you mean {last}?"),
+        Some((last, rest)) => format!("; did you mean {} or {last}?", rest.join(", ")),
+    }
+}
+
 pub(crate) fn clipped(input: &str) -> String {
     const SHOWN: usize = 200;
     match input.char_indices().nth(SHOWN) {

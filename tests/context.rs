@@ -894,10 +894,78 @@ fn a_pasted_ref_anchors_the_definition_it_points_into() {
         assert_eq!(anchor.symbol, symbol, "{query}");
         assert_eq!(anchor.tier.as_deref(), Some("exact-id"), "{query}");
     }
+    for query in ["/etc/passwd:1", "shop/models.py:NoSuchName"] {
+        s.context(query)
+            .profile("symbol")
+            .frozen()
+            .run()
+            .failure(7, "atlas-context-no-match");
+    }
+}
+
+/// Paths pasted from elsewhere — absolute, another checkout's, a URL, Windows-style, an
+/// import's spelling without extension, a traceback's frame — name the inventoried file
+/// their tail is; a path whose tail is no inventoried file stays a no-match (nothing
+/// outside the inventory is read).
+#[test]
+fn a_path_pasted_from_elsewhere_names_the_inventoried_file_it_ends_with() {
+    let s = built("python");
+    let here = s.repo().join("shop/models.py");
+    let here = here.display();
+    for (query, symbol) in [
+        (format!("{here}:23"), "shop/models.py::Item.total"),
+        (format!("{here}"), "shop/models.py"),
+        (
+            "/home/someone/checkout/shop/models.py#L23".into(),
+            "shop/models.py::Item.total",
+        ),
+        ("../shop/models.py:23".into(), "shop/models.py::Item.total"),
+        (
+            "https://github.com/owner/repo/blob/main/shop/models.py#L22-L24".into(),
+            "shop/models.py::Item.total",
+        ),
+        (
+            "https://raw.githubusercontent.com/owner/repo/main/shop/models.py?plain=1".into(),
+            "shop/models.py",
+        ),
+        ("file:///srv/build/shop/models.py".into(), "shop/models.py"),
+        (
+            r"C:\work\repo\shop\models.py:23".into(),
+            "shop/models.py::Item.total",
+        ),
+        ("/elsewhere/repo/shop/".into(), "shop/"),
+        // An import's spelling: a module path without its extension.
+        ("shop/models".into(), "shop/models.py"),
+        ("./models".into(), "shop/models.py"),
+        // A traceback's frame is its file and line; its `in total` names the same anchor.
+        (
+            r#"File "/home/someone/checkout/shop/models.py", line 24, in total"#.into(),
+            "shop/models.py::Item.total",
+        ),
+    ] {
+        let out = frozen_json(&s, &query, "symbol");
+        let anchors: Vec<&str> = out
+            .intent
+            .anchors
+            .iter()
+            .map(|a| a.symbol.as_str())
+            .collect();
+        assert_eq!(anchors, [symbol], "{query}");
+    }
+    let trace = "Traceback (most recent call last):\n  File \"/ci/work/shop/models.py\", line 24, in total\n    return self.price * quantity\nTypeError: can't multiply sequence";
+    let out = frozen_json(&s, trace, "symbol");
+    let anchors: Vec<&str> = out
+        .intent
+        .anchors
+        .iter()
+        .map(|a| a.symbol.as_str())
+        .collect();
+    assert_eq!(anchors, ["shop/models.py::Item.total"]);
     for query in [
-        "../shop/models.py:23",
-        "/etc/passwd:1",
-        "shop/models.py:NoSuchName",
+        "/etc/passwd",
+        "/home/someone/checkout/shop/nowhere.py:3",
+        "https://github.com/owner/repo/blob/main/README.md",
+        "shop/nowhere",
     ] {
         s.context(query)
             .profile("symbol")
@@ -905,6 +973,81 @@ fn a_pasted_ref_anchors_the_definition_it_points_into() {
             .run()
             .failure(7, "atlas-context-no-match");
     }
+}
+
+/// A Rust path from the crate's root and a TypeScript import's spelling name what they
+/// name in the code.
+#[test]
+fn rust_crate_paths_and_typescript_imports_name_their_symbols() {
+    let rust = built("rust");
+    for (query, symbol) in [
+        ("crate::geometry::Shape", "src/geometry.rs::Shape"),
+        (
+            "self::geometry::Circle::new",
+            "src/geometry.rs::Circle::new",
+        ),
+        ("super::super::geometry::UNIT", "src/geometry.rs::UNIT"),
+    ] {
+        let out = frozen_json(&rust, query, "symbol");
+        assert_eq!(out.intent.anchors[0].symbol, symbol, "{query}");
+    }
+    let typescript = built("typescript");
+    for (query, symbol) in [("./model", "src/model.ts"), ("../src/repo", "src/repo.ts")] {
+        let out = frozen_json(&typescript, query, "symbol");
+        assert_eq!(out.intent.anchors[0].symbol, symbol, "{query}");
+    }
+}
+
+/// A misspelt name is still a no-match, never a guess; the error offers the nearest
+/// names, each with the argv that asks again with it.
+#[test]
+fn a_misspelt_name_is_no_match_with_the_nearest_names_and_their_argv() {
+    let s = built("python");
+    let run = s
+        .context("Item.totl callers")
+        .profile("symbol")
+        .frozen()
+        .format("json")
+        .run()
+        .failure(7, "atlas-context-no-match");
+    let error = run.error();
+    assert!(
+        error.message.ends_with("did you mean `Item.total`?"),
+        "{}",
+        error.message
+    );
+    let suggestions = &error.details().suggestions;
+    assert_eq!(suggestions.len(), 1, "{suggestions:?}");
+    assert_eq!(suggestions[0].term, "Item.totl");
+    assert_eq!(suggestions[0].name, "Item.total");
+    assert!(
+        suggestions[0]
+            .argv
+            .contains(&"Item.total callers".to_string())
+    );
+    let out = s.replay(&suggestions[0].argv).success().context();
+    assert_eq!(out.intent.anchors[0].symbol, "shop/models.py::Item.total");
+    // A plain word asked alone: the nearest simple names, nearest first.
+    let error = s
+        .context("Cartt")
+        .profile("symbol")
+        .frozen()
+        .format("json")
+        .run()
+        .failure(7, "atlas-context-no-match")
+        .error();
+    assert_eq!(error.details().suggestions[0].name, "Cart");
+    // Nothing near: no suggestion, and the message says only what failed.
+    let error = s
+        .context("xyzzy_frobnicate")
+        .profile("symbol")
+        .frozen()
+        .format("json")
+        .run()
+        .failure(7, "atlas-context-no-match")
+        .error();
+    assert!(error.details().suggestions.is_empty());
+    assert!(!error.message.contains("did you mean"), "{}", error.message);
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! constant) nor a module. Stop words (English and Portuguese) never are. Everything else
 //! is free text for hybrid search — reported, never interpreted by a model.
 
+use std::collections::HashMap;
+
 use crate::graph::ids::NodeId;
 use crate::graph::names::{normalize_qualified, split_identifier};
 use crate::graph::reader::{Graph, NameTable};
@@ -232,7 +234,7 @@ fn is_identifier_shaped(token: &str) -> bool {
 fn is_path_shaped(token: &str) -> bool {
     // A file named with a line or a name after it (`a.py:42`, `a.py#L42`) is a path too.
     let file = token.split([':', '#']).next().unwrap_or(token);
-    token.contains('/') || crate::build::inventory::role_of(file).is_some()
+    token.contains('/') || token.contains('\\') || crate::build::inventory::role_of(file).is_some()
 }
 
 /// Written as code without any marker: separators or inner capitals after a lowercase
@@ -280,7 +282,34 @@ pub fn words(query: &str) -> Vec<Word> {
             out.push(Word::Plain(token.to_string()));
         }
     }
+    frames_as_refs(&mut out);
     out
+}
+
+/// A Python traceback's frame, `File "/x/a.py", line 42, in f`, is the ref `/x/a.py:42`
+/// (its function's name stays a word: it names the frame's definition again).
+fn frames_as_refs(words: &mut Vec<Word>) {
+    let mut at = 0;
+    while at + 2 < words.len() {
+        let frame = match &words[at..at + 3] {
+            [
+                Word::Path(path),
+                Word::Plain(line) | Word::Free(line),
+                Word::Free(number),
+            ] if line.eq_ignore_ascii_case("line")
+                && number.bytes().all(|b| b.is_ascii_digit())
+                && !path[path.rfind('/').map_or(0, |s| s + 1)..].contains([':', '#']) =>
+            {
+                Some(format!("{path}:{number}"))
+            }
+            _ => None,
+        };
+        if let Some(frame) = frame {
+            words[at] = Word::Path(frame);
+            words.drain(at + 1..at + 3);
+        }
+        at += 1;
+    }
 }
 
 /// Whether a query may need hybrid search (it has free words or several names): known
@@ -372,10 +401,27 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
                     continue;
                 }
                 let nodes = path_nodes(graph, path);
-                if nodes.is_empty() {
-                    matcher.intent.free_terms.push(text.clone());
-                } else {
+                if !nodes.is_empty() {
                     matcher.push(text, MatchTier::ExactPath, nodes);
+                    continue;
+                }
+                // Pasted from elsewhere: an absolute path, another checkout's, a URL, a
+                // module path without its extension (`./lib/router`).
+                match path_elsewhere(graph, text) {
+                    Some(Elsewhere::Ref(inventoried)) => {
+                        let nodes = label_nodes(graph, &inventoried)
+                            .or_else(|| pasted_ref_nodes(graph, &inventoried))
+                            .unwrap_or_else(|| path_nodes(graph, &inventoried));
+                        if nodes.is_empty() {
+                            matcher.intent.free_terms.push(text.clone());
+                        } else {
+                            matcher.push(text, MatchTier::ExactPath, nodes);
+                        }
+                    }
+                    Some(Elsewhere::Modules(nodes)) => {
+                        matcher.push(text, MatchTier::QualifiedSuffix, nodes)
+                    }
+                    None => matcher.intent.free_terms.push(text.clone()),
                 }
             }
             // A lone name goes down every tier; in a question, a name spelled only in
@@ -415,6 +461,15 @@ fn dedup_in_order(terms: &mut Vec<String>) {
 /// Every tier, strongest first: strong tiers, then segmented, then substring. A dotted
 /// or `::`-qualified name matches qualified names or a module's file, never by words.
 fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
+    // A Rust path from the crate's root or a module's (`crate::render::Shape`): the
+    // graph's qualified names start below the crate.
+    let mut token = token;
+    while let Some(rest) = ["crate::", "self::", "super::"]
+        .iter()
+        .find_map(|root| token.strip_prefix(root))
+    {
+        token = rest;
+    }
     if let Some(found) = strong_match(graph, token) {
         return Some(found);
     }
@@ -439,6 +494,15 @@ struct Matcher<'a> {
 impl Matcher<'_> {
     /// A name's candidates: one anchors, several are an ambiguity.
     fn push(&mut self, term: &str, tier: MatchTier, nodes: Vec<NodeId>) {
+        // A name that may be an anchor already named (a traceback's `in f` after its
+        // frame's ref) is that anchor, not an ambiguity or a second anchor.
+        if nodes.len() > 1
+            && nodes
+                .iter()
+                .any(|n| self.intent.anchors.iter().any(|a| a.node == *n))
+        {
+            return;
+        }
         let mut nodes = narrow(self.graph, term, tier, nodes, self.callables_only);
         if let [node] = nodes[..] {
             self.anchor(term, tier, node);
@@ -536,6 +600,70 @@ fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> 
     None
 }
 
+/// The names closest to `term` by edit distance (a transposition counts one), for a name
+/// that matched nothing: at most `limit`, nearest first, then the most central. A dotted
+/// or `::` term is compared with qualified names, any other with simple names. Only
+/// names within 1 edit (terms of up to five characters) or 2 are offered.
+pub fn near_names(graph: &Graph, written: &str, limit: usize) -> Vec<String> {
+    let mut term = written;
+    while let Some(rest) = ["crate::", "self::", "super::"]
+        .iter()
+        .find_map(|root| term.strip_prefix(root))
+    {
+        term = rest;
+    }
+    // A name is offered as the term was written: its Rust root and `::` kept.
+    let root = &written[..written.len() - term.len()];
+    let spelt = |key: &str| {
+        if term.contains("::") {
+            format!("{root}{}", key.replace('.', "::"))
+        } else {
+            format!("{root}{key}")
+        }
+    };
+    let qualified = term.contains('.') || term.contains("::");
+    let wanted = if qualified {
+        normalize_qualified(term)
+    } else {
+        term.to_string()
+    };
+    let within = if wanted.chars().count() <= 5 { 1 } else { 2 };
+    let table = if qualified {
+        NameTable::Suffix
+    } else {
+        NameTable::Exact
+    };
+    let length = wanted.len();
+    // (distance, centrality) of each near key; a key's entries are adjacent in its part.
+    let mut near: HashMap<&str, (usize, u32)> = HashMap::new();
+    let mut last: Option<(&str, Option<usize>)> = None;
+    for (key, node) in graph.name_entries(table) {
+        if key.len().abs_diff(length) > within {
+            continue;
+        }
+        let distance = match last {
+            Some((known, distance)) if known == key => distance,
+            _ => {
+                let distance = strsim::osa_distance(key, &wanted);
+                let distance = (distance > 0 && distance <= within).then_some(distance);
+                last = Some((key, distance));
+                distance
+            }
+        };
+        if let Some(distance) = distance {
+            let centrality = graph.centrality(node);
+            let entry = near.entry(key).or_insert((distance, centrality));
+            entry.1 = entry.1.max(centrality);
+        }
+    }
+    let mut near: Vec<(&str, (usize, u32))> = near.into_iter().collect();
+    near.sort_by(|a, b| a.1.0.cmp(&b.1.0).then(b.1.1.cmp(&a.1.1)).then(a.0.cmp(b.0)));
+    near.into_iter()
+        .take(limit)
+        .map(|(key, _)| spelt(key))
+        .collect()
+}
+
 /// `module.path.Qualified.name` of a symbol node: a name that matches it alone at the
 /// exact-id tier (what a re-asked query names a chosen candidate by).
 fn full_id(graph: &Graph, node: NodeId) -> String {
@@ -628,6 +756,62 @@ fn innermost_definition(graph: &Graph, file_node: NodeId, line: u32) -> Option<N
         .map(NodeId)
         .take_while(|&n| graph.node(n).file() == file);
     graph.innermost_at_line(definitions, line)
+}
+
+/// What a path that names no inventoried file or directory as written stands for.
+#[derive(Debug, PartialEq)]
+enum Elsewhere {
+    /// The same ref with its path made an inventoried one (its `:line`, `#L…` or
+    /// `::Name` kept).
+    Ref(String),
+    /// The files of a module path written without an extension.
+    Modules(Vec<NodeId>),
+}
+
+/// Reads a pasted path the way it names a file of this repository, or `None`:
+/// - a URL (`https://github.com/o/r/blob/<ref>/src/a.py#L10`, `file:///…`) or an
+///   absolute path, or a path from another checkout or machine (`/home/u/proj/src/a.py:42`,
+///   `C:\proj\src\a.py`): the longest tail of its segments that is an inventoried file or
+///   a module directory;
+/// - a module path without its extension (`src/lib/router`, `./router`, an import's
+///   spelling): the files whose module path it is, or ends with at a dot.
+///
+/// Only the graph's tables are consulted: a path that names no inventoried file is never
+/// opened.
+fn path_elsewhere(graph: &Graph, text: &str) -> Option<Elsewhere> {
+    let text = text.replace('\\', "/");
+    let mut text = text.as_str();
+    if let Some((scheme, rest)) = text.split_once("://")
+        && !scheme.is_empty()
+        && scheme.bytes().all(|b| b.is_ascii_alphabetic())
+    {
+        // The host is never a repository directory; a query string is no part of a path.
+        let rest = rest.split_once('/').map_or("", |(_, path)| path);
+        text = rest.split(['?']).next().unwrap_or(rest);
+    }
+    // The path ends at the first `:` or `#` after its last `/` (`C:/proj/a.py:42`).
+    let last_slash = text.rfind('/').map_or(0, |at| at + 1);
+    let end = text[last_slash..]
+        .find([':', '#'])
+        .map_or(text.len(), |at| last_slash + at);
+    let (path, tail) = text.split_at(end);
+    let segments: Vec<&str> = path
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != "." && *s != "..")
+        .collect();
+    for start in 0..segments.len() {
+        let candidate = segments[start..].join("/");
+        if graph.file_index(&candidate).is_some() || !path_nodes(graph, &candidate).is_empty() {
+            return Some(Elsewhere::Ref(format!("{candidate}{tail}")));
+        }
+    }
+    // An import's spelling: no extension on its last segment, nothing after it.
+    let last = segments.last()?;
+    if !tail.is_empty() || last.contains('.') {
+        return None;
+    }
+    let files = module_files(graph, &segments.join("."));
+    (!files.is_empty()).then_some(Elsewhere::Modules(files))
 }
 
 fn path_nodes(graph: &Graph, path: &str) -> Vec<NodeId> {

@@ -625,6 +625,15 @@ pub struct ErrorDetails {
     pub needs_bytes: Option<usize>,
     pub limit: Option<String>,
     pub expected: Option<String>,
+    pub suggestions: Vec<Suggestion>,
+}
+
+/// A name offered for a query's unmatched word (`atlas-context-no-match`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Suggestion {
+    pub term: String,
+    pub name: String,
+    pub argv: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use super::ContextRequest;
 use super::project::{Choice, Diagnostic, DiagnosticCode};
-use crate::error::AtlasError;
+use crate::error::{AtlasError, NearName};
 use crate::graph::ids::NodeId;
 use crate::graph::reader::Graph;
-use crate::query::intent::{Ambiguity, Anchor, AnchorReason, Intent, unique_name};
+use crate::query::intent::{Ambiguity, Anchor, AnchorReason, Intent, Word, unique_name, words};
 use crate::query::profile::ProfileName;
 use crate::query::search::Hit;
 use crate::syntax::facts::SymbolKind;
@@ -93,6 +93,36 @@ pub fn ambiguity_error(
         candidates: choices.iter().map(|c| c.symbol.clone()).collect(),
         argv: choices.into_iter().map(|c| c.argv).collect(),
     }
+}
+
+/// Names offered when nothing matched.
+const OFFERED: usize = 3;
+
+/// Names near the query's names that matched nothing (a typo: `Rationl`), each with the
+/// argv that asks again with it: code-shaped words, and a plain word asked alone.
+pub fn near_names(graph: &Graph, intent: &Intent, request: &ContextRequest) -> Vec<NearName> {
+    let mut out: Vec<NearName> = Vec::new();
+    for word in words(&request.query) {
+        let term = match word {
+            Word::Code(term) => term,
+            Word::Plain(term) if intent.single_name => term,
+            _ => continue,
+        };
+        if !intent.free_terms.contains(&term) || out.iter().any(|n| n.term == term) {
+            continue;
+        }
+        for name in crate::query::intent::near_names(graph, &term, OFFERED - out.len()) {
+            out.push(NearName {
+                argv: request.argv_for_query(&replace_term(&request.query, &term, &name)),
+                term: term.clone(),
+                name,
+            });
+        }
+        if out.len() >= OFFERED {
+            break;
+        }
+    }
+    out
 }
 
 /// Fused search score per node.

@@ -579,6 +579,7 @@ fn understand(
         }
         return Err(AtlasError::ContextNoMatch {
             query: request.query.clone(),
+            suggestions: anchor::near_names(graph, &intent, request),
         });
     }
     Ok((intent, hits, diagnostics))

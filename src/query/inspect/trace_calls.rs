@@ -251,6 +251,7 @@ fn resolve(graph: &Graph, request: &TraceCallsRequest) -> Result<(NodeId, &'stat
         .first()
         .ok_or_else(|| AtlasError::ContextNoMatch {
             query: request.symbol.clone(),
+            suggestions: Vec::new(),
         })?;
     Ok((anchor.node, anchor.tier.map_or("name", |t| t.as_str())))
 }

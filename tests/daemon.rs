@@ -448,7 +448,7 @@ fn the_protocol_is_one_json_line_each_way() {
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line).unwrap();
     let status: serde_json::Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(status["protocol"], 1);
+    assert_eq!(status["protocol"], 2);
     assert_eq!(status["limits"]["workers"], 2);
 
     let mut stream = UnixStream::connect(sandbox.graph().join("daemon.sock")).unwrap();
@@ -580,6 +580,61 @@ fn raw_request(sandbox: &Sandbox) -> String {
         "code_root": sandbox.repo(), "deadline_ms": null
     });
     format!("{request}\n")
+}
+
+/// Sends one raw request line and reads the reply.
+fn raw_reply(sandbox: &Sandbox, request: &serde_json::Value) -> serde_json::Value {
+    let mut stream = UnixStream::connect(sandbox.graph().join("daemon.sock")).unwrap();
+    stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+/// Version 1 calls (an older client's) are still read; `max_score` came with version 2,
+/// which an older daemon refuses instead of answering the whole page; a version from the
+/// future is `unavailable`, never a guess.
+#[test]
+fn protocol_versions_one_and_two_are_read_and_a_newer_one_is_refused() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(&sandbox, &[], &[]);
+    let mut request: serde_json::Value = serde_json::from_str(&raw_request(&sandbox)).unwrap();
+    let v1 = raw_reply(&sandbox, &request);
+    assert_eq!(v1["outcome"], "success", "{v1}");
+    request["v"] = 2.into();
+    request["min_score"] = 1.into();
+    request["max_score"] = 500.into();
+    let v2 = raw_reply(&sandbox, &request);
+    assert_eq!(v2["outcome"], "success", "{v2}");
+    let page: serde_json::Value = serde_json::from_str(v2["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(page["receipt"]["limits"]["max_score"], 500, "{page:#}");
+    let direct = context(
+        &sandbox,
+        "Cart",
+        &["--min-score", "1", "--max-score", "500"],
+    );
+    let ids = |page: &serde_json::Value| -> Vec<String> {
+        page["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].to_string())
+            .collect()
+    };
+    assert_eq!(ids(&page), ids(&direct.success().json()));
+    request["v"] = 3.into();
+    let v3 = raw_reply(&sandbox, &request);
+    assert_eq!(v3["outcome"], "unavailable", "{v3}");
+    assert!(
+        v3["reason"]
+            .as_str()
+            .unwrap()
+            .contains("protocol version 3"),
+        "{v3}"
+    );
 }
 
 #[test]

@@ -393,7 +393,7 @@ struct Attempt {
 /// Returns the exit code.
 pub fn context(call: &Call, args: &ContextArgs) -> Result<i32> {
     let location = call.location()?;
-    let wire = ContextCall {
+    let mut wire = ContextCall {
         v: PROTOCOL_VERSION,
         query: args.query.clone(),
         profile: clap::ValueEnum::to_possible_value(&args.profile)
@@ -411,6 +411,7 @@ pub fn context(call: &Call, args: &ContextArgs) -> Result<i32> {
         code_root: location.code_root.clone(),
         deadline_ms: args.deadline_ms,
     };
+    wire.v = wire.version_needed();
     let socket = socket_path(&location.graph_dir);
     let started = Instant::now();
     // The daemon answers by its deadline; the margin covers a slow hand-over.

@@ -11,8 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::AtlasError;
 
-/// Version of the request and reply documents below.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version of the request and reply documents below. Version 2 added `max_score` to a
+/// context call; a call is sent with the lowest version that carries what it asks
+/// (`ContextCall::version_needed`), so an older daemon answers what it can answer
+/// exactly and refuses, as `unavailable`, what it would answer wrongly.
+pub const PROTOCOL_VERSION: u32 = 2;
+/// The oldest call version this daemon reads.
+pub const OLDEST_PROTOCOL_VERSION: u32 = 1;
 pub const SOCKET_FILE: &str = "daemon.sock";
 /// Held (flock) by the serving daemon: a socket without a holder is stale.
 pub const LOCK_FILE: &str = "daemon.lock";
@@ -100,6 +105,14 @@ pub struct ContextCall {
     pub code_root: PathBuf,
     /// Overrides the daemon's per-request deadline (never beyond it).
     pub deadline_ms: Option<u64>,
+}
+
+impl ContextCall {
+    /// The lowest protocol version that carries this call: a version-1 daemon ignores
+    /// `max_score` and would answer a band continuation with the whole page.
+    pub fn version_needed(&self) -> u32 {
+        if self.max_score.is_some() { 2 } else { 1 }
+    }
 }
 
 /// The typed outcome of one worker request.
@@ -225,5 +238,36 @@ impl Reply {
             queue_ms: 0.0,
             run_ms: 0.0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call is sent as version 1 unless it carries `max_score`: an older daemon then
+    /// refuses it (`unavailable`) rather than answering a band continuation whole.
+    #[test]
+    fn a_call_asks_for_version_two_only_when_it_needs_it() {
+        let call = |max_score| ContextCall {
+            v: PROTOCOL_VERSION,
+            query: "Cart".into(),
+            profile: "symbol".into(),
+            max_bytes: None,
+            min_score: Some(1),
+            max_score,
+            expect_graph: None,
+            after: None,
+            frozen: true,
+            no_build: false,
+            format: "json".into(),
+            code_arg: None,
+            graph_arg: None,
+            code_root: PathBuf::from("/r"),
+            deadline_ms: None,
+        };
+        assert_eq!(call(None).version_needed(), 1);
+        assert_eq!(call(Some(500)).version_needed(), 2);
+        assert!(call(Some(500)).version_needed() <= PROTOCOL_VERSION);
     }
 }

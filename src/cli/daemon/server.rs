@@ -33,8 +33,8 @@ use crate::query::context::{self, ContextRequest};
 use crate::query::profile::ProfileName;
 
 use super::protocol::{
-    ContextCall, LOCK_FILE, MAX_REQUEST_BYTES, Outcome, PROTOCOL_VERSION, Reply, Request,
-    socket_path,
+    ContextCall, LOCK_FILE, MAX_REQUEST_BYTES, OLDEST_PROTOCOL_VERSION, Outcome, PROTOCOL_VERSION,
+    Reply, Request, socket_path,
 };
 
 /// Two panics this close together open the circuit.
@@ -679,11 +679,11 @@ fn connection(shared: &Arc<Shared>, stream: UnixStream, socket: &Path) {
 
 /// Admission, then the wait for a worker's answer under the deadline.
 fn admit(shared: &Arc<Shared>, call: ContextCall, stream: &UnixStream) -> Reply {
-    if call.v != PROTOCOL_VERSION {
+    if !(OLDEST_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&call.v) {
         return Reply::refused(
             Outcome::Unavailable,
             format!(
-                "protocol version {} (this daemon speaks {PROTOCOL_VERSION})",
+                "protocol version {} (this daemon speaks {OLDEST_PROTOCOL_VERSION} to {PROTOCOL_VERSION})",
                 call.v
             ),
         );

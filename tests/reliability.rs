@@ -340,6 +340,46 @@ fn garbage_in_current_is_overwritten_by_the_next_build() {
     assert_eq!(s.current(), committed);
 }
 
+/// A damaged manifest loses the build's reports, not the graph: status says so (text and
+/// JSON) and still answers, queries still answer, and the next build rewrites it.
+#[test]
+fn a_damaged_manifest_is_reported_by_status_and_rewritten_by_the_next_build() {
+    let s = built("python");
+    let manifest = s
+        .graph()
+        .join("generations")
+        .join(s.current())
+        .join("manifest.json");
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    assert!(
+        s.atlas(&["status", "--format", "json"])
+            .success()
+            .json()
+            .get("manifest_error")
+            .is_none()
+    );
+    std::fs::write(&manifest, "{\"manifest_version\": 2, garbage").unwrap();
+    let text = s.atlas(&["status"]).success();
+    assert!(
+        text.stdout.contains("manifest    unreadable:"),
+        "{}",
+        text.describe()
+    );
+    let json = s.atlas(&["status", "--format", "json"]).success().json();
+    let error = json["manifest_error"].as_str().expect("manifest_error");
+    assert!(error.contains("manifest.json"), "{error}");
+    s.context("Cart").profile("symbol").frozen().run().success();
+    s.build_json();
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), good);
+    assert!(
+        s.atlas(&["status", "--format", "json"])
+            .success()
+            .json()
+            .get("manifest_error")
+            .is_none()
+    );
+}
+
 // ── C. search indexes heal, and say what is wrong ────────────────────────────────────
 
 fn search_dir(s: &Sandbox) -> PathBuf {

@@ -53,6 +53,10 @@ pub struct StatusReport {
     pub watch: Option<crate::build::watch::WatchStatus>,
     /// The Jev judge: configuration, problems, and what it spent since the ledger started.
     pub relevance: crate::query::search::relevance::RelevanceStatus,
+    /// Why the committed generation's manifest could not be read, when it could not: its
+    /// reports (skipped files, extraction limits, SCIP runs) are then missing here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifest_error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -93,7 +97,12 @@ pub fn status(
     let observing = config.observability;
     let store = Store::new(&location.graph_dir);
     let (fingerprint, graph) = store.open_current()?;
-    let manifest = store.read_manifest(&fingerprint).ok();
+    // A damaged or missing manifest loses the build's reports (skipped files, limits, SCIP
+    // runs), not the graph: said, and rewritten by the next build.
+    let (manifest, manifest_error) = match store.read_manifest(&fingerprint) {
+        Ok(manifest) => (Some(manifest), None),
+        Err(error) => (None, Some(error.to_string())),
+    };
     let code_root = location.read_root(&store);
 
     let mut files_by_language = BTreeMap::new();
@@ -212,6 +221,7 @@ pub fn status(
         staleness,
         observability: crate::cli::observe::status(&location.graph_dir, observing),
         watch: crate::build::watch::WatchStatus::read(&location.graph_dir),
+        manifest_error,
         relevance: crate::query::search::relevance::status(
             &config.search.relevance,
             config.search.rerank,
@@ -258,6 +268,11 @@ fn render(s: &StatusReport) -> String {
         "fingerprint {} (format {}, {} segments, {} bytes)\n",
         s.fingerprint, s.format_version, s.segments, s.graph_bytes
     ));
+    if let Some(error) = &s.manifest_error {
+        out.push_str(&format!(
+            "manifest    unreadable: {error}; skipped files, extraction limits and SCIP runs are not shown (the next `atlas build` rewrites it)\n"
+        ));
+    }
     let join = |m: &std::collections::BTreeMap<String, usize>| {
         m.iter()
             .map(|(k, v)| format!("{k} {v}"))

@@ -998,6 +998,72 @@ fn rust_crate_paths_and_typescript_imports_name_their_symbols() {
     }
 }
 
+/// A dotted name as a package's users write it reaches what the package re-exports:
+/// `pkg.Engine` through `pkg/__init__.py`'s import, then members down the rest.
+#[test]
+fn a_dotted_name_reaches_what_its_module_re_exports() {
+    let s = Sandbox::new();
+    s.write("pkg/__init__.py", "from .core import Engine\n");
+    s.write(
+        "pkg/core.py",
+        "class Engine:\n    def start(self):\n        return 1\n",
+    );
+    s.write(
+        "app/cli.py",
+        "from pkg import Engine\n\n\ndef run():\n    return Engine().start()\n",
+    );
+    s.build_json();
+    for (query, symbol) in [
+        ("pkg.Engine", "pkg/core.py::Engine"),
+        ("pkg.Engine.start", "pkg/core.py::Engine.start"),
+        ("app.cli.Engine", "pkg/core.py::Engine"),
+        (
+            "why does pkg.Engine.start() return 1",
+            "pkg/core.py::Engine.start",
+        ),
+    ] {
+        let out = frozen_json(&s, query, "symbol");
+        let anchors: Vec<&str> = out
+            .intent
+            .anchors
+            .iter()
+            .map(|a| a.symbol.as_str())
+            .collect();
+        assert_eq!(anchors, [symbol], "{query}");
+    }
+    for query in ["pkg.Motor", "pkg.Engine.stop"] {
+        s.context(query)
+            .profile("symbol")
+            .frozen()
+            .run()
+            .failure(7, "atlas-context-no-match");
+    }
+}
+
+/// An error message's quoted names are code (`'Item'`), and a lower-case word that is code
+/// only by its call (`type(s)`) is not a class of another case (`Type`).
+#[test]
+fn an_error_messages_quoted_names_anchor_and_its_calls_keep_their_case() {
+    let s = Sandbox::new();
+    s.write(
+        "kinds.py",
+        "class Type:\n    pass\n\n\nclass Item:\n    def total(self, n):\n        return n * 2\n",
+    );
+    s.build_json();
+    let out = frozen_json(
+        &s,
+        "TypeError: unsupported operand type(s) for *: 'Item' and 'str'",
+        "symbol",
+    );
+    let anchors: Vec<&str> = out
+        .intent
+        .anchors
+        .iter()
+        .map(|a| a.symbol.as_str())
+        .collect();
+    assert_eq!(anchors, ["kinds.py::Item"]);
+}
+
 /// A misspelt name is still a no-match, never a guess; the error offers the nearest
 /// names, each with the argv that asks again with it.
 #[test]

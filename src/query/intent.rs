@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use crate::graph::codes::EdgeKind;
 use crate::graph::ids::NodeId;
 use crate::graph::names::{normalize_qualified, split_identifier};
 use crate::graph::reader::{Graph, NameTable};
@@ -250,7 +251,12 @@ fn is_code_shaped(token: &str) -> bool {
 pub fn words(query: &str) -> Vec<Word> {
     let mut out = Vec::new();
     for raw in query.split_whitespace() {
-        let quoted = raw.starts_with('`') || raw.ends_with('`');
+        // Backticks, and the single quotes of an error message (`'Rational' and 'str'`),
+        // mark code.
+        let bare = raw.trim_end_matches([',', ';', ':', '.', '?', '!', ')']);
+        let quoted = raw.starts_with('`')
+            || raw.ends_with('`')
+            || (bare.len() > 2 && bare.starts_with('\'') && bare.ends_with('\''));
         // Sentence punctuation around a word is not part of it (`registered?`, `(see`).
         let mut token = raw.trim_matches(|c: char| {
             matches!(
@@ -427,7 +433,15 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
             // A lone name goes down every tier; in a question, a name spelled only in
             // part (`NotImplemented` ~ `test_not_implemented`) is noise, not intent.
             Word::Code(text) => {
-                match ladder(graph, text).filter(|(tier, _)| single || tier.is_strong()) {
+                // Code only by its backticks or its call (`type(s)` in an error message):
+                // written in its exact case, so a match in another case is not it.
+                let exact_case = !is_code_shaped(text);
+                let matched = ladder(graph, text).filter(|(tier, _)| {
+                    single
+                        || (tier.is_strong()
+                            && !(exact_case && *tier == MatchTier::CaseInsensitive))
+                });
+                match matched {
                     Some((tier, nodes)) => matcher.push(text, tier, nodes),
                     None => matcher.intent.free_terms.push(text.clone()),
                 }
@@ -474,8 +488,12 @@ fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
         return Some(found);
     }
     if token.contains('.') || token.contains("::") {
-        let files = module_files(graph, &normalize_qualified(token));
-        return (!files.is_empty()).then_some((MatchTier::QualifiedSuffix, files));
+        let dotted = normalize_qualified(token);
+        let mut nodes = module_files(graph, &dotted);
+        if nodes.is_empty() {
+            nodes = through_imports(graph, &dotted);
+        }
+        return (!nodes.is_empty()).then_some((MatchTier::QualifiedSuffix, nodes));
     }
     let nodes = segmented(graph, token);
     if !nodes.is_empty() {
@@ -687,6 +705,50 @@ pub fn unique_name(graph: &Graph, node: NodeId) -> String {
         }
         _ => full_id(graph, node),
     }
+}
+
+/// What a dotted name reaches through the modules that re-export it, as a package's
+/// users write it (`sympy.Rational`, `sympy.core.numbers.igcd`): the longest prefix that
+/// is a module (`module_files`) whose files import the next segment by that name, then
+/// the members the remaining segments name (`sympy.Rational.limit_denominator`).
+fn through_imports(graph: &Graph, dotted: &str) -> Vec<NodeId> {
+    let segments: Vec<&str> = dotted.split('.').collect();
+    let named = |node: NodeId, name: &str| match graph.kind(node) {
+        SymbolKind::File | SymbolKind::Module => {
+            let path = graph.str(graph.node(node).qualified());
+            crate::graph::names::module_path_of(path.trim_end_matches('/'))
+                .rsplit('.')
+                .next()
+                == Some(name)
+        }
+        _ => graph.str(graph.node(node).name()) == name,
+    };
+    let along = |from: &[NodeId], kind: EdgeKind, name: &str| -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = from
+            .iter()
+            .flat_map(|&node| graph.out_edges(node))
+            .filter(|edge| edge.kind == kind as u8)
+            .map(|edge| edge.node())
+            .filter(|&node| named(node, name))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes
+    };
+    for split in (1..segments.len()).rev() {
+        let modules = module_files(graph, &segments[..split].join("."));
+        if modules.is_empty() {
+            continue;
+        }
+        let mut found = along(&modules, EdgeKind::Imports, segments[split]);
+        for member in &segments[split + 1..] {
+            found = along(&found, EdgeKind::Contains, member);
+        }
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
 }
 
 /// File nodes whose dotted module path ends with `dotted` at a dot (`codegen.ast` →

@@ -357,6 +357,34 @@ fn one_graph_has_one_watcher() {
         .failure(5, "atlas-watch-running");
 }
 
+/// Deleting the graph directory under a running watcher deletes the lock it holds: the
+/// watcher takes the lock again and builds the graph anew, unasked, so a second watcher
+/// is still refused instead of building beside it.
+#[test]
+fn a_graph_directory_deleted_under_its_watcher_is_rebuilt_and_keeps_one_watcher() {
+    let sandbox = Sandbox::with_fixture("python");
+    let watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    std::fs::remove_dir_all(sandbox.graph()).unwrap();
+    watcher.wait_until(|w| w["state"] == "idle" && w["published"].as_u64() >= Some(2));
+    let cart = frozen_symbol(&sandbox, "Cart");
+    assert_eq!(
+        cart["intent"]["anchors"][0]["symbol"], "shop/models.py::Cart",
+        "{cart:#}"
+    );
+    sandbox
+        .atlas(&["watch", "--no-search"])
+        .failure(5, "atlas-watch-running");
+    // And it still follows edits.
+    let status = watcher.status();
+    let after = append_and_wait(
+        &sandbox,
+        &watcher,
+        &status,
+        "\n\ndef rebuilt():\n    return 1\n",
+    );
+    assert_eq!(after["last_build"]["outcome"], "published", "{after:#}");
+}
+
 #[test]
 fn a_watching_daemon_answers_an_edit_without_scanning_the_tree() {
     let sandbox = Sandbox::with_fixture("python");

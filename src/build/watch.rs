@@ -259,7 +259,7 @@ impl Watch {
             stop: stop.clone(),
             ignores: RootIgnores::default(),
             memo: Arc::default(),
-            _lock: lock,
+            lock,
         };
         looped.ignores = RootIgnores::load(&looped.root);
         looped.publish_status();
@@ -474,7 +474,8 @@ struct Loop {
     ignores: RootIgnores,
     /// The facts of the last in-process build, for the next one.
     memo: Arc<super::FactMemo>,
-    _lock: std::fs::File,
+    /// The watch lock of `graph_dir`, held for as long as the loop runs (`check_lock`).
+    lock: std::fs::File,
 }
 
 /// How long after a failed build the watcher tries again (at least the debounce), doubling
@@ -483,6 +484,27 @@ const RETRY: Duration = Duration::from_secs(5);
 const MAX_RETRY: Duration = Duration::from_secs(300);
 /// How often the loop looks at the stop flag while nothing happens.
 const TICK: Duration = Duration::from_millis(50);
+/// How often the loop checks that its lock is still the one in the graph directory.
+const LOCK_CHECK: Duration = Duration::from_secs(1);
+
+/// What `Loop::check_lock` found.
+#[derive(Debug, PartialEq)]
+enum LockCheck {
+    Held,
+    /// The graph directory (or its lock) was deleted and the lock is held again.
+    Retaken,
+    /// Another watcher holds the graph directory's lock now: this one stops.
+    Superseded,
+}
+
+/// Whether `held` is the file at `path` (not one deleted, or replaced, since).
+fn still_holds(held: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (held.metadata(), std::fs::metadata(path)) {
+        (Ok(held), Ok(there)) => held.dev() == there.dev() && held.ino() == there.ino(),
+        _ => false,
+    }
+}
 
 impl Loop {
     fn run(mut self) {
@@ -501,7 +523,23 @@ impl Loop {
         };
         let mut retry = next_retry(self.build(Instant::now(), 0));
         let mut pending: Option<(Instant, Instant, u64)> = None; // (first, last, events)
+        let mut lock_checked = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
+            if lock_checked.elapsed() >= LOCK_CHECK {
+                lock_checked = Instant::now();
+                match self.check_lock() {
+                    LockCheck::Held => {}
+                    // The graph was deleted with its directory: build it again now.
+                    LockCheck::Retaken => retry = Some(Instant::now()),
+                    LockCheck::Superseded => {
+                        // The directory is the other watcher's now: nothing more is written
+                        // there, and the process's own status says why this one stopped.
+                        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+                        status.state = "superseded".into();
+                        return;
+                    }
+                }
+            }
             let wait = match pending {
                 Some((first, last, _)) => {
                     let quiet = last + self.options.debounce;
@@ -682,6 +720,29 @@ impl Loop {
             s.state = "idle".into();
         });
         ok
+    }
+
+    /// Keeps this watcher the only one of its graph directory. Deleting the directory
+    /// deletes the lock file this loop holds, and a second watcher could then start beside
+    /// it: the lock is taken again where it belongs, unless another watcher already has it.
+    fn check_lock(&mut self) -> LockCheck {
+        let path = self.graph_dir.join(LOCK_FILE);
+        if still_holds(&self.lock, &path) {
+            return LockCheck::Held;
+        }
+        // A directory that cannot be made again (a read-only mount) is tried next time.
+        if std::fs::create_dir_all(&self.graph_dir).is_err() {
+            return LockCheck::Held;
+        }
+        match hold_lock(&self.graph_dir) {
+            Ok(lock) => {
+                self.lock = lock;
+                self.publish_status();
+                LockCheck::Retaken
+            }
+            Err(AtlasError::WatchRunning(_)) => LockCheck::Superseded,
+            Err(_) => LockCheck::Held,
+        }
     }
 
     fn set_state(&mut self, state: &str) {

@@ -86,6 +86,10 @@ pub fn run(call: &Call, args: &WatchArgs) -> Result<(), AtlasError> {
     loop {
         std::thread::sleep(Duration::from_millis(25));
         let status = watch.status();
+        if status.state == "superseded" {
+            // The graph directory was deleted and another watcher started on it.
+            return Err(AtlasError::WatchRunning(call.location()?.graph_dir));
+        }
         if status.builds > reported {
             reported = status.builds;
             if let Some(last) = &status.last_build {

@@ -1012,11 +1012,15 @@ fn a_dotted_name_reaches_what_its_module_re_exports() {
         "app/cli.py",
         "from pkg import Engine\n\n\ndef run():\n    return Engine().start()\n",
     );
+    s.write("app/main.py", "from pkg.core import Engine\n");
     s.build_json();
     for (query, symbol) in [
         ("pkg.Engine", "pkg/core.py::Engine"),
         ("pkg.Engine.start", "pkg/core.py::Engine.start"),
         ("app.cli.Engine", "pkg/core.py::Engine"),
+        // `main.py` is a module named `main`, not its package.
+        ("app.main.Engine", "pkg/core.py::Engine"),
+        ("app.main", "app/main.py"),
         (
             "why does pkg.Engine.start() return 1",
             "pkg/core.py::Engine.start",

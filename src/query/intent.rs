@@ -754,15 +754,23 @@ fn through_imports(graph: &Graph, dotted: &str) -> Vec<NodeId> {
 /// File nodes whose dotted module path ends with `dotted` at a dot (`codegen.ast` →
 /// `sympy/codegen/ast.py`).
 fn module_files(graph: &Graph, dotted: &str) -> Vec<NodeId> {
+    let names = |module: &str| {
+        module == dotted
+            || (module.ends_with(dotted)
+                && module.as_bytes()[module.len() - dotted.len() - 1] == b'.')
+    };
     graph
         .files()
         .filter_map(|f| graph.file(f))
         .filter(|f| f.language != u8::MAX)
         .filter(|f| {
-            let module = crate::graph::names::module_path_of(graph.str(f.path()));
-            module == dotted
-                || (module.ends_with(dotted)
-                    && module.as_bytes()[module.len() - dotted.len() - 1] == b'.')
+            let path = graph.str(f.path());
+            // A package marker drops (`pkg/__init__.py` is `pkg`), but a Python `main.py` or
+            // `lib.py` is a module of that name too: its path, dotted, also names it.
+            names(&crate::graph::names::module_path_of(path))
+                || path
+                    .rsplit_once('.')
+                    .is_some_and(|(stem, _)| names(&stem.replace('/', ".")))
         })
         .map(|f| f.node())
         .collect()

@@ -512,23 +512,32 @@ async fn typed_errors_are_tool_errors_and_the_server_keeps_serving() {
         .call_tool(CallToolRequestParams::new("atlas_nothing"))
         .await;
     assert!(unknown.is_err(), "{unknown:?}");
-    // rmcp refuses arguments that do not fit the schema as a tool error naming them.
-    for (arguments, named) in [
-        (json!({"profile": "symbol"}), "query"),
-        (json!({"query": "Cart", "profile": 5}), "invalid type"),
+    // Arguments that do not fit the schema are `atlas-invalid-input` in Atlas's own error
+    // envelope, naming what is wrong, as on the command line.
+    for (tool, arguments, named) in [
+        ("atlas_context", json!({"profile": "symbol"}), "query"),
         (
+            "atlas_context",
+            json!({"query": "Cart", "profile": 5}),
+            "invalid type",
+        ),
+        (
+            "atlas_context",
             json!({"query": "Cart", "profile": "symbol", "extra": true}),
             "extra",
         ),
+        ("atlas_search", json!({"query": ["Cart"]}), "invalid type"),
+        ("atlas_status", json!({"verbose": true}), "verbose"),
     ] {
         let Value::Object(arguments) = arguments else {
             unreachable!()
         };
         let bad = client
-            .call_tool(CallToolRequestParams::new("atlas_context").with_arguments(arguments))
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
             .await
             .expect("a tool error, not a protocol failure");
         assert_eq!(bad.is_error, Some(true), "{bad:?}");
+        assert_eq!(error_code(&bad), "atlas-invalid-input", "{tool} {named}");
         let text = &bad.content[0].as_text().unwrap().text;
         assert!(text.contains(named), "{named}: {text}");
     }

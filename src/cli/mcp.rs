@@ -165,6 +165,45 @@ pub struct ExpandParams {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
+/// A tool's arguments, kept when they do not fit its schema (missing, ill-typed, unknown),
+/// so that the tool answers `atlas-invalid-input` in Atlas's own error envelope, as the
+/// CLI does, rather than in rmcp's words. Its schema is `T`'s.
+pub struct Lenient<T>(std::result::Result<T, String>);
+
+impl<T> Lenient<T> {
+    fn take(self) -> Result<T, AtlasError> {
+        self.0.map_err(|reason| AtlasError::InvalidInput {
+            what: "the tool's arguments",
+            reason,
+        })
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(Lenient(T::deserialize(value).map_err(|e| e.to_string())))
+    }
+}
+
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Lenient<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindAllParams {
@@ -378,9 +417,13 @@ impl AtlasServer {
     )]
     async fn atlas_context(
         &self,
-        Parameters(p): Parameters<ContextParams>,
+        Parameters(p): Parameters<Lenient<ContextParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, Some("context"), move |call| {
             too_long(&p.query)?;
             let args = context::ContextArgs {
@@ -414,9 +457,13 @@ impl AtlasServer {
     )]
     async fn atlas_search(
         &self,
-        Parameters(p): Parameters<SearchParams>,
+        Parameters(p): Parameters<Lenient<SearchParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, Some("search"), move |call| {
             too_long(&p.query)?;
             let args = search::SearchArgs {
@@ -444,9 +491,13 @@ impl AtlasServer {
     #[tool(description = "The hash-verified source lines behind search refs (paginated).")]
     async fn atlas_expand(
         &self,
-        Parameters(p): Parameters<ExpandParams>,
+        Parameters(p): Parameters<Lenient<ExpandParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, Some("expand"), move |call| {
             let args = expand::ExpandArgs {
                 refs: p.refs,
@@ -463,9 +514,12 @@ impl AtlasServer {
     )]
     async fn atlas_status(
         &self,
-        Parameters(_): Parameters<NoParams>,
+        Parameters(p): Parameters<Lenient<NoParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Err(e) = p.take() {
+            return Ok(tool_error(&e));
+        }
         self.answer(context, None, status::json).await
     }
 }
@@ -478,9 +532,13 @@ impl AtlasServer {
     )]
     async fn atlas_find_all(
         &self,
-        Parameters(p): Parameters<FindAllParams>,
+        Parameters(p): Parameters<Lenient<FindAllParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, None, move |call| {
             let args = inspect::FindAllArgs {
                 literal: p.literal,
@@ -499,9 +557,13 @@ impl AtlasServer {
     #[tool(description = "A file's outline (signatures, docs, spans), and its text when small.")]
     async fn atlas_file_api(
         &self,
-        Parameters(p): Parameters<FileApiParams>,
+        Parameters(p): Parameters<Lenient<FileApiParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, None, move |call| {
             let args = inspect::FileApiArgs {
                 path: p.path,
@@ -519,9 +581,13 @@ impl AtlasServer {
     #[tool(description = "A compact map of the repository's modules and their relations.")]
     async fn atlas_repo_map(
         &self,
-        Parameters(p): Parameters<PageParams>,
+        Parameters(p): Parameters<Lenient<PageParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, None, move |call| {
             let args = inspect::RepoMapArgs {
                 offset: p.offset.unwrap_or(0),
@@ -541,9 +607,13 @@ impl AtlasServer {
     )]
     async fn atlas_trace_calls(
         &self,
-        Parameters(p): Parameters<TraceParams>,
+        Parameters(p): Parameters<Lenient<TraceParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, None, move |call| {
             let args = inspect::TraceCallsArgs {
                 symbol: p.symbol,
@@ -567,9 +637,13 @@ impl AtlasServer {
     #[tool(description = "Which indexed files changed since the graph was built; rebuild needed?")]
     async fn atlas_check_freshness(
         &self,
-        Parameters(p): Parameters<OffsetParams>,
+        Parameters(p): Parameters<Lenient<OffsetParams>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let p = match p.take() {
+            Ok(p) => p,
+            Err(e) => return Ok(tool_error(&e)),
+        };
         self.answer(context, None, move |call| {
             let args = inspect::CheckFreshnessArgs {
                 offset: p.offset.unwrap_or(0),

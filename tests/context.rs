@@ -11,6 +11,16 @@ fn built(fixture: &str) -> Sandbox {
     s
 }
 
+/// `atlas context <query> --profile symbol --frozen`, which must be a no-match.
+#[track_caller]
+fn no_match(s: &Sandbox, query: &str) {
+    s.context(query)
+        .profile("symbol")
+        .frozen()
+        .run()
+        .failure(7, "atlas-context-no-match");
+}
+
 fn without_timings(mut output: Value) -> Value {
     output["receipt"]["timings_ms"] = Value::Null;
     output["receipt"]["serialized_bytes"] = Value::Null;
@@ -895,11 +905,7 @@ fn a_pasted_ref_anchors_the_definition_it_points_into() {
         assert_eq!(anchor.tier.as_deref(), Some("exact-id"), "{query}");
     }
     for query in ["/etc/passwd:1", "shop/models.py:NoSuchName"] {
-        s.context(query)
-            .profile("symbol")
-            .frozen()
-            .run()
-            .failure(7, "atlas-context-no-match");
+        no_match(&s, query);
     }
 }
 
@@ -967,11 +973,7 @@ fn a_path_pasted_from_elsewhere_names_the_inventoried_file_it_ends_with() {
         "https://github.com/owner/repo/blob/main/README.md",
         "shop/nowhere",
     ] {
-        s.context(query)
-            .profile("symbol")
-            .frozen()
-            .run()
-            .failure(7, "atlas-context-no-match");
+        no_match(&s, query);
     }
 }
 
@@ -1036,11 +1038,7 @@ fn a_dotted_name_reaches_what_its_module_re_exports() {
         assert_eq!(anchors, [symbol], "{query}");
     }
     for query in ["pkg.Motor", "pkg.Engine.stop"] {
-        s.context(query)
-            .profile("symbol")
-            .frozen()
-            .run()
-            .failure(7, "atlas-context-no-match");
+        no_match(&s, query);
     }
 }
 

@@ -351,13 +351,9 @@ fn a_damaged_manifest_is_reported_by_status_and_rewritten_by_the_next_build() {
         .join(s.current())
         .join("manifest.json");
     let good = std::fs::read_to_string(&manifest).unwrap();
-    assert!(
-        s.atlas(&["status", "--format", "json"])
-            .success()
-            .json()
-            .get("manifest_error")
-            .is_none()
-    );
+    let manifest_error =
+        || s.atlas(&["status", "--format", "json"]).success().json()["manifest_error"].clone();
+    assert!(manifest_error().is_null());
     std::fs::write(&manifest, "{\"manifest_version\": 2, garbage").unwrap();
     let text = s.atlas(&["status"]).success();
     assert!(
@@ -365,19 +361,18 @@ fn a_damaged_manifest_is_reported_by_status_and_rewritten_by_the_next_build() {
         "{}",
         text.describe()
     );
-    let json = s.atlas(&["status", "--format", "json"]).success().json();
-    let error = json["manifest_error"].as_str().expect("manifest_error");
-    assert!(error.contains("manifest.json"), "{error}");
+    let error = manifest_error();
+    assert!(
+        error
+            .as_str()
+            .expect("manifest_error")
+            .contains("manifest.json"),
+        "{error}"
+    );
     s.context("Cart").profile("symbol").frozen().run().success();
     s.build_json();
     assert_eq!(std::fs::read_to_string(&manifest).unwrap(), good);
-    assert!(
-        s.atlas(&["status", "--format", "json"])
-            .success()
-            .json()
-            .get("manifest_error")
-            .is_none()
-    );
+    assert!(manifest_error().is_null());
 }
 
 // ── C. search indexes heal, and say what is wrong ────────────────────────────────────

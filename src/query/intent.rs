@@ -475,15 +475,7 @@ fn dedup_in_order(terms: &mut Vec<String>) {
 /// Every tier, strongest first: strong tiers, then segmented, then substring. A dotted
 /// or `::`-qualified name matches qualified names or a module's file, never by words.
 fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
-    // A Rust path from the crate's root or a module's (`crate::render::Shape`): the
-    // graph's qualified names start below the crate.
-    let mut token = token;
-    while let Some(rest) = ["crate::", "self::", "super::"]
-        .iter()
-        .find_map(|root| token.strip_prefix(root))
-    {
-        token = rest;
-    }
+    let token = below_rust_root(token);
     if let Some(found) = strong_match(graph, token) {
         return Some(found);
     }
@@ -618,18 +610,24 @@ fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> 
     None
 }
 
+/// A Rust path without its `crate::`, `self::` and `super::` roots (`crate::render::Shape`
+/// → `render::Shape`): the graph's qualified names start below the crate.
+fn below_rust_root(mut token: &str) -> &str {
+    while let Some(rest) = ["crate::", "self::", "super::"]
+        .iter()
+        .find_map(|root| token.strip_prefix(root))
+    {
+        token = rest;
+    }
+    token
+}
+
 /// The names closest to `term` by edit distance (a transposition counts one), for a name
 /// that matched nothing: at most `limit`, nearest first, then the most central. A dotted
 /// or `::` term is compared with qualified names, any other with simple names. Only
 /// names within 1 edit (terms of up to five characters) or 2 are offered.
 pub fn near_names(graph: &Graph, written: &str, limit: usize) -> Vec<String> {
-    let mut term = written;
-    while let Some(rest) = ["crate::", "self::", "super::"]
-        .iter()
-        .find_map(|root| term.strip_prefix(root))
-    {
-        term = rest;
-    }
+    let term = below_rust_root(written);
     // A name is offered as the term was written: its Rust root and `::` kept.
     let root = &written[..written.len() - term.len()];
     let spelt = |key: &str| {
@@ -1040,6 +1038,34 @@ mod tests {
 
     fn shapes(query: &str) -> Vec<Word> {
         words(query)
+    }
+
+    #[test]
+    fn a_traceback_frame_reads_as_its_ref_and_quoted_names_as_code() {
+        use Word::*;
+        assert_eq!(
+            shapes(r#"File "/srv/app/shop/models.py", line 24, in total"#),
+            vec![
+                Plain("File".into()),
+                Path("/srv/app/shop/models.py:24".into()),
+                Free("in".into()),
+                Plain("total".into()),
+            ]
+        );
+        // Not a frame: no number after `line`, or a path that has its line already.
+        assert!(shapes("a.py line two").contains(&Path("a.py".into())));
+        assert!(shapes("a.py:3 line 4").contains(&Path("a.py:3".into())));
+        assert_eq!(
+            shapes("'Rational' object, 'it's' and a 'quote"),
+            vec![
+                Code("Rational".into()),
+                Plain("object".into()),
+                Free("it's".into()),
+                Free("and".into()),
+                Free("a".into()),
+                Plain("quote".into()),
+            ]
+        );
     }
 
     #[test]

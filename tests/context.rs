@@ -940,6 +940,9 @@ fn a_path_pasted_from_elsewhere_names_the_inventoried_file_it_ends_with() {
             "shop/models.py::Item.total",
         ),
         ("/elsewhere/repo/shop/".into(), "shop/"),
+        // Relative to somewhere inside the repository: the one file it ends.
+        ("models.py:24".into(), "shop/models.py::Item.total"),
+        ("pricing.py".into(), "shop/pricing.py"),
         // An import's spelling: a module path without its extension.
         ("shop/models".into(), "shop/models.py"),
         ("./models".into(), "shop/models.py"),
@@ -1015,7 +1018,18 @@ fn a_dotted_name_reaches_what_its_module_re_exports() {
         "from pkg import Engine\n\n\ndef run():\n    return Engine().start()\n",
     );
     s.write("app/main.py", "from pkg.core import Engine\n");
+    s.write("app/core.py", "def helper():\n    return 2\n");
     s.build_json();
+    // A relative path two files end is an ambiguity naming both, never a guess.
+    let error = s
+        .context("core.py")
+        .profile("symbol")
+        .frozen()
+        .format("json")
+        .run()
+        .failure(7, "atlas-context-ambiguous")
+        .error();
+    assert_eq!(error.details().candidates, ["app/core.py", "pkg/core.py"]);
     for (query, symbol) in [
         ("pkg.Engine", "pkg/core.py::Engine"),
         ("pkg.Engine.start", "pkg/core.py::Engine.start"),
@@ -1064,6 +1078,28 @@ fn an_error_messages_quoted_names_anchor_and_its_calls_keep_their_case() {
         .map(|a| a.symbol.as_str())
         .collect();
     assert_eq!(anchors, ["kinds.py::Item"]);
+}
+
+/// A JVM stack frame names its file and line in its call's parentheses; the file is found
+/// under the source root the frame does not print.
+#[test]
+fn a_jvm_stack_frame_anchors_the_method_at_its_line() {
+    let s = built("java");
+    let out = frozen_json(
+        &s,
+        "Exception in thread main java.lang.IllegalStateException\n\tat com.example.data.MemoryRepository.save(MemoryRepository.java:12)",
+        "symbol",
+    );
+    let anchors: Vec<&str> = out
+        .intent
+        .anchors
+        .iter()
+        .map(|a| a.symbol.as_str())
+        .collect();
+    assert_eq!(
+        anchors,
+        ["src/main/java/com/example/data/MemoryRepository.java::MemoryRepository.save"]
+    );
 }
 
 /// A misspelt name is still a no-match, never a guess; the error offers the nearest

@@ -267,11 +267,19 @@ pub fn words(query: &str) -> Vec<Word> {
         token = token.trim_start_matches('(');
         // A call: `f()`, `Session.send(…)`.
         let called = token.find('(').filter(|&at| at > 0);
+        // A JVM stack frame names its file and line in the call's parentheses
+        // (`com.x.Foo.bar(Foo.java:42)`): that ref is a word of its own.
+        let mut frame = None;
         if let Some(at) = called {
+            let inside = token[at + 1..].trim_end_matches(')');
+            if inside.contains(':') && !inside.contains(['(', ' ']) && is_path_shaped(inside) {
+                frame = Some(Word::Path(inside.to_string()));
+            }
             token = &token[..at];
         }
         let token = token.trim_end_matches(')').trim_end_matches('.');
         if token.is_empty() {
+            out.extend(frame);
             continue;
         }
         if let Some(relation) = Relation::parse(&token.to_lowercase()) {
@@ -287,6 +295,7 @@ pub fn words(query: &str) -> Vec<Word> {
         } else {
             out.push(Word::Plain(token.to_string()));
         }
+        out.extend(frame);
     }
     frames_as_refs(&mut out);
     out
@@ -832,7 +841,8 @@ enum Elsewhere {
     /// The same ref with its path made an inventoried one (its `:line`, `#L…` or
     /// `::Name` kept).
     Ref(String),
-    /// The files of a module path written without an extension.
+    /// The files of a module path written without an extension, or the several files a
+    /// relative path may be.
     Modules(Vec<NodeId>),
 }
 
@@ -871,6 +881,29 @@ fn path_elsewhere(graph: &Graph, text: &str) -> Option<Elsewhere> {
         let candidate = segments[start..].join("/");
         if graph.file_index(&candidate).is_some() || !path_nodes(graph, &candidate).is_empty() {
             return Some(Elsewhere::Ref(format!("{candidate}{tail}")));
+        }
+    }
+    // A path relative to somewhere inside the repository (`core/numbers.py` from
+    // `sympy/`, a bare `models.py`, a JVM frame's `Foo.java`): the inventoried files it
+    // ends.
+    let joined = segments.join("/");
+    if !joined.is_empty() && segments.last().is_some_and(|last| last.contains('.')) {
+        let ending = format!("/{joined}");
+        let files: Vec<&str> = graph
+            .files()
+            .filter_map(|f| graph.file(f))
+            .map(|f| graph.str(f.path()))
+            .filter(|path| path.ends_with(&ending))
+            .collect();
+        match files[..] {
+            [] => {}
+            [path] => return Some(Elsewhere::Ref(format!("{path}{tail}"))),
+            _ => {
+                let nodes = files
+                    .iter()
+                    .filter_map(|path| path_nodes(graph, path).first().copied());
+                return Some(Elsewhere::Modules(nodes.collect()));
+            }
         }
     }
     // An import's spelling: no extension on its last segment, nothing after it.

@@ -953,22 +953,12 @@ fn a_path_pasted_from_elsewhere_names_the_inventoried_file_it_ends_with() {
         ),
     ] {
         let out = frozen_json(&s, &query, "symbol");
-        let anchors: Vec<&str> = out
-            .intent
-            .anchors
-            .iter()
-            .map(|a| a.symbol.as_str())
-            .collect();
+        let anchors = out.anchor_symbols();
         assert_eq!(anchors, [symbol], "{query}");
     }
     let trace = "Traceback (most recent call last):\n  File \"/ci/work/shop/models.py\", line 24, in total\n    return self.price * quantity\nTypeError: can't multiply sequence";
     let out = frozen_json(&s, trace, "symbol");
-    let anchors: Vec<&str> = out
-        .intent
-        .anchors
-        .iter()
-        .map(|a| a.symbol.as_str())
-        .collect();
+    let anchors = out.anchor_symbols();
     assert_eq!(anchors, ["shop/models.py::Item.total"]);
     for query in [
         "/etc/passwd",
@@ -1043,12 +1033,7 @@ fn a_dotted_name_reaches_what_its_module_re_exports() {
         ),
     ] {
         let out = frozen_json(&s, query, "symbol");
-        let anchors: Vec<&str> = out
-            .intent
-            .anchors
-            .iter()
-            .map(|a| a.symbol.as_str())
-            .collect();
+        let anchors = out.anchor_symbols();
         assert_eq!(anchors, [symbol], "{query}");
     }
     for query in ["pkg.Motor", "pkg.Engine.stop"] {
@@ -1071,12 +1056,7 @@ fn an_error_messages_quoted_names_anchor_and_its_calls_keep_their_case() {
         "TypeError: unsupported operand type(s) for *: 'Item' and 'str'",
         "symbol",
     );
-    let anchors: Vec<&str> = out
-        .intent
-        .anchors
-        .iter()
-        .map(|a| a.symbol.as_str())
-        .collect();
+    let anchors = out.anchor_symbols();
     assert_eq!(anchors, ["kinds.py::Item"]);
 }
 
@@ -1090,12 +1070,7 @@ fn a_jvm_stack_frame_anchors_the_method_at_its_line() {
         "Exception in thread main java.lang.IllegalStateException\n\tat com.example.data.MemoryRepository.save(MemoryRepository.java:12)",
         "symbol",
     );
-    let anchors: Vec<&str> = out
-        .intent
-        .anchors
-        .iter()
-        .map(|a| a.symbol.as_str())
-        .collect();
+    let anchors = out.anchor_symbols();
     assert_eq!(
         anchors,
         ["src/main/java/com/example/data/MemoryRepository.java::MemoryRepository.save"]

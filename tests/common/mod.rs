@@ -406,6 +406,15 @@ pub struct ContextOut {
 }
 
 impl ContextOut {
+    /// The anchors' symbols, in order.
+    pub fn anchor_symbols(&self) -> Vec<&str> {
+        self.intent
+            .anchors
+            .iter()
+            .map(|a| a.symbol.as_str())
+            .collect()
+    }
+
     pub fn classes(&self) -> Vec<&str> {
         self.evidence.iter().map(|e| e.class.as_str()).collect()
     }

@@ -970,6 +970,73 @@ fn a_path_pasted_from_elsewhere_names_the_inventoried_file_it_ends_with() {
     }
 }
 
+/// A traceback's frames: one outside the repository is the user's own code, so its
+/// function's name (on its source line too) anchors nothing here; one in the repository
+/// names its function, which outweighs a line drifted between versions (the line's class
+/// first, then the nearest).
+#[test]
+fn a_traceback_anchors_the_repositorys_frames_and_not_the_users_functions() {
+    let s = built("python");
+    let trace = "Traceback (most recent call last):\n  File \"/home/me/tool/run.py\", line 4, in <module>\n    checkout(cart)\n  File \"/home/me/tool/run.py\", line 9, in checkout\n    cart.add(item)\n  File \"/ci/checkout/shop/models.py\", line 37, in add\n    raise ValueError(\"cart full\")\nValueError: cart full";
+    let out = frozen_json(&s, trace, "symbol");
+    assert_eq!(out.anchor_symbols(), ["shop/models.py::Cart.add"]);
+    assert!(
+        out.intent.free_terms.iter().any(|t| t == "checkout"),
+        "{:?}",
+        out.intent.free_terms
+    );
+    // `checkout` alone is the repository's.
+    let alone = frozen_json(&s, "checkout", "symbol");
+    assert_eq!(alone.anchor_symbols(), ["shop/pricing.py::checkout"]);
+    for (frame, symbol) in [
+        // Line 29 is `Cart.__init__`: `Cart.total` before the nearer `Item.total`.
+        (
+            r#"File "shop/models.py", line 29, in total"#,
+            "shop/models.py::Cart.total",
+        ),
+        (
+            r#"File "shop/models.py", line 20, in total"#,
+            "shop/models.py::Item.total",
+        ),
+        // The line's definition has the frame's name: the line decides.
+        (
+            r#"File "shop/models.py", line 37, in total"#,
+            "shop/models.py::Cart.total",
+        ),
+        // A function the file does not define: the line's definition.
+        (
+            r#"File "shop/models.py", line 24, in gone"#,
+            "shop/models.py::Item.total",
+        ),
+        (
+            r#"File "shop/models.py", line 24, in <module>"#,
+            "shop/models.py::Item.total",
+        ),
+    ] {
+        let out = frozen_json(&s, frame, "symbol");
+        assert_eq!(out.anchor_symbols(), [symbol], "{frame}");
+    }
+}
+
+/// A Node.js stack: each `at f (path:line:column)` in the repository anchors its
+/// definition; a frame of the user's own script anchors nothing, nor does its function's
+/// name though the repository defines one (`isEmail`).
+#[test]
+fn a_node_stack_anchors_its_frames_in_the_repository() {
+    let s = built("typescript");
+    let stack = "Error: invalid\n    at UserRepository.add (/srv/app/src/repo.ts:9:13)\n    at UserRepository.register (/srv/app/src/repo.ts:28:10)\n    at isEmail (/home/me/script/check.js:3:1)\n    at Object.<anonymous> (/home/me/script/check.js:7:1)\n    at Module._compile (node:internal/modules/cjs/loader:1105:14)";
+    let out = frozen_json(&s, stack, "symbol");
+    assert_eq!(
+        out.anchor_symbols(),
+        [
+            "src/repo.ts::Repository.add",
+            "src/repo.ts::UserRepository.register"
+        ]
+    );
+    let alone = frozen_json(&s, "isEmail", "symbol");
+    assert_eq!(alone.anchor_symbols(), ["src/model.ts::isEmail"]);
+}
+
 /// A Rust path from the crate's root and a TypeScript import's spelling name what they
 /// name in the code.
 #[test]

@@ -183,6 +183,12 @@ pub enum Word {
     Relation(Relation),
     /// A repository path or file name (`src/main.rs`, `app.py`).
     Path(String),
+    /// A Python traceback's frame, `File "/x/a.py", line 42, in f`: its ref `/x/a.py:42`
+    /// and the function it names (`None` for `<module>`, `<lambda>` and the like).
+    Frame {
+        at: String,
+        function: Option<String>,
+    },
     /// Written as code: `snake_case`, `CamelCase`/`mixedCase`, dotted or `::`-qualified,
     /// backticked, or a call `f()`.
     Code(String),
@@ -251,6 +257,11 @@ fn is_code_shaped(token: &str) -> bool {
 pub fn words(query: &str) -> Vec<Word> {
     let mut out = Vec::new();
     for raw in query.split_whitespace() {
+        // A traceback's `<module>`, `<lambda>`, `<listcomp>`: no function's name.
+        if raw.len() > 2 && raw.starts_with('<') && raw.ends_with('>') {
+            out.push(Word::Free(raw.to_string()));
+            continue;
+        }
         // Backticks, and the single quotes of an error message (`'Rational' and 'str'`),
         // mark code.
         let bare = raw.trim_end_matches([',', ';', ':', '.', '?', '!', ')']);
@@ -301,11 +312,28 @@ pub fn words(query: &str) -> Vec<Word> {
     out
 }
 
-/// A Python traceback's frame, `File "/x/a.py", line 42, in f`, is the ref `/x/a.py:42`
-/// (its function's name stays a word: it names the frame's definition again).
+/// A stack frame is one word, its ref and the function it names (`Word::Frame`): a Python
+/// traceback's `File "/x/a.py", line 42, in f` (the ref `/x/a.py:42`), and the
+/// `at f (/x/a.js:42:7)` of Node.js and `at x.Foo.f(Foo.java:42)` of the JVM.
 fn frames_as_refs(words: &mut Vec<Word>) {
     let mut at = 0;
     while at + 2 < words.len() {
+        if let [
+            Word::Free(word),
+            Word::Code(function) | Word::Plain(function),
+            Word::Path(path),
+        ] = &words[at..at + 3]
+            && word.eq_ignore_ascii_case("at")
+            && split_line_ref(path).is_some()
+        {
+            words[at + 1] = Word::Frame {
+                at: path.clone(),
+                function: Some(function.clone()),
+            };
+            words.remove(at + 2);
+            at += 1;
+            continue;
+        }
         let frame = match &words[at..at + 3] {
             [
                 Word::Path(path),
@@ -320,8 +348,19 @@ fn frames_as_refs(words: &mut Vec<Word>) {
             _ => None,
         };
         if let Some(frame) = frame {
-            words[at] = Word::Path(frame);
-            words.drain(at + 1..at + 3);
+            // `, in f`: the frame's function, unless it is a pseudo name (`<module>`).
+            let (function, taken) = match words.get(at + 3..at + 5) {
+                Some([Word::Free(word), name]) if word == "in" => match name {
+                    Word::Code(name) | Word::Plain(name) => (Some(name.clone()), 5),
+                    _ => (None, 5),
+                },
+                _ => (None, 3),
+            };
+            words[at] = Word::Frame {
+                at: frame,
+                function,
+            };
+            words.drain(at + 1..at + taken);
         }
         at += 1;
     }
@@ -333,7 +372,12 @@ pub fn may_search(query: &str) -> bool {
     let words = words(query);
     let names = words
         .iter()
-        .filter(|w| matches!(w, Word::Path(_) | Word::Code(_) | Word::Plain(_)))
+        .filter(|w| {
+            matches!(
+                w,
+                Word::Path(_) | Word::Frame { .. } | Word::Code(_) | Word::Plain(_)
+            )
+        })
         .count();
     // A lone name (`simplify`, `simplify calls`) anchors by name; the model is not worth
     // loading for the rare lone word that names nothing.
@@ -400,8 +444,34 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
     // Names written as code first: in a question they carry the intent, and plain words
     // then stay free text (a sentence's `Argument` or `String` is English first).
     let mut plain_words = Vec::new();
+    // The functions of a traceback's frames outside the repository are the user's own
+    // code: the query's other mentions of those names (`main()` on a frame's source
+    // line) name nothing here.
+    let outside: std::collections::HashSet<&str> = names
+        .iter()
+        .filter_map(|word| match word {
+            Word::Frame {
+                at,
+                function: Some(function),
+            } if frame_target(graph, at, None).is_none() => Some(function.as_str()),
+            _ => None,
+        })
+        .collect();
     for word in names {
+        if let Word::Code(text) | Word::Plain(text) = word
+            && outside.contains(text.as_str())
+        {
+            matcher.intent.free_terms.push(text.clone());
+            continue;
+        }
         match word {
+            Word::Frame { at, function } => match frame_target(graph, at, function.as_deref()) {
+                Some((tier, nodes)) => matcher.push(at, tier, nodes),
+                None => {
+                    matcher.intent.free_terms.push(at.clone());
+                    matcher.intent.free_terms.extend(function.clone());
+                }
+            },
             Word::Path(text) => {
                 let path = text.trim_start_matches("./").trim_end_matches('/');
                 // A label as Atlas prints it (`src/a.py::Class.method`), pasted back.
@@ -825,14 +895,99 @@ fn pasted_ref_nodes(graph: &Graph, text: &str) -> Option<Vec<NodeId>> {
     label_nodes(graph, &format!("{path}::{rest}"))
 }
 
-/// The innermost definition of the file whose node is `file_node` at the 0-based `line`:
-/// a file's definitions follow its node (graph-schema/README.md, "Node order").
-fn innermost_definition(graph: &Graph, file_node: NodeId, line: u32) -> Option<NodeId> {
+/// The definitions a stack frame (`at` is its `path:line`, `function` the name it gives)
+/// points into, with the tier its path matched at: one, or one per file when its path
+/// ends several. `None` when its file is not inventoried: the frame is the user's own
+/// code.
+fn frame_target(
+    graph: &Graph,
+    at: &str,
+    function: Option<&str>,
+) -> Option<(MatchTier, Vec<NodeId>)> {
+    // A qualified frame name (`Repo.find`, `com.x.Foo.save`) ends with its definition's.
+    let function = function.map(|f| f.rsplit(['.', ':']).next().unwrap_or(f));
+    let in_file = |text: &str| {
+        let (path, line) = split_line_ref(text)?;
+        let file = graph.file(graph.file_index(path)?)?;
+        Some(frame_definition(graph, file.node(), line, function))
+    };
+    if let Some(node) = in_file(at) {
+        return Some((MatchTier::ExactId, vec![node]));
+    }
+    match path_elsewhere(graph, at)? {
+        Elsewhere::Ref(here) => Some((MatchTier::ExactPath, vec![in_file(&here)?])),
+        Elsewhere::Modules(files) => {
+            let (_, line) = split_line_ref(at)?;
+            let nodes = files
+                .into_iter()
+                .map(|file| frame_definition(graph, file, line, function))
+                .collect();
+            Some((MatchTier::ExactPath, nodes))
+        }
+    }
+}
+
+/// The definition of the file whose node is `file_node` that a frame at the 1-based
+/// `line` naming `function` is in. The function outweighs the line, which drifts between
+/// versions: when the definition at the line has another name, the file's definition of
+/// that name is taken, in the line's class first, else the nearest to the line (the
+/// line's own when the file has none). Line 0, or a line no definition holds, is the file.
+fn frame_definition(graph: &Graph, file_node: NodeId, line: u32, function: Option<&str>) -> NodeId {
+    let Some(line) = line.checked_sub(1) else {
+        return file_node;
+    };
+    let at_line = innermost_definition(graph, file_node, line);
+    let named = |n: NodeId| function.is_some_and(|f| graph.str(graph.node(n).name()) == f);
+    if function.is_none() || at_line.is_some_and(named) {
+        return at_line.unwrap_or(file_node);
+    }
+    let parent = |n: NodeId| {
+        let qualified = graph.str(graph.node(n).qualified());
+        qualified.rsplit_once('.').map(|(parent, _)| parent)
+    };
+    let line_parent = at_line.and_then(parent);
+    let distance = |n: NodeId| {
+        let span = &graph.node(n).span;
+        let (start, end) = (span.start_line.to_native(), span.end_line.to_native());
+        start.saturating_sub(line).max(line.saturating_sub(end))
+    };
+    let nearest = definitions_of(graph, file_node)
+        .filter(|&n| named(n))
+        .min_by_key(|&n| {
+            (
+                line_parent.is_none() || parent(n) != line_parent,
+                distance(n),
+                n,
+            )
+        });
+    nearest.or(at_line).unwrap_or(file_node)
+}
+
+/// A ref's path and line: `path:line`, or `path:line:column`.
+fn split_line_ref(text: &str) -> Option<(&str, u32)> {
+    let (rest, last) = text.rsplit_once(':')?;
+    let last = last.parse::<u32>().ok()?;
+    match rest.rsplit_once(':') {
+        Some((path, line)) if !path.is_empty() => match line.parse::<u32>() {
+            Ok(line) => Some((path, line)),
+            Err(_) => Some((rest, last)),
+        },
+        _ => Some((rest, last)),
+    }
+}
+
+/// The definitions of the file whose node is `file_node`: a file's definitions follow
+/// its node (graph-schema/README.md, "Node order").
+fn definitions_of(graph: &Graph, file_node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
     let file = graph.node(file_node).file();
-    let definitions = (file_node.0 + 1..graph.node_count() as u32)
+    (file_node.0 + 1..graph.node_count() as u32)
         .map(NodeId)
-        .take_while(|&n| graph.node(n).file() == file);
-    graph.innermost_at_line(definitions, line)
+        .take_while(move |&n| graph.node(n).file() == file)
+}
+
+/// The innermost definition of the file whose node is `file_node` at the 0-based `line`.
+fn innermost_definition(graph: &Graph, file_node: NodeId, line: u32) -> Option<NodeId> {
+    graph.innermost_at_line(definitions_of(graph, file_node), line)
 }
 
 /// What a path that names no inventoried file or directory as written stands for.
@@ -1080,9 +1235,53 @@ mod tests {
             shapes(r#"File "/srv/app/shop/models.py", line 24, in total"#),
             vec![
                 Plain("File".into()),
-                Path("/srv/app/shop/models.py:24".into()),
-                Free("in".into()),
-                Plain("total".into()),
+                Frame {
+                    at: "/srv/app/shop/models.py:24".into(),
+                    function: Some("total".into()),
+                },
+            ]
+        );
+        // A pseudo function name is none; a frame without `in` has no function.
+        assert_eq!(
+            shapes(r#"File "run.py", line 3, in <module> main()"#),
+            vec![
+                Plain("File".into()),
+                Frame {
+                    at: "run.py:3".into(),
+                    function: None,
+                },
+                Code("main".into()),
+            ]
+        );
+        // Node.js and JVM frames: `at f (path:line:column)`, `at x.Foo.f(Foo.java:42)`.
+        assert_eq!(
+            shapes("at Repo.find (/srv/app/src/repo.ts:12:15) at com.x.Foo.save(Foo.java:42)"),
+            vec![
+                Free("at".into()),
+                Frame {
+                    at: "/srv/app/src/repo.ts:12:15".into(),
+                    function: Some("Repo.find".into()),
+                },
+                Free("at".into()),
+                Frame {
+                    at: "Foo.java:42".into(),
+                    function: Some("com.x.Foo.save".into()),
+                },
+            ]
+        );
+        // Without a line it is no frame.
+        assert!(shapes("look at Foo.bar (src/a.py)").contains(&Code("Foo.bar".into())));
+        assert_eq!(split_line_ref("a.ts:12:15"), Some(("a.ts", 12)));
+        assert_eq!(split_line_ref(r"C:\p\a.py:7"), Some((r"C:\p\a.py", 7)));
+        assert_eq!(split_line_ref("a.py"), None);
+        assert_eq!(
+            shapes(r#"File "a.py", line 3"#),
+            vec![
+                Plain("File".into()),
+                Frame {
+                    at: "a.py:3".into(),
+                    function: None,
+                },
             ]
         );
         // Not a frame: no number after `line`, or a path that has its line already.

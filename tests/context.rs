@@ -1037,6 +1037,38 @@ fn a_node_stack_anchors_its_frames_in_the_repository() {
     assert_eq!(alone.anchor_symbols(), ["src/model.ts::isEmail"]);
 }
 
+/// A diff pasted into a question names the definitions its hunks change (on the new
+/// side, as `git diff` of a working tree shows them), not the names its lines mention.
+#[test]
+fn a_pasted_diff_names_the_definitions_it_changes() {
+    let s = built("python");
+    let diff = "What does this change break?\n\
+diff --git a/shop/models.py b/shop/models.py\n\
+index 1111111..2222222 100644\n\
+--- a/shop/models.py\n\
++++ b/shop/models.py\n\
+@@ -22,3 +22,3 @@ class Item(Base):\n\
+     def total(self, quantity):\n\
+         \"\"\"Price for a quantity.\"\"\"\n\
+-        return self.price * quantity * 1\n\
++        return self.price * quantity\n\
+diff --git a/shop/pricing.py b/shop/pricing.py\n\
+--- a/shop/pricing.py\n\
++++ b/shop/pricing.py\n\
+@@ -8,3 +8,3 @@ def checkout(cart: Cart) -> float:\n\
+     amount = cart.total()\n\
+-    amount = util.apply_discount(amount, 0.2)\n\
++    amount = util.apply_discount(amount, 0.1)\n\
+     return u.round_money(amount)";
+    let out = frozen_json(&s, diff, "impact");
+    assert_eq!(
+        out.anchor_symbols(),
+        ["shop/models.py::Item.total", "shop/pricing.py::checkout"]
+    );
+    // What calls the changed definitions is the impact.
+    assert!(out.has("dependent", "shop/pricing.py::quick_cart"));
+}
+
 /// A Rust path from the crate's root and a TypeScript import's spelling name what they
 /// name in the code.
 #[test]

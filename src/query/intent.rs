@@ -255,6 +255,8 @@ fn is_code_shaped(token: &str) -> bool {
 
 /// Reads a query into words (R-Q-1 as refined in docs/CLI.md).
 pub fn words(query: &str) -> Vec<Word> {
+    let diff = diff_as_refs(query);
+    let query = diff.as_deref().unwrap_or(query);
     let mut out = Vec::new();
     for raw in query.split_whitespace() {
         // A traceback's `<module>`, `<lambda>`, `<listcomp>`: no function's name.
@@ -364,6 +366,99 @@ fn frames_as_refs(words: &mut Vec<Word>) {
         }
         at += 1;
     }
+}
+
+/// A unified diff pasted into a query (`git diff`, a patch) names what it changes: the
+/// query with each diff replaced by a ref `path:line` per changed line, on the new side
+/// (what `git diff` of a working tree shows; a deletion is the line before it), whose
+/// definitions the refs then name. `None` when the query holds no hunk. A hunk's extent
+/// is read from its header's counts, so lines whose leading space was lost still count.
+fn diff_as_refs(query: &str) -> Option<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut path: Option<&str> = None;
+    let mut hunks = 0;
+    let mut lines = query.lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("+++ ") {
+            // `+++ b/src/a.py` (a tab and a timestamp may follow); `/dev/null` for a
+            // deleted file, whose lines are no longer anywhere.
+            let named = rest.split('\t').next().unwrap_or(rest).trim();
+            path = (named != "/dev/null").then_some(named);
+            continue;
+        }
+        let Some((mut old, mut new, start)) = hunk_header(line) else {
+            out.push(line.to_string());
+            continue;
+        };
+        hunks += 1;
+        let mut at = start;
+        let mut changed = Vec::new();
+        while old > 0 || new > 0 {
+            let Some(body) = lines.next() else { break };
+            match body.as_bytes().first() {
+                Some(b'+') if new > 0 => {
+                    changed.push(at);
+                    at += 1;
+                    new -= 1;
+                }
+                Some(b'-') if old > 0 => {
+                    changed.push(at.saturating_sub(1).max(1));
+                    old -= 1;
+                }
+                // "\ No newline at end of file"
+                Some(b'\\') => {}
+                _ => {
+                    at += 1;
+                    old = old.saturating_sub(1);
+                    new = new.saturating_sub(1);
+                }
+            }
+        }
+        changed.dedup();
+        if let Some(path) = path {
+            out.extend(changed.iter().map(|line| format!("{path}:{line}")));
+        }
+    }
+    if hunks == 0 {
+        return None;
+    }
+    // The headers around the hunks say nothing the refs do not.
+    let index_line = |line: &str| {
+        line.strip_prefix("index ").is_some_and(|rest| {
+            rest.split_whitespace()
+                .next()
+                .is_some_and(|r| r.contains(".."))
+        })
+    };
+    const HEADERS: &[&str] = &[
+        "diff --git ",
+        "--- ",
+        "new file mode",
+        "deleted file mode",
+        "old mode",
+        "new mode",
+        "similarity index",
+        "rename from",
+        "rename to",
+    ];
+    out.retain(|line| !index_line(line) && !HEADERS.iter().any(|h| line.starts_with(h)));
+    Some(out.join("\n"))
+}
+
+/// A hunk header, `@@ -a,b +c,d @@ context`: its old and new line counts (1 when left
+/// out) and its first new line.
+fn hunk_header(line: &str) -> Option<(u32, u32, u32)> {
+    let rest = line.strip_prefix("@@ -")?;
+    let (ranges, _) = rest.split_once(" @@")?;
+    let (old, new) = ranges.split_once(" +")?;
+    let count = |range: &str| -> Option<(u32, u32)> {
+        match range.split_once(',') {
+            Some((start, count)) => Some((start.parse().ok()?, count.parse().ok()?)),
+            None => Some((range.parse().ok()?, 1)),
+        }
+    };
+    let ((_, old_count), (new_start, new_count)) = (count(old)?, count(new)?);
+    Some((old_count, new_count, new_start))
 }
 
 /// Whether a query may need hybrid search (it has free words or several names): known
@@ -1298,6 +1393,39 @@ mod tests {
                 Plain("quote".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_diffs_changed_lines_read_as_refs_on_its_new_side() {
+        let diff = "Why does this break?\n\
+diff --git a/shop/models.py b/shop/models.py\n\
+index 1111111..2222222 100644\n\
+--- a/shop/models.py\n\
++++ b/shop/models.py\t2026-01-01\n\
+@@ -22,6 +22,7 @@ class Item(Base):\n\
+     def total(self, quantity):\n\
+         \"\"\"Price for a quantity.\"\"\"\n\
+-        return self.price * quantity\n\
++        value = self.price * quantity\n\
++        return value\n\
+\n\
+\n\
+ class Cart(Base):\n\
+--- a/gone.py\n\
++++ /dev/null\n\
+@@ -1 +0,0 @@\n\
+-x = 1\n\
+index 3 is out of range";
+        // The blank lines lost their leading space: the header's counts still hold.
+        assert_eq!(
+            diff_as_refs(diff).as_deref(),
+            Some(
+                "Why does this break?\nb/shop/models.py:23\nb/shop/models.py:24\nb/shop/models.py:25\nindex 3 is out of range"
+            )
+        );
+        assert_eq!(diff_as_refs("a - b\n+ c @@ -1 +1 @@"), None);
+        assert_eq!(hunk_header("@@ -3 +4,2 @@"), Some((1, 2, 4)));
+        assert_eq!(hunk_header("@@ -x +4 @@"), None);
     }
 
     #[test]

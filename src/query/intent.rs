@@ -183,8 +183,8 @@ pub enum Word {
     Relation(Relation),
     /// A repository path or file name (`src/main.rs`, `app.py`).
     Path(String),
-    /// A Python traceback's frame, `File "/x/a.py", line 42, in f`: its ref `/x/a.py:42`
-    /// and the function it names (`None` for `<module>`, `<lambda>` and the like).
+    /// A stack frame (`File "/x/a.py", line 42, in f`; `at f (/x/a.js:42:7)`): its ref
+    /// `/x/a.py:42` and the function it names (`None` for `<module>` and the like).
     Frame {
         at: String,
         function: Option<String>,
@@ -259,8 +259,15 @@ pub fn words(query: &str) -> Vec<Word> {
     let query = diff.as_deref().unwrap_or(query);
     let mut out = Vec::new();
     for raw in query.split_whitespace() {
-        // A traceback's `<module>`, `<lambda>`, `<listcomp>`: no function's name.
-        if raw.len() > 2 && raw.starts_with('<') && raw.ends_with('>') {
+        // A traceback's `<module>`, `<lambda>`, `<listcomp>`: no function's name (a JSX
+        // tag, `<UserBadge>`, is one).
+        if raw.len() > 2
+            && raw.starts_with('<')
+            && raw.ends_with('>')
+            && raw[1..raw.len() - 1]
+                .bytes()
+                .all(|b| b.is_ascii_lowercase())
+        {
             out.push(Word::Free(raw.to_string()));
             continue;
         }
@@ -398,7 +405,7 @@ fn diff_as_refs(query: &str) -> Option<String> {
             match body.as_bytes().first() {
                 Some(b'+') if new > 0 => {
                     changed.push(at);
-                    at += 1;
+                    at = at.saturating_add(1);
                     new -= 1;
                 }
                 Some(b'-') if old > 0 => {
@@ -408,7 +415,7 @@ fn diff_as_refs(query: &str) -> Option<String> {
                 // "\ No newline at end of file"
                 Some(b'\\') => {}
                 _ => {
-                    at += 1;
+                    at = at.saturating_add(1);
                     old = old.saturating_sub(1);
                     new = new.saturating_sub(1);
                 }
@@ -1336,6 +1343,7 @@ mod tests {
                 },
             ]
         );
+        assert!(shapes("why does <UserBadge> render twice").contains(&Code("UserBadge".into())));
         // A pseudo function name is none; a frame without `in` has no function.
         assert_eq!(
             shapes(r#"File "run.py", line 3, in <module> main()"#),
@@ -1424,6 +1432,8 @@ index 3 is out of range";
             )
         );
         assert_eq!(diff_as_refs("a - b\n+ c @@ -1 +1 @@"), None);
+        // Numbers at the edge of u32 do not overflow.
+        assert!(diff_as_refs("+++ a.py\n@@ -1 +4294967295,3 @@\n+x\n+y\n+z").is_some());
         assert_eq!(hunk_header("@@ -3 +4,2 @@"), Some((1, 2, 4)));
         assert_eq!(hunk_header("@@ -x +4 @@"), None);
     }

@@ -1318,6 +1318,51 @@ fn retrieval_cap_and_item_cap_omissions_are_grouped_with_argv() {
     }
 }
 
+/// Candidates beyond the retrieval cap that all score under the page's threshold (hop-2
+/// callers behind a window of direct ones) are fetched with the threshold lowered to
+/// their best: following the group's argv shows them, not an empty page.
+#[test]
+fn a_retrieval_cap_continuation_under_the_threshold_shows_its_group() {
+    let s = Sandbox::new();
+    s.write("lib/core.py", "def target(x):\n    return x\n");
+    let direct: String = (0..250)
+        .map(|i| format!("def caller_{i}(x):\n    return target(x)\n\n\n"))
+        .collect();
+    s.write(
+        "lib/direct.py",
+        format!("from lib.core import target\n\n\n{direct}"),
+    );
+    let outer: String = (0..30)
+        .map(|i| format!("def outer_{i}(x):\n    return caller_0(x)\n\n\n"))
+        .collect();
+    s.write(
+        "lib/outer.py",
+        format!("from lib.direct import caller_0\n\n\n{outer}"),
+    );
+    s.build_json();
+    let first = frozen_json(&s, "target callers", "symbol");
+    let capped = first
+        .omissions
+        .iter()
+        .find(|o| o.reason == "retrieval-cap" && o.class == "caller")
+        .expect("callers beyond the retrieval cap");
+    let min_score = first.receipt.limits.min_score;
+    assert!(capped.top.score < min_score, "{capped:?}");
+    assert_eq!(
+        capped.flag("--min-score"),
+        Some(capped.top.score.to_string().as_str())
+    );
+    let next = s.replay(&capped.argv).success().context();
+    assert!(
+        next.evidence
+            .iter()
+            .any(|e| e.class == "caller"
+                && e.symbol.as_deref().is_some_and(|s| s.contains("outer_"))),
+        "{:?}",
+        next.evidence.iter().map(|e| &e.symbol).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn a_continuation_page_lists_what_earlier_pages_showed_as_after_cursor() {
     let s = crowded();

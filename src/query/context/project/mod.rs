@@ -781,12 +781,18 @@ impl Projection<'_> {
                         .then(|| self.raised_ceiling(first, request, fingerprint, limits.max_bytes))
                         .flatten();
                     let below = reason == OmissionReason::BelowRelevance;
+                    // A group beyond the retrieval cap whose best scores under this
+                    // page's threshold would fetch a page that shows none of it: its
+                    // continuation lowers the threshold to that best.
+                    let capped_below = reason == OmissionReason::RetrievalCap
+                        && !self.candidates[m.position].required
+                        && top.score < limits.min_score;
                     request.argv_with(ArgvChange {
                         after: Some((fingerprint, &after)),
                         max_bytes: raised,
                         // The band under this page's threshold, down to the group's best:
                         // what this page showed scores above it and is not shown again.
-                        min_score: below.then_some(top.score),
+                        min_score: (below || capped_below).then_some(top.score),
                         max_score: if below {
                             Some(Some(limits.min_score.saturating_sub(1)))
                         } else if reason == OmissionReason::AfterCursor {

@@ -1069,6 +1069,33 @@ diff --git a/shop/pricing.py b/shop/pricing.py\n\
     assert!(out.has("dependent", "shop/pricing.py::quick_cart"));
 }
 
+/// A Rust panic and its backtrace: the frames in the crate anchor (a drifted line gives
+/// way to the frame's function), the standard library's anchor nothing, and the quoted
+/// `'main'` is the thread's name, not the crate's `main`.
+#[test]
+fn a_rust_backtrace_anchors_its_frames_and_not_its_threads_name() {
+    let s = Sandbox::new();
+    s.write(
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n",
+    );
+    s.write(
+        "src/main.rs",
+        "mod geometry;\n\nfn main() {\n    println!(\"{}\", geometry::area(2.0));\n}\n",
+    );
+    s.write(
+        "src/geometry.rs",
+        "pub fn area(r: f64) -> f64 {\n    let d = diameter(r);\n    d * d / 4.0\n}\n\npub fn diameter(r: f64) -> f64 {\n    r * 2.0\n}\n",
+    );
+    s.build_json();
+    let trace = "thread 'main' panicked at src/geometry.rs:3:5:\nattempt to divide by zero\nstack backtrace:\n   1: app::geometry::diameter\n             at /home/me/app/src/geometry.rs:2:9\n   2: app::geometry::area\n             at ./src/geometry.rs:3:5\n   3: std::rt::lang_start\n             at /rustc/abc/library/std/src/rt.rs:195:17";
+    let out = frozen_json(&s, trace, "symbol");
+    assert_eq!(
+        out.anchor_symbols(),
+        ["src/geometry.rs::area", "src/geometry.rs::diameter"]
+    );
+}
+
 /// A Rust path from the crate's root and a TypeScript import's spelling name what they
 /// name in the code.
 #[test]

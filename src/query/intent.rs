@@ -258,7 +258,15 @@ pub fn words(query: &str) -> Vec<Word> {
     let diff = diff_as_refs(query);
     let query = diff.as_deref().unwrap_or(query);
     let mut out = Vec::new();
+    let mut previous = "";
     for raw in query.split_whitespace() {
+        // A Rust panic's `thread 'main' panicked at …`: the quotes name a thread.
+        let thread_name = previous == "thread" && raw.starts_with('\'');
+        previous = raw;
+        if thread_name {
+            out.push(Word::Free(raw.trim_matches('\'').to_string()));
+            continue;
+        }
         // A traceback's `<module>`, `<lambda>`, `<listcomp>`: no function's name (a JSX
         // tag, `<UserBadge>`, is one).
         if raw.len() > 2
@@ -322,11 +330,26 @@ pub fn words(query: &str) -> Vec<Word> {
 }
 
 /// A stack frame is one word, its ref and the function it names (`Word::Frame`): a Python
-/// traceback's `File "/x/a.py", line 42, in f` (the ref `/x/a.py:42`), and the
-/// `at f (/x/a.js:42:7)` of Node.js and `at x.Foo.f(Foo.java:42)` of the JVM.
+/// traceback's `File "/x/a.py", line 42, in f` (the ref `/x/a.py:42`), the
+/// `at f (/x/a.js:42:7)` of Node.js, `at x.Foo.f(Foo.java:42)` of the JVM and a Rust
+/// backtrace's `x::Foo::f` then `at ./src/a.rs:42:5`.
 fn frames_as_refs(words: &mut Vec<Word>) {
     let mut at = 0;
     while at + 2 < words.len() {
+        // A Rust backtrace's `shapes::geometry::Circle::area` then `at ./src/a.rs:42:5`.
+        if let [Word::Code(function), Word::Free(word), Word::Path(path)] = &words[at..at + 3]
+            && function.contains("::")
+            && word.eq_ignore_ascii_case("at")
+            && split_line_ref(path).is_some()
+        {
+            words[at] = Word::Frame {
+                at: path.clone(),
+                function: Some(function.clone()),
+            };
+            words.drain(at + 1..at + 3);
+            at += 1;
+            continue;
+        }
         if let [
             Word::Free(word),
             Word::Code(function) | Word::Plain(function),
@@ -1045,7 +1068,10 @@ fn frame_definition(graph: &Graph, file_node: NodeId, line: u32, function: Optio
     }
     let parent = |n: NodeId| {
         let qualified = graph.str(graph.node(n).qualified());
-        qualified.rsplit_once('.').map(|(parent, _)| parent)
+        (qualified
+            .rsplit_once("::")
+            .or_else(|| qualified.rsplit_once('.')))
+        .map(|(parent, _)| parent)
     };
     let line_parent = at_line.and_then(parent);
     let distance = |n: NodeId| {
@@ -1369,6 +1395,20 @@ mod tests {
                 Frame {
                     at: "Foo.java:42".into(),
                     function: Some("com.x.Foo.save".into()),
+                },
+            ]
+        );
+        // A Rust backtrace's frame; a Rust panic's thread name is no name.
+        assert_eq!(
+            shapes("thread 'main' panicked 1: app::geo::area at ./src/geo.rs:3:5"),
+            vec![
+                Plain("thread".into()),
+                Free("main".into()),
+                Plain("panicked".into()),
+                Free("1".into()),
+                Frame {
+                    at: "./src/geo.rs:3:5".into(),
+                    function: Some("app::geo::area".into()),
                 },
             ]
         );

@@ -1094,6 +1094,22 @@ fn a_rust_backtrace_anchors_its_frames_and_not_its_threads_name() {
         out.anchor_symbols(),
         ["src/geometry.rs::area", "src/geometry.rs::diameter"]
     );
+    // A frame's owner and name outweigh a line that fell in another owner's method of
+    // the same name (line 33 is `Circle::area`).
+    let shapes = built("rust");
+    for (frame, symbol) in [
+        (
+            "shapes::geometry::Square::area\n at src/geometry.rs:33:9",
+            "src/geometry.rs::Square::area",
+        ),
+        (
+            "shapes::geometry::Circle::area\n at src/geometry.rs:33:9",
+            "src/geometry.rs::Circle::area",
+        ),
+    ] {
+        let out = frozen_json(&shapes, frame, "symbol");
+        assert_eq!(out.anchor_symbols(), [symbol], "{frame}");
+    }
 }
 
 /// A Rust path from the crate's root and a TypeScript import's spelling name what they

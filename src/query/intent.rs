@@ -1029,8 +1029,6 @@ fn frame_target(
     at: &str,
     function: Option<&str>,
 ) -> Option<(MatchTier, Vec<NodeId>)> {
-    // A qualified frame name (`Repo.find`, `com.x.Foo.save`) ends with its definition's.
-    let function = function.map(|f| f.rsplit(['.', ':']).next().unwrap_or(f));
     let in_file = |text: &str| {
         let (path, line) = split_line_ref(text)?;
         let file = graph.file(graph.file_index(path)?)?;
@@ -1054,14 +1052,48 @@ fn frame_target(
 
 /// The definition of the file whose node is `file_node` that a frame at the 1-based
 /// `line` naming `function` is in. The function outweighs the line, which drifts between
-/// versions: when the definition at the line has another name, the file's definition of
-/// that name is taken, in the line's class first, else the nearest to the line (the
-/// line's own when the file has none). Line 0, or a line no definition holds, is the file.
+/// versions: a qualified function's definition (its owner and name) is taken first, the
+/// nearest to the line; else, when the definition at the line has another name, the
+/// file's definition of that name, in the line's class first, else the nearest to the
+/// line (the line's own when the file has none). Line 0, or a line no definition holds,
+/// is the file.
 fn frame_definition(graph: &Graph, file_node: NodeId, line: u32, function: Option<&str>) -> NodeId {
     let Some(line) = line.checked_sub(1) else {
         return file_node;
     };
     let at_line = innermost_definition(graph, file_node, line);
+    let segments = |text: &str| -> Vec<String> {
+        text.split(['.', ':'])
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let distance = |n: NodeId| {
+        let span = &graph.node(n).span;
+        let (start, end) = (span.start_line.to_native(), span.end_line.to_native());
+        start.saturating_sub(line).max(line.saturating_sub(end))
+    };
+    // A qualified frame name (`Repo.find`, `com.x.Foo.save`, `app::geo::Square::area`)
+    // ends with its definition's name, and usually with its owner's: a definition whose
+    // qualified name ends with both is the one the frame names, wherever the line fell.
+    let owned = function.map(segments).filter(|s| s.len() >= 2);
+    if let Some(owned) = &owned {
+        let tail = &owned[owned.len() - 2..];
+        let ends_with_tail = |n: NodeId| {
+            let qualified = segments(graph.str(graph.node(n).qualified()));
+            qualified.len() >= 2 && qualified[qualified.len() - 2..] == *tail
+        };
+        if at_line.is_some_and(ends_with_tail) {
+            return at_line.unwrap_or(file_node);
+        }
+        if let Some(found) = definitions_of(graph, file_node)
+            .filter(|&n| ends_with_tail(n))
+            .min_by_key(|&n| (distance(n), n))
+        {
+            return found;
+        }
+    }
+    let function = function.map(|f| f.rsplit(['.', ':']).next().unwrap_or(f));
     let named = |n: NodeId| function.is_some_and(|f| graph.str(graph.node(n).name()) == f);
     if function.is_none() || at_line.is_some_and(named) {
         return at_line.unwrap_or(file_node);
@@ -1074,11 +1106,6 @@ fn frame_definition(graph: &Graph, file_node: NodeId, line: u32, function: Optio
         .map(|(parent, _)| parent)
     };
     let line_parent = at_line.and_then(parent);
-    let distance = |n: NodeId| {
-        let span = &graph.node(n).span;
-        let (start, end) = (span.start_line.to_native(), span.end_line.to_native());
-        start.saturating_sub(line).max(line.saturating_sub(end))
-    };
     let nearest = definitions_of(graph, file_node)
         .filter(|&n| named(n))
         .min_by_key(|&n| {

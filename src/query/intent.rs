@@ -569,20 +569,32 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
     // Names written as code first: in a question they carry the intent, and plain words
     // then stay free text (a sentence's `Argument` or `String` is English first).
     let mut plain_words = Vec::new();
+    // Each frame's target, read once (`None` for other words).
+    let frames: Vec<_> = names
+        .iter()
+        .map(|word| match word {
+            Word::Frame { at, function } => Some(frame_target(graph, at, function.as_deref())),
+            _ => None,
+        })
+        .collect();
     // The functions of a traceback's frames outside the repository are the user's own
     // code: the query's other mentions of those names (`main()` on a frame's source
     // line) name nothing here.
     let outside: std::collections::HashSet<&str> = names
         .iter()
-        .filter_map(|word| match word {
-            Word::Frame {
-                at,
-                function: Some(function),
-            } if frame_target(graph, at, None).is_none() => Some(function.as_str()),
+        .zip(&frames)
+        .filter_map(|(word, target)| match (word, target) {
+            (
+                Word::Frame {
+                    function: Some(function),
+                    ..
+                },
+                Some(None),
+            ) => Some(function.as_str()),
             _ => None,
         })
         .collect();
-    for word in names {
+    for (word, frame) in names.into_iter().zip(frames) {
         if let Word::Code(text) | Word::Plain(text) = word
             && outside.contains(text.as_str())
         {
@@ -590,7 +602,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
             continue;
         }
         match word {
-            Word::Frame { at, function } => match frame_target(graph, at, function.as_deref()) {
+            Word::Frame { at, function } => match frame.flatten() {
                 Some((tier, nodes)) => matcher.push(at, tier, nodes),
                 None => {
                     matcher.intent.free_terms.push(at.clone());
@@ -1008,10 +1020,9 @@ fn pasted_ref_nodes(graph: &Graph, text: &str) -> Option<Vec<NodeId>> {
     let line = rest.split(':').next().unwrap_or("");
     if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) {
         // Line 0, or one past every definition, names the file.
-        let node = (line.parse::<u32>().ok())
-            .and_then(|line| line.checked_sub(1))
-            .and_then(|line| innermost_definition(graph, first, line));
-        return Some(vec![node.unwrap_or(first)]);
+        let node =
+            (line.parse::<u32>()).map_or(first, |line| frame_definition(graph, first, line, None));
+        return Some(vec![node]);
     }
     if link {
         // A link to the file whose line is not a number.
@@ -1062,12 +1073,6 @@ fn frame_definition(graph: &Graph, file_node: NodeId, line: u32, function: Optio
         return file_node;
     };
     let at_line = innermost_definition(graph, file_node, line);
-    let segments = |text: &str| -> Vec<String> {
-        text.split(['.', ':'])
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
     let distance = |n: NodeId| {
         let span = &graph.node(n).span;
         let (start, end) = (span.start_line.to_native(), span.end_line.to_native());
@@ -1076,11 +1081,11 @@ fn frame_definition(graph: &Graph, file_node: NodeId, line: u32, function: Optio
     // A qualified frame name (`Repo.find`, `com.x.Foo.save`, `app::geo::Square::area`)
     // ends with its definition's name, and usually with its owner's: a definition whose
     // qualified name ends with both is the one the frame names, wherever the line fell.
-    let owned = function.map(segments).filter(|s| s.len() >= 2);
+    let owned = function.map(name_segments).filter(|s| s.len() >= 2);
     if let Some(owned) = &owned {
         let tail = &owned[owned.len() - 2..];
         let ends_with_tail = |n: NodeId| {
-            let qualified = segments(graph.str(graph.node(n).qualified()));
+            let qualified = name_segments(graph.str(graph.node(n).qualified()));
             qualified.len() >= 2 && qualified[qualified.len() - 2..] == *tail
         };
         if at_line.is_some_and(ends_with_tail) {
@@ -1116,6 +1121,11 @@ fn frame_definition(graph: &Graph, file_node: NodeId, line: u32, function: Optio
             )
         });
     nearest.or(at_line).unwrap_or(file_node)
+}
+
+/// A qualified name's segments, whatever its separators (`a.B.c`, `a::B::c`).
+fn name_segments(text: &str) -> Vec<&str> {
+    text.split(['.', ':']).filter(|s| !s.is_empty()).collect()
 }
 
 /// A ref's path and line: `path:line`, or `path:line:column`.

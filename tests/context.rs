@@ -1067,6 +1067,32 @@ diff --git a/shop/pricing.py b/shop/pricing.py\n\
     );
     // What calls the changed definitions is the impact.
     assert!(out.has("dependent", "shop/pricing.py::quick_cart"));
+    // A bare patch begins with `---`: it is the query, not an option, and so is it in
+    // the argv an omission prints.
+    let patch = &diff[diff.find("--- a/shop/models.py").expect("the first hunk")..];
+    let out = frozen_json(&s, patch, "impact");
+    assert_eq!(
+        out.anchor_symbols(),
+        ["shop/models.py::Item.total", "shop/pricing.py::checkout"]
+    );
+    // Everything optional under the threshold: its continuation repeats the query.
+    let out = s
+        .context(patch)
+        .profile("impact")
+        .frozen()
+        .json()
+        .arg("--min-score")
+        .arg("60000")
+        .run()
+        .success()
+        .context();
+    let argv = &out
+        .omissions
+        .iter()
+        .find(|o| o.argv.get(2).map(String::as_str) == Some(patch))
+        .expect("a continuation of the query")
+        .argv;
+    s.replay(argv).success();
 }
 
 /// A Rust panic and its backtrace: the frames in the crate anchor (a drifted line gives

@@ -137,7 +137,7 @@ impl Command {
 
 /// Runs the CLI with `args` (argv[0] included) and returns the process exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
-    let args: Vec<OsString> = args.into_iter().collect();
+    let args = pasted_text_as_query(args.into_iter().collect());
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {
@@ -179,6 +179,61 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     }
 }
 
+/// The commands whose one positional argument is free text, which agents fill with what
+/// they paste: a diff (`--- a/x.py`), a bullet list (`- the total is wrong`).
+const FREE_TEXT_COMMANDS: [&str; 2] = ["context", "search"];
+
+/// `args` with a pasted text that begins with a hyphen moved behind `--`, where it reads as
+/// the query it is rather than as an option. Only an argument with whitespace is moved: no
+/// option's name has any, so a typo such as `--profle` still gets the parser's own error.
+fn pasted_text_as_query(mut args: Vec<OsString>) -> Vec<OsString> {
+    let command = Cli::command();
+    let takes_value = |cmd: &clap::Command, word: &str| {
+        let long = word.strip_prefix("--").filter(|w| !w.contains('='));
+        cmd.get_arguments()
+            .any(|a| long.is_some() && a.get_long() == long && a.get_action().takes_values())
+    };
+    // The subcommand: the first word that is not a global option or its value.
+    let mut at = 1;
+    while let Some(word) = args.get(at).and_then(|w| w.to_str()) {
+        if word.starts_with('-') {
+            at += if takes_value(&command, word) { 2 } else { 1 };
+            continue;
+        }
+        break;
+    }
+    let Some(sub) = args
+        .get(at)
+        .and_then(|w| w.to_str())
+        .filter(|w| FREE_TEXT_COMMANDS.contains(w))
+        .and_then(|w| command.find_subcommand(w))
+    else {
+        return args;
+    };
+    let mut i = at + 1;
+    while i < args.len() {
+        let Some(word) = args[i].to_str() else {
+            i += 1;
+            continue;
+        };
+        if word == "--" {
+            return args;
+        }
+        let pasted = word.starts_with('-') && word.contains(char::is_whitespace);
+        let is_value = args[i - 1]
+            .to_str()
+            .is_some_and(|before| takes_value(sub, before) || takes_value(&command, before));
+        if pasted && !is_value {
+            let text = args.remove(i);
+            args.push("--".into());
+            args.push(text);
+            return args;
+        }
+        i += 1;
+    }
+    args
+}
+
 /// Runs `command`; the exit code of a success (0, or what a daemon's worker relayed).
 fn execute(call: &Call, command: &Command) -> Result<i32, AtlasError> {
     if let Command::Context(args) = command {
@@ -210,5 +265,81 @@ fn run_command(call: &Call, command: &Command) -> Result<(), AtlasError> {
             clap_complete::generate(*shell, &mut command, "atlas", &mut out);
             print_stdout(&String::from_utf8_lossy(&out))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_pasted_text_that_begins_with_a_hyphen_is_the_query() {
+        let diff = "--- a/shop/models.py\n+++ b/shop/models.py\n@@ -1 +1 @@\n-x\n+y";
+        let moved = pasted_text_as_query(argv(&[
+            "atlas",
+            "--code",
+            "repo",
+            "context",
+            diff,
+            "--profile",
+            "symbol",
+        ]));
+        assert_eq!(
+            moved,
+            argv(&[
+                "atlas",
+                "--code",
+                "repo",
+                "context",
+                "--profile",
+                "symbol",
+                "--",
+                diff
+            ])
+        );
+        let cli = Cli::try_parse_from(&moved).expect("the diff parses as the query");
+        let Command::Context(args) = cli.command else {
+            panic!("not context: {:?}", cli.command)
+        };
+        assert_eq!(args.query, diff);
+        let bullet = "- the total is wrong";
+        let moved = pasted_text_as_query(argv(&["atlas", "search", bullet, "--top-k", "3"]));
+        assert_eq!(
+            moved,
+            argv(&["atlas", "search", "--top-k", "3", "--", bullet])
+        );
+    }
+
+    #[test]
+    fn options_values_and_typos_are_left_to_the_parser() {
+        for words in [
+            // An option's value, even one with a hyphen and a space.
+            &[
+                "atlas",
+                "context",
+                "Foo",
+                "--after",
+                "- x y",
+                "--profile",
+                "symbol",
+            ][..],
+            // A typo: no whitespace, so the parser names it (and suggests `--profile`).
+            &["atlas", "context", "--profle", "symbol", "Foo"],
+            // Already escaped.
+            &["atlas", "context", "--profile", "symbol", "--", "- a b"],
+            // Not a free-text command.
+            &["atlas", "expand", "- a b"],
+            // A global option's value before the command.
+            &["atlas", "--graph", "- odd dir", "status"],
+        ] {
+            assert_eq!(pasted_text_as_query(argv(words)), argv(words), "{words:?}");
+        }
+        let typo = Cli::try_parse_from(argv(&["atlas", "context", "--profle", "symbol", "Foo"]))
+            .expect_err("a typo is an error");
+        assert!(typo.to_string().contains("--profile"), "{typo}");
     }
 }

@@ -567,6 +567,10 @@ fn flow_between_two_anchors_follows_the_call_path() {
         ]
     );
     assert!(out.of_class("spine").all(|e| e.required));
+    // The path between them whichever is named first: the callee first reads backwards.
+    let reversed = frozen_json(&s, "apply_discount quick_cart", "flow");
+    let reversed: Vec<&str> = reversed.spine.iter().map(|s| s.symbol.as_str()).collect();
+    assert_eq!(reversed, spine);
     // No path is failure evidence, not an empty success.
     let m = built("mixed");
     let no_path = frozen_json(&m, "handle_ping leftPad", "flow");
@@ -814,13 +818,57 @@ fn plain_words_never_fail_a_question() {
     assert!(!out.spine.is_empty());
 }
 
+/// Questions name functions with inflected verbs and plural nouns, in either order:
+/// two neighbouring words that are a name's two segments name it, where search, matching
+/// words as written, found nothing (`applies discounts`) or anchored a word alone.
+#[test]
+fn two_words_of_a_question_spell_a_name_as_prose_inflects_it() {
+    let s = built("python");
+    for (question, symbol) in [
+        (
+            "which function applies discounts?",
+            "shop/util.py::apply_discount",
+        ),
+        ("where is money rounded", "shop/util.py::round_money"),
+        ("Rounds money to cents?", "shop/util.py::round_money"),
+        // Portuguese, through the glossary's English (`desconto` discount, `aplicado` apply).
+        (
+            "onde o desconto é aplicado?",
+            "shop/util.py::apply_discount",
+        ),
+    ] {
+        let out = frozen_json(&s, question, "symbol");
+        let anchor = &out.intent.anchors[0];
+        assert_eq!(
+            (anchor.symbol.as_str(), anchor.tier.as_deref()),
+            (symbol, Some("segmented")),
+            "{question}"
+        );
+        assert!(out.has("declaration", symbol), "{question}");
+    }
+    // `function` says what is asked for: it spells no name with its neighbour.
+    let s = Sandbox::new();
+    s.write(
+        "reader.py",
+        "def parse_function(text):\n    return text\n\n\ndef parse_latex(text):\n    return parse_function(text)\n\n\ndef factor_terms(e):\n    return e\n\n\ndef _term_factors(e):\n    return e\n",
+    );
+    s.build_json();
+    let out = frozen_json(&s, "which function parses latex strings?", "symbol");
+    assert_eq!(out.anchor_symbols(), ["reader.py::parse_latex"]);
+    // Both orders spell a name: the words' own order is the one meant.
+    let out = frozen_json(&s, "where are terms factored?", "symbol");
+    assert_eq!(out.anchor_symbols(), ["reader.py::_term_factors"]);
+    let out = frozen_json(&s, "which function factors terms?", "symbol");
+    assert_eq!(out.anchor_symbols(), ["reader.py::factor_terms"]);
+}
+
 #[test]
 fn a_portuguese_question_about_english_code_is_searched_with_its_english_words() {
     let s = built("python");
-    let english = frozen_json(&s, "how is a discount applied to the price", "flow");
-    // No word of it is in the code: `desconto`, `aplicado` and `preço` find it as
-    // `discount`, `apply` and `price` (`query::glossary`).
-    let portuguese = frozen_json(&s, "como um desconto é aplicado ao preço?", "flow");
+    let english = frozen_json(&s, "how is a discount taken off the price", "flow");
+    // No word of it is in the code: `desconto` and `preço` find it as `discount` and
+    // `price` (`query::glossary`); no two of its words spell a name.
+    let portuguese = frozen_json(&s, "como um desconto é tirado do preço?", "flow");
     for out in [&english, &portuguese] {
         assert_eq!(
             out.spine.first().map(|s| s.symbol.as_str()),
@@ -831,7 +879,7 @@ fn a_portuguese_question_about_english_code_is_searched_with_its_english_words()
     assert_eq!(anchor.anchor_reason, "search");
     assert_eq!(
         anchor.term,
-        "como um desconto é aplicado ao preço? discount apply price"
+        "como um desconto é tirado do preço? discount price"
     );
 }
 
@@ -843,7 +891,7 @@ fn a_name_written_twice_is_one_anchor_and_a_word_one_term() {
     let once = frozen_json(&s, "checkout", "flow");
     let twice = frozen_json(
         &s,
-        "checkout then checkout where is the money money rounded",
+        "checkout then checkout where is the money money spent",
         "flow",
     );
     assert_eq!(twice.intent.anchors.len(), 1);
@@ -859,7 +907,8 @@ fn a_name_written_twice_is_one_anchor_and_a_word_one_term() {
 #[test]
 fn a_flow_question_starts_its_spine_at_the_best_callable_hit() {
     let s = built("python");
-    let out = frozen_json(&s, "how is a discount applied to the price", "flow");
+    // No two of its words spell a name: search anchors it.
+    let out = frozen_json(&s, "how is a discount taken off the price", "flow");
     assert_eq!(
         out.spine.first().map(|s| s.symbol.as_str()),
         Some("shop/util.py::apply_discount")

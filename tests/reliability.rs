@@ -532,7 +532,7 @@ fn a_question_over_a_damaged_index_reports_the_damage_not_a_no_match() {
     std::fs::write(search_dir(&s).join("index.json"), "{garbage").unwrap();
     s.atlas(&[
         "context",
-        "how is a discount applied",
+        "how is a discount taken off",
         "--profile",
         "flow",
         "--frozen",

@@ -339,6 +339,21 @@ pub fn english_for(words: &[&str]) -> Vec<&'static str> {
     out
 }
 
+/// The English rendering of one word of a Portuguese text (`aplicado` → `apply`), or
+/// `None` for a text in English or a word the glossary does not have: what
+/// `query::intent` reads a Portuguese question's words as when they spell names.
+pub fn english_of_word(text: &str, word: &str) -> Option<&'static str> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if !is_portuguese(&words) {
+        return None;
+    }
+    let word = folded(word.trim_matches(|c: char| !c.is_alphanumeric()));
+    if word.chars().count() < 3 {
+        return None;
+    }
+    forms(&word).iter().find_map(|form| lookup(form))
+}
+
 /// `text` with the English renderings of its words appended (`english_for`), or `None`
 /// when it gains none: an English text, or one that already has them.
 pub fn with_english(text: &str) -> Option<String> {

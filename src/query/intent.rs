@@ -671,7 +671,45 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
         }
     }
     let named = !matcher.intent.anchors.is_empty() || !matcher.intent.ambiguities.is_empty();
-    for text in plain_words {
+    // In a question, two neighbouring plain words that are a name's two segments, in
+    // either order and as prose inflects them (`applies discounts`, `money rounded` ~
+    // `apply_discount`, `round_money`), name it. A report's symptoms (`reverses order`,
+    // `printing dict`) describe behaviour more often than they spell its function.
+    let mut spelled = vec![false; plain_words.len()];
+    if !named && asks(query) {
+        // `which function parses latex` asks for a function: `parse_Function` is not it.
+        let about_code = |w: &str| KIND_WORDS.contains(&w.to_lowercase().as_str());
+        // A Portuguese question's words are read in English as well (`desconto aplicado`
+        // ~ `apply_discount`).
+        let forms = |word: &str| {
+            let mut forms = word_forms(word);
+            if let Some(english) = crate::query::glossary::english_of_word(query, word) {
+                forms.extend(word_forms(english));
+            }
+            forms
+        };
+        let mut i = 0;
+        while i + 1 < plain_words.len() {
+            if about_code(plain_words[i]) || about_code(plain_words[i + 1]) {
+                i += 1;
+                continue;
+            }
+            let nodes =
+                two_segment_names(graph, &forms(plain_words[i]), &forms(plain_words[i + 1]));
+            if nodes.is_empty() {
+                i += 1;
+                continue;
+            }
+            let phrase = format!("{} {}", plain_words[i], plain_words[i + 1]);
+            matcher.push(&phrase, MatchTier::Segmented, nodes);
+            (spelled[i], spelled[i + 1]) = (true, true);
+            i += 2;
+        }
+    }
+    for (text, spelled) in plain_words.into_iter().zip(spelled) {
+        if spelled {
+            continue;
+        }
         if named {
             matcher.intent.free_terms.push(text.clone());
         } else {
@@ -680,6 +718,156 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
     }
     dedup_in_order(&mut intent.free_terms);
     intent
+}
+
+/// Words that open a question or a request to find code, English and Portuguese. Not
+/// `when`, `show` or `list`, with which reports open too (`When printing a matrix, …`).
+const ASKING_WORDS: &[&str] = &[
+    "are", "can", "does", "do", "explain", "find", "how", "is", "locate", "what", "where", "which",
+    "who", "why", // English
+    "como", "cadê", "encontre", "onde", "qual", "quais", "que", "quem",
+    "porque", // Portuguese
+];
+
+/// The query asks where or how something is done: it opens with a question or request
+/// word, or ends with a question mark.
+fn asks(query: &str) -> bool {
+    let query = query.trim();
+    let first = query.split_whitespace().next().map(|w| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    });
+    query.ends_with('?') || first.is_some_and(|w| ASKING_WORDS.contains(&w.as_str()))
+}
+
+/// Words a question uses for what kind of code it asks about, not for what it is named.
+const KIND_WORDS: &[&str] = &[
+    "class",
+    "classes",
+    "code",
+    "file",
+    "files",
+    "function",
+    "functions",
+    "method",
+    "methods",
+    "module",
+    "modules",
+    "object",
+    "objects",
+    "symbol",
+    "symbols",
+    "variable",
+    "variables",
+];
+
+/// The forms of a prose word a name may spell: the word, and the bases of an English
+/// inflection (`applies` → `apply`, `parsed` → `parse`, `strings` → `string`, `rounded` →
+/// `round`). Over-generation is harmless: a form is only ever compared with whole
+/// segments of names.
+fn word_forms(word: &str) -> Vec<String> {
+    let word = word.to_lowercase();
+    let mut forms = vec![word.clone()];
+    if word.len() < 4 || !word.is_ascii() {
+        return forms;
+    }
+    let cut = |suffix: &str| word.strip_suffix(suffix).filter(|stem| stem.len() >= 3);
+    for (suffix, ends) in [
+        ("ies", &["y"][..]),
+        ("ied", &["y"]),
+        ("es", &["", "e"]),
+        ("s", &[""]),
+        ("ed", &["", "e"]),
+        ("ing", &["", "e"]),
+    ] {
+        if suffix == "s" && word.ends_with("ss") {
+            continue;
+        }
+        if let Some(stem) = cut(suffix) {
+            forms.extend(ends.iter().map(|end| format!("{stem}{end}")));
+        }
+    }
+    // A doubled consonant before `-ed`/`-ing` (`mapped`, `running`).
+    for suffix in ["ed", "ing"] {
+        if let Some(stem) = cut(suffix)
+            && let [.., a, b] = stem.as_bytes()
+            && a == b
+            && !b"aeiou".contains(b)
+        {
+            forms.push(stem[..stem.len() - 1].to_string());
+        }
+    }
+    forms.sort_unstable();
+    forms.dedup();
+    forms
+}
+
+/// The inflections a name's segment may carry of `base` (`factor` → `factors`,
+/// `factored`, `factoring`): the segments `two_segment_names` looks up.
+fn inflections(base: &str) -> Vec<String> {
+    let mut all: Vec<String> = ["", "s", "es", "d", "ed", "ing"]
+        .iter()
+        .map(|end| format!("{base}{end}"))
+        .collect();
+    if let Some(stem) = base.strip_suffix('y') {
+        all.extend(["ies", "ied"].map(|end| format!("{stem}{end}")));
+    }
+    all
+}
+
+/// A word and a segment spell each other when their forms meet (`factored` and
+/// `factors` in `factor`).
+fn spells(forms: &[String], segment: &str) -> bool {
+    word_forms(segment).iter().any(|f| forms.contains(f))
+}
+
+/// Symbols whose name is exactly two segments, one spelling a word of forms `a_forms`
+/// and the other one of `b_forms` (`word_forms`, `spells`), in the words' order when any
+/// is, else in the other.
+fn two_segment_names(graph: &Graph, a_forms: &[String], b_forms: &[String]) -> Vec<NodeId> {
+    let with_segment = |forms: &[String]| -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = forms
+            .iter()
+            .flat_map(|base| inflections(base))
+            .flat_map(|segment| graph.lookup(NameTable::Segments, &segment))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes
+    };
+    if a_forms.iter().any(|f| b_forms.contains(f)) {
+        return Vec::new();
+    }
+    let of_b = with_segment(b_forms);
+    if of_b.is_empty() {
+        return Vec::new();
+    }
+    let mut nodes = with_segment(a_forms);
+    nodes.retain(|n| of_b.binary_search(n).is_ok());
+    // Each name is read and split once (many symbols share one): Some(in the words'
+    // order) when it is spelled.
+    let mut spelled: rustc_hash::FxHashMap<u32, Option<bool>> = rustc_hash::FxHashMap::default();
+    let mut order = |n: NodeId| {
+        let name = graph.node(n).name();
+        *spelled.entry(name.0).or_insert_with(|| {
+            match split_identifier(graph.str(name)).as_slice() {
+                [x, y] if spells(a_forms, x) && spells(b_forms, y) => Some(true),
+                [x, y] if spells(b_forms, x) && spells(a_forms, y) => Some(false),
+                _ => None,
+            }
+        })
+    };
+    let found: Vec<(NodeId, bool)> = nodes
+        .into_iter()
+        .filter_map(|n| order(n).map(|in_order| (n, in_order)))
+        .collect();
+    // `factors terms` is `factor_terms` before `_term_factors`.
+    let in_order = found.iter().any(|&(_, in_order)| in_order);
+    found
+        .into_iter()
+        .filter(|&(_, o)| o == in_order)
+        .map(|(n, _)| n)
+        .collect()
 }
 
 /// Keeps the first of each repeated term: a word written twice is one term.
@@ -1387,6 +1575,54 @@ mod tests {
         assert!(is_path_shaped("src/main.rs"));
         assert!(is_path_shaped("main.py"));
         assert!(!is_path_shaped("Cart.total"));
+    }
+
+    #[test]
+    fn a_prose_word_spells_the_bases_of_its_inflection() {
+        for (word, base) in [
+            ("applies", "apply"),
+            ("simplified", "simplify"),
+            ("parses", "parse"),
+            ("parsed", "parse"),
+            ("strings", "string"),
+            ("rounded", "round"),
+            ("matches", "match"),
+            ("mapped", "map"),
+            ("running", "run"),
+            ("caching", "cache"),
+            ("Discounts", "discount"),
+        ] {
+            assert!(
+                word_forms(word).contains(&base.to_string()),
+                "{word}: {:?}",
+                word_forms(word)
+            );
+        }
+        // The word itself is a form; short words, `-ss` and non-ASCII words are not cut.
+        assert_eq!(word_forms("cart"), ["cart"]);
+        assert_eq!(word_forms("class"), ["class"]);
+        assert_eq!(word_forms("ações"), ["ações"]);
+    }
+
+    #[test]
+    fn questions_and_requests_ask_and_reports_do_not() {
+        for query in [
+            "which function applies discounts?",
+            "Where is money rounded",
+            "find where totals are computed",
+            "onde o desconto é aplicado",
+            "the cart total is wrong?",
+        ] {
+            assert!(asks(query), "{query}");
+        }
+        for query in [
+            "srepr not printing dict and set properly",
+            "When printing a matrix, the brackets are lost",
+            "vector add 0 error",
+            "",
+        ] {
+            assert!(!asks(query), "{query}");
+        }
     }
 
     fn shapes(query: &str) -> Vec<Word> {

@@ -150,13 +150,23 @@ pub(super) fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec
         return Vec::new();
     };
     let mut spines = Spines::new(b.graph, anchors.iter().copied().collect(), budget);
-    let hops = if let Some(&second) = anchors.get(1) {
+    // With two anchors, the path between them: from the first to the second, or else
+    // from the second to the first (`where is the discount applied in checkout` names
+    // the callee first).
+    let mut ends = anchors.get(1).map(|&second| (first, second));
+    let hops = if let Some((first, second)) = ends {
         match spines.call_path(first, second, None) {
             Some(path) => path,
-            None => {
-                no_call_path(b, intent, first, second);
-                return Vec::new();
-            }
+            None => match spines.call_path(second, first, None) {
+                Some(path) => {
+                    ends = Some((second, first));
+                    path
+                }
+                None => {
+                    no_call_path(b, intent, first, second);
+                    return Vec::new();
+                }
+            },
         }
     } else {
         spines.main_path(first, &intent.anchors[0].describe())
@@ -198,13 +208,13 @@ pub(super) fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec
         );
     }
     let mut alternatives: Vec<(String, Vec<Hop>)> = Vec::new();
-    if let Some(&second) = anchors.get(1) {
+    if let Some((from, to)) = ends {
         // The best path avoiding each spine edge in turn.
         for window in spine.windows(2) {
             if alternatives.len() >= 3 {
                 break;
             }
-            if let Some(path) = spines.call_path(first, second, Some((window[0], window[1])))
+            if let Some(path) = spines.call_path(from, to, Some((window[0], window[1])))
                 && path.iter().map(|h| h.node).collect::<Vec<_>>() != spine
             {
                 let hops = path
@@ -346,7 +356,9 @@ pub(super) fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec
             );
         }
     }
-    b.walk_calls(first, Direction::Incoming, 1, EvidenceClass::Caller);
+    // Callers of where the spine starts.
+    let start = ends.map_or(first, |(from, _)| from);
+    b.walk_calls(start, Direction::Incoming, 1, EvidenceClass::Caller);
     frontier_of_spine(b, &spine);
     spine
 }

@@ -688,14 +688,21 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
             }
             forms
         };
+        // Each word's forms and scan of the segments table, made once for both its pairs.
+        let forms: Vec<Vec<String>> = plain_words.iter().map(|w| forms(w)).collect();
+        let mut scans: Vec<Option<Vec<NodeId>>> = vec![None; plain_words.len()];
         let mut i = 0;
         while i + 1 < plain_words.len() {
             if about_code(plain_words[i]) || about_code(plain_words[i + 1]) {
                 i += 1;
                 continue;
             }
-            let nodes =
-                two_segment_names(graph, &forms(plain_words[i]), &forms(plain_words[i + 1]));
+            let (before, after) = scans.split_at_mut(i + 1);
+            let nodes = two_segment_names(
+                graph,
+                (&forms[i], &mut before[i]),
+                (&forms[i + 1], &mut after[0]),
+            );
             if nodes.is_empty() {
                 i += 1;
                 continue;
@@ -802,8 +809,12 @@ fn word_forms(word: &str) -> Vec<String> {
     forms
 }
 
+/// Most segments one prefix scan of the table reads; a scan cut there is done again by
+/// exact lookups of the inflections (`with_segment`).
+const SEGMENT_SCAN: usize = 4096;
+
 /// The inflections a name's segment may carry of `base` (`factor` → `factors`,
-/// `factored`, `factoring`): the segments `two_segment_names` looks up.
+/// `factored`, `factoring`).
 fn inflections(base: &str) -> Vec<String> {
     let mut all: Vec<String> = ["", "s", "es", "d", "ed", "ing"]
         .iter()
@@ -815,35 +826,85 @@ fn inflections(base: &str) -> Vec<String> {
     all
 }
 
+/// The symbols with a segment that may spell a word of `forms`, sorted: one prefix scan
+/// of the segments table per form (`apply` scans `appl…`, which holds `applies`), which
+/// `two_segment_names` then checks segment by segment; exact lookups of the form's
+/// inflections where a scan would be cut.
+fn with_segment(graph: &Graph, forms: &[String]) -> Vec<NodeId> {
+    // Each scan reads every part of the graph: a prefix that holds another is not read
+    // again (`simplif` holds `simplified` and `simplify`).
+    let mut prefixes: Vec<&str> = forms
+        .iter()
+        .map(|form| form.strip_suffix('y').unwrap_or(form))
+        .collect();
+    prefixes.sort_unstable_by_key(|p| p.len());
+    let mut scanned: Vec<&str> = Vec::new();
+    let mut nodes = Vec::new();
+    for prefix in prefixes {
+        if scanned.iter().any(|s| prefix.starts_with(s)) {
+            continue;
+        }
+        scanned.push(prefix);
+        let found = graph.lookup_prefix(NameTable::Segments, prefix, SEGMENT_SCAN);
+        if found.len() >= SEGMENT_SCAN {
+            // Cut: the inflections one by one instead.
+            nodes = forms
+                .iter()
+                .flat_map(|form| inflections(form))
+                .flat_map(|segment| graph.lookup(NameTable::Segments, &segment))
+                .collect();
+            break;
+        }
+        nodes.extend(found);
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
+}
+
 /// A word and a segment spell each other when their forms meet (`factored` and
 /// `factors` in `factor`).
 fn spells(forms: &[String], segment: &str) -> bool {
     word_forms(segment).iter().any(|f| forms.contains(f))
 }
 
+/// Candidates that are few enough to be checked name by name without scanning for the
+/// other word (`two_segment_names`): each check splits a name.
+const CHECKED_ALONE: usize = 32;
+
 /// Symbols whose name is exactly two segments, one spelling a word of forms `a_forms`
 /// and the other one of `b_forms` (`word_forms`, `spells`), in the words' order when any
-/// is, else in the other.
-fn two_segment_names(graph: &Graph, a_forms: &[String], b_forms: &[String]) -> Vec<NodeId> {
-    let with_segment = |forms: &[String]| -> Vec<NodeId> {
-        let mut nodes: Vec<NodeId> = forms
-            .iter()
-            .flat_map(|base| inflections(base))
-            .flat_map(|segment| graph.lookup(NameTable::Segments, &segment))
-            .collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        nodes
-    };
+/// is, else in the other. Each word comes with its scan (`with_segment`), made here when
+/// needed: a short scan of either word holds every such name, so the other is not made.
+fn two_segment_names(
+    graph: &Graph,
+    (a_forms, of_a): (&[String], &mut Option<Vec<NodeId>>),
+    (b_forms, of_b): (&[String], &mut Option<Vec<NodeId>>),
+) -> Vec<NodeId> {
     if a_forms.iter().any(|f| b_forms.contains(f)) {
         return Vec::new();
     }
-    let of_b = with_segment(b_forms);
-    if of_b.is_empty() {
-        return Vec::new();
+    fn short(scan: &Option<Vec<NodeId>>) -> Option<&Vec<NodeId>> {
+        scan.as_ref().filter(|s| s.len() <= CHECKED_ALONE)
     }
-    let mut nodes = with_segment(a_forms);
-    nodes.retain(|n| of_b.binary_search(n).is_ok());
+    let nodes: Vec<NodeId> = if let Some(scan) = short(of_a).or(short(of_b)) {
+        scan.clone()
+    } else {
+        let b = of_b.get_or_insert_with(|| with_segment(graph, b_forms));
+        if b.len() <= CHECKED_ALONE {
+            b.clone()
+        } else {
+            let a = of_a.get_or_insert_with(|| with_segment(graph, a_forms));
+            if a.len() <= CHECKED_ALONE {
+                a.clone()
+            } else {
+                a.iter()
+                    .copied()
+                    .filter(|n| b.binary_search(n).is_ok())
+                    .collect()
+            }
+        }
+    };
     // Each name is read and split once (many symbols share one): Some(in the words'
     // order) when it is spelled.
     let mut spelled: rustc_hash::FxHashMap<u32, Option<bool>> = rustc_hash::FxHashMap::default();

@@ -681,7 +681,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
         let about_code = |w: &str| KIND_WORDS.contains(&w.to_lowercase().as_str());
         // A Portuguese question's words are read in English as well (`desconto aplicado`
         // ~ `apply_discount`).
-        let forms = |word: &str| {
+        let forms_of = |word: &str| {
             let mut forms = word_forms(word);
             if let Some(english) = crate::query::glossary::english_of_word(query, word) {
                 forms.extend(word_forms(english));
@@ -689,7 +689,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
             forms
         };
         // Each word's forms and scan of the segments table, made once for both its pairs.
-        let forms: Vec<Vec<String>> = plain_words.iter().map(|w| forms(w)).collect();
+        let forms: Vec<Vec<String>> = plain_words.iter().map(|w| forms_of(w)).collect();
         let mut scans: Vec<Option<Vec<NodeId>>> = vec![None; plain_words.len()];
         let mut i = 0;
         while i + 1 < plain_words.len() {
@@ -868,14 +868,10 @@ fn spells(forms: &[String], segment: &str) -> bool {
     word_forms(segment).iter().any(|f| forms.contains(f))
 }
 
-/// Candidates that are few enough to be checked name by name without scanning for the
-/// other word (`two_segment_names`): each check splits a name.
-const CHECKED_ALONE: usize = 32;
-
 /// Symbols whose name is exactly two segments, one spelling a word of forms `a_forms`
 /// and the other one of `b_forms` (`word_forms`, `spells`), in the words' order when any
-/// is, else in the other. Each word comes with its scan (`with_segment`), made here when
-/// needed: a short scan of either word holds every such name, so the other is not made.
+/// is, else in the other. Each word comes with its scan (`with_segment`), made here once
+/// and kept for the word's other pair.
 fn two_segment_names(
     graph: &Graph,
     (a_forms, of_a): (&[String], &mut Option<Vec<NodeId>>),
@@ -884,27 +880,16 @@ fn two_segment_names(
     if a_forms.iter().any(|f| b_forms.contains(f)) {
         return Vec::new();
     }
-    fn short(scan: &Option<Vec<NodeId>>) -> Option<&Vec<NodeId>> {
-        scan.as_ref().filter(|s| s.len() <= CHECKED_ALONE)
+    let b = of_b.get_or_insert_with(|| with_segment(graph, b_forms));
+    if b.is_empty() {
+        return Vec::new();
     }
-    let nodes: Vec<NodeId> = if let Some(scan) = short(of_a).or(short(of_b)) {
-        scan.clone()
-    } else {
-        let b = of_b.get_or_insert_with(|| with_segment(graph, b_forms));
-        if b.len() <= CHECKED_ALONE {
-            b.clone()
-        } else {
-            let a = of_a.get_or_insert_with(|| with_segment(graph, a_forms));
-            if a.len() <= CHECKED_ALONE {
-                a.clone()
-            } else {
-                a.iter()
-                    .copied()
-                    .filter(|n| b.binary_search(n).is_ok())
-                    .collect()
-            }
-        }
-    };
+    let a = of_a.get_or_insert_with(|| with_segment(graph, a_forms));
+    let nodes: Vec<NodeId> = a
+        .iter()
+        .copied()
+        .filter(|n| b.binary_search(n).is_ok())
+        .collect();
     // Each name is read and split once (many symbols share one): Some(in the words'
     // order) when it is spelled.
     let mut spelled: rustc_hash::FxHashMap<u32, Option<bool>> = rustc_hash::FxHashMap::default();

@@ -157,4 +157,43 @@ fn a_new_generation_reuses_the_validated_segments_it_shares_and_checks_the_other
         first.node(edited(&first)).record(),
         second.node(edited(&second)).record()
     ));
+    // Kept open, a graph of several parts looks names up through each part's filter of
+    // its strings, which builds with the first lookup and rules parts out: never one
+    // that holds the name. (Checked here: a third graph would evict this test's.)
+    finds_every_name_and_prefix(&second);
+}
+
+/// Every name of the exact table is found by name and by each of its prefixes (under,
+/// within and past the lengths a part's filter holds); an absent name is not.
+fn finds_every_name_and_prefix(graph: &Graph) {
+    use atlas::graph::reader::NameTable;
+    let entries: Vec<(String, NodeId)> = graph
+        .name_entries(NameTable::Exact)
+        .map(|(name, node)| (name.to_string(), node))
+        .collect();
+    assert!(entries.len() > 140, "{} names", entries.len());
+    for (name, node) in &entries {
+        assert!(
+            graph.lookup(NameTable::Exact, name).contains(node),
+            "`{name}` is not found by name"
+        );
+        for end in (1..=name.len()).filter(|&end| name.is_char_boundary(end)) {
+            let found = graph.lookup_prefix(NameTable::Exact, &name[..end], usize::MAX);
+            assert!(
+                found.contains(node),
+                "`{name}` is not found by `{}`",
+                &name[..end]
+            );
+        }
+    }
+    assert!(
+        graph
+            .lookup(NameTable::Exact, "no_such_name_here")
+            .is_empty()
+    );
+    assert!(
+        graph
+            .lookup_prefix(NameTable::Exact, "no_such_prefix", usize::MAX)
+            .is_empty()
+    );
 }

@@ -24,7 +24,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use memmap2::Mmap;
 
@@ -33,6 +33,7 @@ use super::data::{
     ArchivedGraphStats, ArchivedModuleEdgeRecord, ArchivedRootData, ArchivedRootDataV4,
     ArchivedSegmentEntry, CrossData, GraphData, RootData,
 };
+use super::string_filter::StringFilter;
 use crate::error::{AtlasError, IoContext, Result};
 
 const MAGIC: &[u8; 8] = b"ATLASGR\0";
@@ -187,6 +188,9 @@ pub fn cross_name(hash: &[u8; 32]) -> String {
 pub struct GraphFile {
     mmap: Arc<Mmap>,
     path: PathBuf,
+    /// The filter of its strings a long-lived process builds (`reader`), shared by every
+    /// graph that maps this file: a new generation keeps most segments' filters.
+    strings: Arc<OnceLock<StringFilter>>,
 }
 
 /// A validated, memory-mapped root (format 4 or 5).
@@ -280,6 +284,7 @@ pub fn open(path: &Path) -> Result<Opened> {
         return Ok(Opened::Whole(GraphFile {
             mmap,
             path: path.to_path_buf(),
+            strings: Arc::default(),
         }));
     }
     let archive =
@@ -310,7 +315,16 @@ impl GraphFile {
             ));
         }
         validate_graph(payload, &path, true)?;
-        Ok(GraphFile { mmap, path })
+        Ok(GraphFile {
+            mmap,
+            path,
+            strings: Arc::default(),
+        })
+    }
+
+    /// The filter of the file's strings, once built (`reader`).
+    pub(crate) fn string_filter(&self) -> &OnceLock<StringFilter> {
+        &self.strings
     }
 
     pub fn path(&self) -> &Path {

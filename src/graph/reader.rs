@@ -20,6 +20,7 @@ use super::data::{
 };
 use super::format::{CrossFile, GraphFile, Opened, RootCross, RootFile, RootView, hex};
 use super::ids::{FileId, NodeId, StrId};
+use super::string_filter::StringFilter;
 
 use crate::error::Result;
 use crate::syntax::facts::SymbolKind;
@@ -110,6 +111,26 @@ impl Part {
     fn data(&self) -> &ArchivedGraphData {
         // SAFETY: see the `Send` impl: the pointee lives as long as `self.file`.
         unsafe { self.data.as_ref() }
+    }
+
+    /// The filter of the part's strings where it pays: in a process that keeps graphs
+    /// open (`reuse_validated_mappings`), reading a graph of several parts. Built on first
+    /// use and kept with the mapping, which later generations share.
+    fn string_filter(&self, parts: usize) -> Option<&StringFilter> {
+        if parts < 2 || VALIDATED.get().is_none() {
+            return None;
+        }
+        Some(self.file.string_filter().get_or_init(|| {
+            let d = self.data();
+            let count = d.string_offsets.len().saturating_sub(1) as u32;
+            StringFilter::of((0..count).map(|id| local_str_bytes(d, id)))
+        }))
+    }
+
+    /// False when the part holds no string `key` (the filter says so), true when it may.
+    fn may_hold(&self, parts: usize, key: &str) -> bool {
+        self.string_filter(parts)
+            .is_none_or(|filter| filter.may_hold(key.as_bytes()))
     }
 
     fn cross(&self) -> Option<&data::ArchivedCrossData> {
@@ -784,7 +805,11 @@ impl Graph {
     /// Nodes whose key in `table` equals `key`, by binary search, in id order.
     pub fn lookup(&self, table: NameTable, key: &str) -> Vec<NodeId> {
         let mut out = Vec::new();
+        let parts = self.parts().len();
         for part in self.parts() {
+            if !part.may_hold(parts, key) {
+                continue;
+            }
             let d = part.data();
             let Some(id) = local_string_id(d, key) else {
                 continue;
@@ -804,7 +829,11 @@ impl Graph {
     /// Frontier entries (global indexes) whose name is `name`, by binary search.
     pub fn frontier_named(&self, name: &str) -> Vec<u32> {
         let mut out = Vec::new();
+        let parts = self.parts().len();
         for part in self.parts() {
+            if !part.may_hold(parts, name) {
+                continue;
+            }
             let d = part.data();
             let Some(name_id) = local_string_id(d, name) else {
                 continue;
@@ -839,11 +868,27 @@ impl Graph {
         })
     }
 
+    /// Builds now the string filters its lookups would build on first use (only in a
+    /// process that keeps graphs open: `reuse_validated_mappings`).
+    pub fn build_string_filters(&self) {
+        let parts = self.parts().len();
+        for part in self.parts() {
+            part.string_filter(parts);
+        }
+    }
+
     /// Nodes whose key in `table` starts with `prefix`, in key order (keys are sorted by
     /// text), at most `limit`.
     pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<NodeId> {
         let mut found: Vec<(&[u8], NodeId)> = Vec::new();
+        let parts = self.parts().len();
         for part in self.parts() {
+            if part
+                .string_filter(parts)
+                .is_some_and(|filter| !filter.may_start(prefix.as_bytes()))
+            {
+                continue;
+            }
             let d = part.data();
             let strings = d.string_offsets.len().saturating_sub(1);
             let (mut lo, mut hi) = (0usize, strings);

@@ -303,20 +303,24 @@ impl<'g> Builder<'g> {
         hop: u32,
         decay_square: bool,
     ) -> (u16, u32, bool) {
-        let divisor = if decay_square { hop * hop } else { hop };
-        let (bonus, policy) = match self.node_terms.get(&node) {
+        let (bonus, policy) = self.node_terms(node);
+        (
+            score_of(confidence, hop, decay_square, (bonus, policy)),
+            bonus,
+            policy,
+        )
+    }
+
+    /// `node`'s centrality bonus and policy class, computed once per node.
+    fn node_terms(&mut self, node: NodeId) -> (u32, bool) {
+        match self.node_terms.get(&node) {
             Some(&terms) => terms,
             None => {
                 let terms = (self.bonus(node), self.is_policy_class(node));
                 self.node_terms.insert(node, terms);
                 terms
             }
-        };
-        let mut score = u32::from(confidence) * 10 / divisor.max(1) + bonus;
-        if policy {
-            score /= 2;
         }
-        (score.min(u16::MAX as u32) as u16, bonus, policy)
     }
 
     /// Adds `candidate` as the evidence of `identity`; the same evidence reached again is
@@ -487,21 +491,60 @@ impl<'g> Builder<'g> {
         );
     }
 
-    /// What `relation_adjusted` does (unadjusted, squared decay) with a walk's edge to
-    /// `node` that an entry of `(class, node)` already outscores: its site joins that
-    /// entry. False, with nothing done, otherwise.
-    fn only_site(
+    /// A walk's edge from `from` to `node` at `hop`, as `relation` (unadjusted, squared
+    /// decay) takes it, and the entry it went to. Most edges of a hub's walk reach a
+    /// symbol already met with a score at least as good: only the site joins its entry,
+    /// and no relation is built.
+    fn walk_edge(
         &mut self,
         class: EvidenceClass,
+        (from, direction): (NodeId, Direction),
         node: NodeId,
         edge: EdgeRef<'_>,
         hop: u32,
-    ) -> bool {
-        if !self.by_symbol.contains_key(&(class, node)) {
+    ) -> Met {
+        let terms = self.node_terms(node);
+        let score = score_of(edge.confidence, hop, true, terms).max(1);
+        if let Some(&index) = self.by_symbol.get(&(class, node))
+            && self.joins_at(index, score, site_of(edge))
+        {
+            return Met { node, index, terms };
+        }
+        let relation = relation_of(from, edge, direction);
+        let note = if hop > 1 { Note::Via(from) } else { Note::None };
+        self.relation(class, node, relation, hop, true, note);
+        // `relation` leaves every (class, symbol) it takes with an entry.
+        let index = self.by_symbol[&(class, node)];
+        Met { node, index, terms }
+    }
+
+    /// `walk_edge` of the next edge to the symbol the one before reached (`met`): the
+    /// same entry and score terms, with nothing looked up.
+    fn walk_edge_again(
+        &mut self,
+        class: EvidenceClass,
+        (from, direction): (NodeId, Direction),
+        met: Met,
+        edge: EdgeRef<'_>,
+        hop: u32,
+    ) {
+        let score = score_of(edge.confidence, hop, true, met.terms).max(1);
+        if !self.joins_at(met.index, score, site_of(edge)) {
+            let relation = relation_of(from, edge, direction);
+            let note = if hop > 1 { Note::Via(from) } else { Note::None };
+            self.relation(class, met.node, relation, hop, true, note);
+        }
+    }
+
+    /// When entry `index` scores `score` or more, `site` joins it (what merging a
+    /// relation that does not outscore it would do); false, with nothing done, otherwise.
+    fn joins_at(&mut self, index: usize, score: u16, site: Option<(FileId, u32)>) -> bool {
+        let existing = &mut self.candidates[index];
+        if (false, score) > (existing.required, existing.score) {
             return false;
         }
-        let (score, _, _) = self.relation_score(node, edge.confidence, hop, true);
-        self.joins_entry(class, node, score.max(1), site_of(edge))
+        existing.sites.extend(site);
+        true
     }
 
     /// When the entry of `(class, node)` scores `score` or more, `site` joins it — what
@@ -516,12 +559,7 @@ impl<'g> Builder<'g> {
         let Some(&index) = self.by_symbol.get(&(class, node)) else {
             return false;
         };
-        let existing = &mut self.candidates[index];
-        if (false, score) > (existing.required, existing.score) {
-            return false;
-        }
-        existing.sites.extend(site);
-        true
+        self.joins_at(index, score, site)
     }
 
     /// Records why a hop was taken on the entry of `(class, node)`.
@@ -710,6 +748,10 @@ impl<'g> Builder<'g> {
             let mut next = Vec::new();
             let graph = self.graph;
             for &node in &frontier {
+                // A node's edges come grouped by their other end (graph-schema: sorted by
+                // (node, other end, kind, site)): a caller's many call sites of a hub
+                // follow each other, and after the first they join its entry directly.
+                let mut last: Option<Met> = None;
                 // The edges straight from the map: no list of them is built per node.
                 for edge in graph
                     .edges(node, direction)
@@ -720,13 +762,12 @@ impl<'g> Builder<'g> {
                     if hop == 1 {
                         direct += 1;
                     }
-                    // Most edges of a hub's walk reach a symbol already met with a score
-                    // at least as good: only the site is gathered, no relation is built.
-                    if !self.only_site(class, other, edge, hop) {
-                        let relation = relation_of(node, edge, direction);
-                        let note = if hop > 1 { Note::Via(node) } else { Note::None };
-                        self.relation(class, other, relation, hop, true, note);
+                    if let Some(met) = last.filter(|met| met.node == other) {
+                        // Visited with the edge before.
+                        self.walk_edge_again(class, (node, direction), met, edge, hop);
+                        continue;
                     }
+                    last = Some(self.walk_edge(class, (node, direction), other, edge, hop));
                     if visited.insert(other) {
                         if visited.len() < VISIT_CAP {
                             next.push(other);
@@ -759,6 +800,26 @@ impl<'g> Builder<'g> {
             40_000,
         );
     }
+}
+
+/// A walk's last edge's other end, the entry that edge went to, and the end's score
+/// terms (`Builder::walk_edge`).
+#[derive(Clone, Copy)]
+struct Met {
+    node: NodeId,
+    index: usize,
+    terms: (u32, bool),
+}
+
+/// A relation's score: its confidence decayed by the hop (squared for walks), plus the
+/// symbol's centrality bonus, halved for a test, generated or vendored symbol.
+fn score_of(confidence: u8, hop: u32, decay_square: bool, (bonus, policy): (u32, bool)) -> u16 {
+    let divisor = if decay_square { hop * hop } else { hop };
+    let mut score = u32::from(confidence) * 10 / divisor.max(1) + bonus;
+    if policy {
+        score /= 2;
+    }
+    score.min(u16::MAX as u32) as u16
 }
 
 /// Retrieves the candidates of `intent` for `profile`. `spine_lines` bounds the source

@@ -877,8 +877,8 @@ impl Graph {
         }
     }
 
-    /// Nodes whose key in `table` starts with `prefix`, in key order (keys are sorted by
-    /// text), at most `limit`.
+    /// Nodes whose key in `table` starts with `prefix`: the first `limit` in key order
+    /// (keys are sorted by text), in id order (a node once per key that holds it).
     pub fn lookup_prefix(&self, table: NameTable, prefix: &str, limit: usize) -> Vec<NodeId> {
         let mut found: Vec<(&[u8], NodeId)> = Vec::new();
         let parts = self.parts().len();
@@ -912,11 +912,15 @@ impl Graph {
                     .map(|(text, e)| (text, part.base.node(e.node.to_native()))),
             );
         }
-        if self.parts().len() > 1 {
+        // Which are the first `limit` needs the key order only when there are more
+        // (each part gave its first `limit`).
+        if found.len() > limit {
             found.sort_unstable();
             found.truncate(limit);
         }
-        found.into_iter().map(|(_, node)| node).collect()
+        let mut nodes: Vec<NodeId> = found.into_iter().map(|(_, node)| node).collect();
+        nodes.sort_unstable();
+        nodes
     }
 }
 

@@ -1489,7 +1489,6 @@ fn segmented(graph: &Graph, text: &str) -> Vec<NodeId> {
         return Vec::new();
     };
     let mut nodes = graph.lookup_prefix(NameTable::Segments, first, 4096);
-    nodes.sort_unstable();
     nodes.dedup();
     // The table's keys are the names' segments: a node it gives for one word has a
     // segment that starts with it, so only a phrase needs its names split again.

@@ -492,7 +492,7 @@ impl<'g> Builder<'g> {
     }
 
     /// A walk's edge from `from` to `node` at `hop`, as `relation` (unadjusted, squared
-    /// decay) takes it, and the entry it went to. Most edges of a hub's walk reach a
+    /// decay) takes it, and the entry it went to (always one). Most edges of a hub's walk reach a
     /// symbol already met with a score at least as good: only the site joins its entry,
     /// and no relation is built.
     fn walk_edge(
@@ -502,20 +502,20 @@ impl<'g> Builder<'g> {
         node: NodeId,
         edge: EdgeRef<'_>,
         hop: u32,
-    ) -> Met {
+    ) -> Option<Met> {
         let terms = self.node_terms(node);
         let score = score_of(edge.confidence, hop, true, terms).max(1);
         if let Some(&index) = self.by_symbol.get(&(class, node))
             && self.joins_at(index, score, site_of(edge))
         {
-            return Met { node, index, terms };
+            return Some(Met { node, index, terms });
         }
         let relation = relation_of(from, edge, direction);
         let note = if hop > 1 { Note::Via(from) } else { Note::None };
         self.relation(class, node, relation, hop, true, note);
         // `relation` leaves every (class, symbol) it takes with an entry.
-        let index = self.by_symbol[&(class, node)];
-        Met { node, index, terms }
+        let index = *self.by_symbol.get(&(class, node))?;
+        Some(Met { node, index, terms })
     }
 
     /// `walk_edge` of the next edge to the symbol the one before reached (`met`): the
@@ -767,7 +767,7 @@ impl<'g> Builder<'g> {
                         self.walk_edge_again(class, (node, direction), met, edge, hop);
                         continue;
                     }
-                    last = Some(self.walk_edge(class, (node, direction), other, edge, hop));
+                    last = self.walk_edge(class, (node, direction), other, edge, hop);
                     if visited.insert(other) {
                         if visited.len() < VISIT_CAP {
                             next.push(other);

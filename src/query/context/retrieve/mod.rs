@@ -510,9 +510,7 @@ impl<'g> Builder<'g> {
         {
             return Some(Met { node, index, terms });
         }
-        let relation = relation_of(from, edge, direction);
-        let note = if hop > 1 { Note::Via(from) } else { Note::None };
-        self.relation(class, node, relation, hop, true, note);
+        self.walk_relation(class, (from, direction), node, edge, hop);
         // `relation` leaves every (class, symbol) it takes with an entry.
         let index = *self.by_symbol.get(&(class, node))?;
         Some(Met { node, index, terms })
@@ -530,10 +528,22 @@ impl<'g> Builder<'g> {
     ) {
         let score = score_of(edge.confidence, hop, true, met.terms).max(1);
         if !self.joins_at(met.index, score, site_of(edge)) {
-            let relation = relation_of(from, edge, direction);
-            let note = if hop > 1 { Note::Via(from) } else { Note::None };
-            self.relation(class, met.node, relation, hop, true, note);
+            self.walk_relation(class, (from, direction), met.node, edge, hop);
         }
+    }
+
+    /// The relation a walk's edge from `from` to `node` at `hop` is, taken as evidence.
+    fn walk_relation(
+        &mut self,
+        class: EvidenceClass,
+        (from, direction): (NodeId, Direction),
+        node: NodeId,
+        edge: EdgeRef<'_>,
+        hop: u32,
+    ) {
+        let relation = relation_of(from, edge, direction);
+        let note = if hop > 1 { Note::Via(from) } else { Note::None };
+        self.relation(class, node, relation, hop, true, note);
     }
 
     /// When entry `index` scores `score` or more, `site` joins it (what merging a

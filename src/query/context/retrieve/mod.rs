@@ -492,9 +492,7 @@ impl<'g> Builder<'g> {
     }
 
     /// A walk's edge from `from` to `node` at `hop`, as `relation` (unadjusted, squared
-    /// decay) takes it, and the entry it went to (always one). Most edges of a hub's walk reach a
-    /// symbol already met with a score at least as good: only the site joins its entry,
-    /// and no relation is built.
+    /// decay) takes it, and the entry it went to (always one).
     fn walk_edge(
         &mut self,
         class: EvidenceClass,
@@ -504,11 +502,10 @@ impl<'g> Builder<'g> {
         hop: u32,
     ) -> Option<Met> {
         let terms = self.node_terms(node);
-        let score = score_of(edge.confidence, hop, true, terms).max(1);
-        if let Some(&index) = self.by_symbol.get(&(class, node))
-            && self.joins_at(index, score, site_of(edge))
-        {
-            return Some(Met { node, index, terms });
+        if let Some(&index) = self.by_symbol.get(&(class, node)) {
+            let met = Met { node, index, terms };
+            self.walk_edge_again(class, (from, direction), met, edge, hop);
+            return Some(met);
         }
         self.walk_relation(class, (from, direction), node, edge, hop);
         // `relation` leaves every (class, symbol) it takes with an entry.
@@ -516,8 +513,9 @@ impl<'g> Builder<'g> {
         Some(Met { node, index, terms })
     }
 
-    /// `walk_edge` of the next edge to the symbol the one before reached (`met`): the
-    /// same entry and score terms, with nothing looked up.
+    /// A walk's edge to a symbol with an entry (`met`, its entry and score terms). Most
+    /// edges of a hub's walk reach a symbol already met with a score at least as good:
+    /// only the site joins its entry, and no relation is built.
     fn walk_edge_again(
         &mut self,
         class: EvidenceClass,

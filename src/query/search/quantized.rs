@@ -180,11 +180,12 @@ struct State {
     lost: bool,
 }
 
-/// What a chunk's scan found: each row's upper bound, and the best `keep` lower bounds
-/// of each kind.
+/// What a chunk's scan found: the rows whose upper bound reached the floor of their kind
+/// when they were scanned, with that bound, in row order; and the best `keep` lower
+/// bounds of each kind. A row below a floor is below the threshold too (`part`).
 struct Part {
     start: usize,
-    upper: Vec<f64>,
+    upper: Vec<(usize, f64)>,
     best: [Vec<f64>; 2],
 }
 
@@ -249,21 +250,21 @@ impl Scan<'_> {
     fn part(&self, rows: Range<usize>, carried: &mut [f64; 2]) -> Part {
         let quantized = self.quantized;
         let query = &self.query;
-        let mut upper = Vec::with_capacity(rows.len());
+        let mut upper = Vec::new();
         let mut heaps: [BinaryHeap<Reverse<Bound>>; 2] = Default::default();
         let start_floor = *carried;
         let mut floor = start_floor;
         let start = rows.start;
         let codes = &quantized.codes[start * quantized.dim..rows.end * quantized.dim];
-        let dot = Dot::detect();
-        for (row, codes) in rows.zip(codes.chunks_exact(quantized.dim)) {
+        let mut dots = Vec::with_capacity(rows.len());
+        let sums = &quantized.sums[rows.clone()];
+        Dot::detect().of_rows(codes, quantized.dim, query, sums, &mut dots);
+        for (row, exact) in rows.zip(dots) {
             let scale = f64::from(quantized.scales[row]);
-            let exact = dot.of(codes, query, quantized.sums[row]);
             let approx = scale * query.scale * f64::from(exact);
             // |r·q − r̂·q̂| ≤ |(r − r̂)·q| + |r̂·(q − q̂)| ≤ (s_r/2)‖q‖₁ + (s_q/2)‖r̂‖₁
             let error =
                 scale / 2.0 * query.l1 + query.scale / 2.0 * f64::from(quantized.l1[row]) + SLOP;
-            upper.push(approx + error);
             let lower = approx - error;
             let kind = usize::from(quantized.second[row]);
             let heap = &mut heaps[kind];
@@ -280,6 +281,11 @@ impl Scan<'_> {
                 {
                     floor[kind] = *least;
                 }
+            }
+            // A floor has `keep` lower bounds at or above it among the parts' best, so the
+            // threshold (`candidates`) is at least the floor: a row under it is not kept.
+            if approx + error >= floor[kind] {
+                upper.push((row, approx + error));
             }
         }
         for (kind, heap) in heaps.iter().enumerate() {
@@ -321,12 +327,7 @@ impl Scan<'_> {
         let second = &self.quantized.second;
         Ok(parts
             .iter()
-            .flat_map(|part| {
-                part.upper
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, &upper)| (part.start + i, upper))
-            })
+            .flat_map(|part| part.upper.iter().copied())
             .filter(|&(row, upper)| upper >= threshold[usize::from(second[row])])
             .map(|(row, _)| row)
             .collect())
@@ -369,6 +370,74 @@ impl Dot {
             Dot::Vnni => dot_i8(row, &query.codes),
             Dot::Lanes => dot_i8(row, &query.codes),
         }
+    }
+
+    /// `row · query.codes` for each row of `dim` codes laid end to end in `codes`
+    /// (`sums[r]` = `Σ row_r[i]`), appended to `out`.
+    fn of_rows(self, codes: &[i8], dim: usize, query: &Query, sums: &[i32], out: &mut Vec<i32>) {
+        #[cfg(target_arch = "x86_64")]
+        if let Dot::Vnni = self
+            && dim == 256
+            && query.biased.len() == 256
+        {
+            let start = out.len();
+            // SAFETY: `Vnni` is only detected on a CPU with these features.
+            unsafe { dots_biased_vnni_256(codes, &query.biased, out) };
+            for (dot, sum) in out[start..].iter_mut().zip(sums) {
+                *dot -= 128 * sum;
+            }
+            return;
+        }
+        out.extend(
+            codes
+                .chunks_exact(dim)
+                .zip(sums)
+                .map(|(row, &sum)| self.of(row, query, sum)),
+        );
+    }
+}
+
+/// `Σ biased[i] × row[i]` for each row of 256 codes in `codes`, with AVX-512 VNNI: the
+/// query stays in four registers and four rows go at once, so their loads and their
+/// chains of multiply-adds overlap (one row at a time waits on each).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn dots_biased_vnni_256(codes: &[i8], biased: &[u8], out: &mut Vec<i32>) {
+    use std::arch::x86_64::{
+        __m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_reduce_add_epi32,
+        _mm512_setzero_si512,
+    };
+    let (query, _) = biased.as_chunks::<64>();
+    assert!(query.len() >= 4, "a query of 256 codes");
+    // SAFETY (every load below): each is of 64 readable bytes, unaligned.
+    let load = |bytes: &[u8; 64]| unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
+    let q: [__m512i; 4] = [
+        load(&query[0]),
+        load(&query[1]),
+        load(&query[2]),
+        load(&query[3]),
+    ];
+    let row_load = |bytes: &[i8; 64]| unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
+    let (rows, _) = codes.as_chunks::<256>();
+    let (fours, rest) = rows.as_chunks::<4>();
+    out.reserve(rows.len());
+    for four in fours {
+        let mut acc = [_mm512_setzero_si512(); 4];
+        for (k, q) in q.iter().enumerate() {
+            for (acc, row) in acc.iter_mut().zip(four) {
+                let (chunks, _) = row.as_chunks::<64>();
+                *acc = _mm512_dpbusd_epi32(*acc, *q, row_load(&chunks[k]));
+            }
+        }
+        out.extend(acc.map(|acc| _mm512_reduce_add_epi32(acc)));
+    }
+    for row in rest {
+        let (chunks, _) = row.as_chunks::<64>();
+        let mut acc = _mm512_setzero_si512();
+        for (q, chunk) in q.iter().zip(chunks) {
+            acc = _mm512_dpbusd_epi32(acc, *q, row_load(chunk));
+        }
+        out.push(_mm512_reduce_add_epi32(acc));
     }
 }
 
@@ -496,7 +565,13 @@ mod tests {
 
     #[test]
     fn the_kept_rows_hold_the_exact_best() {
-        let dim = 64;
+        // 256: the model's width, which has its own multiply (`Dot::of_rows`).
+        for dim in [64, 256] {
+            kept_rows_hold_the_exact_best(dim);
+        }
+    }
+
+    fn kept_rows_hold_the_exact_best(dim: usize) {
         // Several chunks: later ones start from an earlier one's floor.
         let rows = unit_rows(CHUNK_ROWS * 3 + 500, dim, 0x9e37_79b9);
         let quantized = from_payload(&payload(&rows), rows.len(), dim).unwrap();
@@ -629,6 +704,53 @@ mod tests {
                     scalar,
                     "detected, dim {dim}"
                 );
+            }
+        }
+    }
+
+    /// A chunk's rows multiplied at once (four at a time where the CPU allows) give each
+    /// row's scalar product, whatever the count of rows and the width.
+    #[test]
+    fn rows_multiplied_together_give_each_rows_exact_sum() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state % 255) as i32 - 127) as i8
+        };
+        for dim in [64, 100, 256] {
+            for rows in [0, 1, 3, 4, 5, 11] {
+                let codes: Vec<i8> = (0..rows * dim).map(|_| next()).collect();
+                let mut query: Vec<i8> = (0..dim).map(|_| next()).collect();
+                if rows == 11 {
+                    query.fill(-127);
+                }
+                let scalar: Vec<i32> = codes
+                    .chunks_exact(dim)
+                    .map(|row| {
+                        row.iter()
+                            .zip(&query)
+                            .map(|(&r, &q)| i32::from(r) * i32::from(q))
+                            .sum()
+                    })
+                    .collect();
+                let sums: Vec<i32> = codes
+                    .chunks_exact(dim)
+                    .map(|row| row.iter().map(|&c| i32::from(c)).sum())
+                    .collect();
+                let query = Query {
+                    biased: query.iter().map(|&c| (i16::from(c) + 128) as u8).collect(),
+                    codes: query,
+                    scale: 1.0,
+                    l1: 0.0,
+                };
+                for dot in [Dot::Lanes, Dot::detect()] {
+                    let mut out = vec![7];
+                    dot.of_rows(&codes, dim, &query, &sums, &mut out);
+                    assert_eq!(out[0], 7, "appended");
+                    assert_eq!(out[1..], scalar, "dim {dim}, rows {rows}");
+                }
             }
         }
     }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use crate::graph::codes::EdgeKind;
 use crate::graph::ids::NodeId;
-use crate::graph::names::{normalize_qualified, split_identifier};
+use crate::graph::names::{each_segment, normalize_qualified, split_identifier};
 use crate::graph::reader::{Graph, NameTable};
 use crate::syntax::facts::SymbolKind;
 
@@ -1499,27 +1499,44 @@ fn segmented(graph: &Graph, text: &str) -> Vec<NodeId> {
     // read and split once per string id: an id is one text (a text with one id per
     // segment is split once per id, with the same outcome).
     let mut matched: rustc_hash::FxHashMap<u32, bool> = rustc_hash::FxHashMap::default();
+    let mut segment = String::new();
     nodes.retain(|&n| {
         let name = graph.node(n).name();
-        *matched.entry(name.0).or_insert_with(|| {
-            let segments = split_identifier(graph.str(name));
-            segments.len() >= words.len() && words_match(&words, &segments)
-        })
+        *matched
+            .entry(name.0)
+            .or_insert_with(|| words_match(&words, graph.str(name), &mut segment))
     });
     nodes
 }
 
 /// Each query word is a prefix (or an in-order subsequence starting at the first
-/// letter, `ctx` ~ `context`) of a distinct segment, in order.
-fn words_match(words: &[String], segments: &[String]) -> bool {
-    let mut next = 0;
-    for word in words {
-        let Some(found) = segments[next..].iter().position(|s| abbreviates(word, s)) else {
-            return false;
-        };
-        next += found + 1;
+/// letter, `ctx` ~ `context`) of a distinct segment of `name`, in order: each word takes
+/// the first segment after the last word's that it abbreviates. `segment` is scratch.
+fn words_match(words: &[String], name: &str, segment: &mut String) -> bool {
+    if words.is_empty() {
+        return true;
     }
-    true
+    // Each word is a subsequence of its segment, so all of them, joined, are one of the
+    // lower-cased name: one pass over the bytes rules out most names before any split
+    // (ASCII only, where lower-casing keeps a name's bytes in place).
+    if name.is_ascii() && words.iter().all(|w| w.is_ascii()) {
+        let mut name = name.bytes().map(|b| b.to_ascii_lowercase());
+        if !words
+            .iter()
+            .flat_map(|w| w.bytes())
+            .all(|w| name.any(|b| b == w))
+        {
+            return false;
+        }
+    }
+    let mut next = 0;
+    each_segment(name, segment, |segment| {
+        if abbreviates(&words[next], segment) {
+            next += 1;
+        }
+        next < words.len()
+    });
+    next == words.len()
 }
 
 fn abbreviates(word: &str, segment: &str) -> bool {
@@ -1857,13 +1874,23 @@ index 3 is out of range";
 
     #[test]
     fn abbreviations_and_prefixes() {
-        let segments = split_identifier("compile_context");
-        assert!(words_match(&split_identifier("compile ctx"), &segments));
-        assert!(words_match(&split_identifier("comp cont"), &segments));
-        assert!(!words_match(
-            &split_identifier("context compile"),
-            &segments
-        ));
-        assert!(!words_match(&split_identifier("xyz"), &segments));
+        let matches = |words: &str| {
+            words_match(
+                &split_identifier(words),
+                "compile_context",
+                &mut String::new(),
+            )
+        };
+        assert!(matches("compile ctx"));
+        assert!(matches("comp cont"));
+        assert!(!matches("context compile"));
+        assert!(!matches("xyz"));
+        // Each word takes a segment of its own.
+        assert!(!matches("comp co ctx"));
+        assert!(words_match(&[], "compile_context", &mut String::new()));
+        // Past ASCII, names are split before they are read.
+        let words = split_identifier("über nam");
+        assert!(words_match(&words, "ÜberName", &mut String::new()));
+        assert!(!words_match(&words, "NameÜber", &mut String::new()));
     }
 }

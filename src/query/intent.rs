@@ -545,6 +545,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
         callables_only,
     };
 
+    let mut prefix_scans = Scans::default();
     // Two or three plain words may spell one name (`compile ctx` ~ `compile_context`).
     let plain: Vec<&str> = names
         .iter()
@@ -555,7 +556,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
         .collect();
     if plain.len() == names.len() && (2..=3).contains(&plain.len()) {
         let phrase = plain.join(" ");
-        let nodes = segmented(graph, &phrase);
+        let nodes = segmented(graph, &phrase, &mut prefix_scans);
         if !nodes.is_empty() {
             matcher.intent.single_name = true;
             matcher.push(&phrase, MatchTier::Segmented, nodes);
@@ -700,6 +701,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
             let (before, after) = scans.split_at_mut(i + 1);
             let nodes = two_segment_names(
                 graph,
+                &mut prefix_scans,
                 (&forms[i], &mut before[i]),
                 (&forms[i + 1], &mut after[0]),
             );
@@ -813,6 +815,24 @@ fn word_forms(word: &str) -> Vec<String> {
 /// exact lookups of the inflections (`with_segment`).
 const SEGMENT_SCAN: usize = 4096;
 
+/// The prefix scans of the segments table made while one query is read: each reads every
+/// part of the graph, and a question's words are scanned by the phrase test and again by
+/// the two-word test.
+#[derive(Default)]
+struct Scans(Vec<(String, Vec<NodeId>)>);
+
+impl Scans {
+    /// The nodes of the segments that start with `prefix`, at most `SEGMENT_SCAN`.
+    fn of(&mut self, graph: &Graph, prefix: &str) -> Vec<NodeId> {
+        if let Some((_, found)) = self.0.iter().find(|(scanned, _)| scanned == prefix) {
+            return found.clone();
+        }
+        let found = graph.lookup_prefix(NameTable::Segments, prefix, SEGMENT_SCAN);
+        self.0.push((prefix.to_string(), found.clone()));
+        found
+    }
+}
+
 /// The inflections a name's segment may carry of `base` (`factor` → `factors`,
 /// `factored`, `factoring`).
 fn inflections(base: &str) -> Vec<String> {
@@ -830,7 +850,7 @@ fn inflections(base: &str) -> Vec<String> {
 /// of the segments table per form (`apply` scans `appl…`, which holds `applies`), which
 /// `two_segment_names` then checks segment by segment; exact lookups of the form's
 /// inflections where a scan would be cut.
-fn with_segment(graph: &Graph, forms: &[String]) -> Vec<NodeId> {
+fn with_segment(graph: &Graph, scans: &mut Scans, forms: &[String]) -> Vec<NodeId> {
     // Each scan reads every part of the graph: a prefix that holds another is not read
     // again (`simplif` holds `simplified` and `simplify`).
     let mut prefixes: Vec<&str> = forms
@@ -845,7 +865,7 @@ fn with_segment(graph: &Graph, forms: &[String]) -> Vec<NodeId> {
             continue;
         }
         scanned.push(prefix);
-        let found = graph.lookup_prefix(NameTable::Segments, prefix, SEGMENT_SCAN);
+        let found = scans.of(graph, prefix);
         if found.len() >= SEGMENT_SCAN {
             // Cut: the inflections one by one instead.
             nodes = forms
@@ -874,17 +894,18 @@ fn spells(forms: &[String], segment: &str) -> bool {
 /// and kept for the word's other pair.
 fn two_segment_names(
     graph: &Graph,
+    scans: &mut Scans,
     (a_forms, of_a): (&[String], &mut Option<Vec<NodeId>>),
     (b_forms, of_b): (&[String], &mut Option<Vec<NodeId>>),
 ) -> Vec<NodeId> {
     if a_forms.iter().any(|f| b_forms.contains(f)) {
         return Vec::new();
     }
-    let b = of_b.get_or_insert_with(|| with_segment(graph, b_forms));
+    let b = of_b.get_or_insert_with(|| with_segment(graph, scans, b_forms));
     if b.is_empty() {
         return Vec::new();
     }
-    let a = of_a.get_or_insert_with(|| with_segment(graph, a_forms));
+    let a = of_a.get_or_insert_with(|| with_segment(graph, scans, a_forms));
     let nodes: Vec<NodeId> = a
         .iter()
         .copied()
@@ -937,7 +958,7 @@ fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
         }
         return (!nodes.is_empty()).then_some((MatchTier::QualifiedSuffix, nodes));
     }
-    let nodes = segmented(graph, token);
+    let nodes = segmented(graph, token, &mut Scans::default());
     if !nodes.is_empty() {
         return Some((MatchTier::Segmented, nodes));
     }
@@ -1483,12 +1504,12 @@ fn path_nodes(graph: &Graph, path: &str) -> Vec<NodeId> {
 }
 
 /// Nodes whose name segments start with every word of `text`, in order.
-fn segmented(graph: &Graph, text: &str) -> Vec<NodeId> {
+fn segmented(graph: &Graph, text: &str, scans: &mut Scans) -> Vec<NodeId> {
     let words = split_identifier(text);
     let Some(first) = words.first() else {
         return Vec::new();
     };
-    let mut nodes = graph.lookup_prefix(NameTable::Segments, first, 4096);
+    let mut nodes = scans.of(graph, first);
     nodes.dedup();
     // The table's keys are the names' segments: a node it gives for one word has a
     // segment that starts with it, so only a phrase needs its names split again.

@@ -114,31 +114,19 @@ pub struct ProjectInput<'a> {
 }
 
 /// The total order of R-Q-4: required first, class rank, score descending, evidence id.
-pub fn order(candidates: &mut Vec<Candidate>, class_rank: &dyn Fn(EvidenceClass) -> usize) {
+pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(EvidenceClass) -> usize) {
     // Each candidate's key is taken once (a hub has thousands: the class rank is a call
     // through the profile), the id's order included (`Candidate::id_order`), so sorting
-    // never reaches back into the candidates; then they are moved into the sorted order.
-    // Each key ends with its position, so the unstable sort orders as a stable one.
-    type Key = (bool, usize, std::cmp::Reverse<u16>, (&'static str, IdHash));
-    let mut keyed: Vec<(Key, usize)> = candidates
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            (
-                (
-                    !c.required,
-                    class_rank(c.class),
-                    std::cmp::Reverse(c.score),
-                    c.id_order(),
-                ),
-                i,
-            )
-        })
-        .collect();
-    keyed.sort_unstable();
-    let mut slots: Vec<Option<Candidate>> =
-        std::mem::take(candidates).into_iter().map(Some).collect();
-    candidates.extend(keyed.iter().filter_map(|&(_, i)| slots[i].take()));
+    // never reaches back into the candidates. The sort is stable and permutes in place:
+    // a hub's candidates are not moved through a second list.
+    candidates.sort_by_cached_key(|c| {
+        (
+            !c.required,
+            class_rank(c.class),
+            std::cmp::Reverse(c.score),
+            c.id_order(),
+        )
+    });
 }
 
 /// Lines `first..=last` (0-based) of `text`, whose line starts are `starts`.

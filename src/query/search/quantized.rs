@@ -668,35 +668,45 @@ mod tests {
         assert!(from_payload(&bytes, 4, dim).is_err());
     }
 
-    /// Every way this CPU can multiply gives the scalar product, extremes and tails too.
-    #[test]
-    fn each_dot_product_is_the_exact_integer_sum() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = || {
+    /// Deterministic codes in -127..=127 (xorshift from `seed`).
+    fn random_codes(seed: u64) -> impl FnMut() -> i8 {
+        let mut state = seed;
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            (state % 255) as i32 - 127
-        };
+            ((state % 255) as i32 - 127) as i8
+        }
+    }
+
+    /// A query of integer codes at scale 1, as `Dot` reads one.
+    fn query_of(codes: Vec<i8>) -> Query {
+        Query {
+            biased: codes.iter().map(|&c| (i16::from(c) + 128) as u8).collect(),
+            codes,
+            scale: 1.0,
+            l1: 0.0,
+        }
+    }
+
+    /// Every way this CPU can multiply gives the scalar product, extremes and tails too.
+    #[test]
+    fn each_dot_product_is_the_exact_integer_sum() {
+        let mut next = random_codes(0x2545_f491_4f6c_dd1d);
         for dim in [16, 64, 100, 256, 300] {
             for round in 0..50 {
                 let (row, query): (Vec<i8>, Vec<i8>) = match round {
                     0 => (vec![127; dim], vec![127; dim]),
                     1 => (vec![-127; dim], vec![127; dim]),
                     2 => (vec![127; dim], vec![-127; dim]),
-                    _ => (0..dim).map(|_| (next() as i8, next() as i8)).unzip(),
+                    _ => (0..dim).map(|_| (next(), next())).unzip(),
                 };
                 let scalar: i32 = row
                     .iter()
                     .zip(&query)
                     .map(|(&r, &q)| i32::from(r) * i32::from(q))
                     .sum();
-                let query = Query {
-                    biased: query.iter().map(|&c| (i16::from(c) + 128) as u8).collect(),
-                    codes: query,
-                    scale: 1.0,
-                    l1: 0.0,
-                };
+                let query = query_of(query);
                 let sum = row.iter().map(|&c| i32::from(c)).sum();
                 assert_eq!(Dot::Lanes.of(&row, &query, sum), scalar, "lanes, dim {dim}");
                 assert_eq!(
@@ -712,13 +722,7 @@ mod tests {
     /// row's scalar product, whatever the count of rows and the width.
     #[test]
     fn rows_multiplied_together_give_each_rows_exact_sum() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state % 255) as i32 - 127) as i8
-        };
+        let mut next = random_codes(0x9e37_79b9_7f4a_7c15);
         for dim in [64, 100, 256] {
             for rows in [0, 1, 3, 4, 5, 11] {
                 let codes: Vec<i8> = (0..rows * dim).map(|_| next()).collect();
@@ -739,12 +743,7 @@ mod tests {
                     .chunks_exact(dim)
                     .map(|row| row.iter().map(|&c| i32::from(c)).sum())
                     .collect();
-                let query = Query {
-                    biased: query.iter().map(|&c| (i16::from(c) + 128) as u8).collect(),
-                    codes: query,
-                    scale: 1.0,
-                    l1: 0.0,
-                };
+                let query = query_of(query);
                 for dot in [Dot::Lanes, Dot::detect()] {
                     let mut out = vec![7];
                     dot.of_rows(&codes, dim, &query, &sums, &mut out);

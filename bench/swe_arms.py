@@ -24,10 +24,13 @@ import run  # noqa: E402  (shared/eval/run.py)
 # `default` is no ATLAS_SEARCH_ARMS at all: every arm, the vector arm skipped on prose.
 CONFIGS = {'bm25': 'bm25', 'vector': 'vector', 'hybrid': 'bm25,vector', 'graph': 'bm25,vector,graph',
            'lexical': 'bm25,graph', 'propagate': 'bm25,vector,graph,propagate',
-           'lexical+propagate': 'bm25,graph,propagate', 'default': '', 'allocation': '', 'learned': '', 'split': ''}
+           'lexical+propagate': 'bm25,graph,propagate', 'default': '', 'allocation': '', 'learned': '', 'split': '',
+           'fused-files': ''}
 # Configurations that differ by another variable than the arms.
 EXTRA_ENV = {'allocation': {'ATLAS_SEARCH_ALLOCATION': 'file'}, 'learned': {'ATLAS_FUSION': 'learned'},
-             'split': {'ATLAS_FUSION': 'split'}}
+             'split': {'ATLAS_FUSION': 'split'},
+             # The file order before the learned file scorer took prose (2026-12-06).
+             'fused-files': {'ATLAS_FILE_ORDER': 'fused'}}
 
 
 def fair_score(rows):

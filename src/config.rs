@@ -122,12 +122,12 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ATLAS_FUSION",
         values: "split|split-files|rrf|learned",
-        doc: "how search weighs its candidates before the rerank's exact-name tiers: `split` (default) shows files in RRF's order, weighed with their symbols' BM25 evidence unless `ATLAS_FILE_ORDER=rrf`, and ranks the symbols by the learned scorer within it (the first three files add their own symbols by BM25 for it); `split-files` is `split` with the files that hold symbols reordered by a learned file scorer; `rrf` is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5) for files and symbols alike; `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation) for both; anything else is `atlas-invalid-input` when a search runs",
+        doc: "how search weighs its candidates before the rerank's exact-name tiers: `split` (default) shows files in RRF's order, weighed with their symbols' BM25 evidence unless `ATLAS_FILE_ORDER=rrf` (on prose, by default, in the learned file scorer's order: `ATLAS_FILE_ORDER`), and ranks the symbols by the learned scorer within it (the first three files add their own symbols by BM25 for it); `split-files` is `split` with the files that hold symbols reordered by a learned file scorer; `rrf` is reciprocal rank fusion with the hand priors (tests 0.6, sections 0.5, a commit-style scope 1.5) for files and symbols alike; `learned` is the logistic-regression scorer over each candidate's arm ranks, kind, size, centrality, test/section/scope flags and file evidence (weights trained by `bench/fusion/train.py` on commit-message sets outside the evaluation) for both; anything else is `atlas-invalid-input` when a search runs",
     },
     Variable {
         name: "ATLAS_FILE_ORDER",
-        values: "fused|symbols|rrf",
-        doc: "the file order of `split` fusion: `fused` (default) weighs each file's place in RRF's order with its place among files by the BM25 evidence of their symbols (the decayed sum of their best scores among the best 200 symbol documents, tests left out) and its place by BM25 over the files' whole text (one document per file, scored among files only; tests left out); `symbols` leaves the whole text out (the default before search index version 6); `rrf` keeps RRF's order alone; other fusions ignore it; anything else is `atlas-invalid-input` when a search runs",
+        values: "learned|fused|symbols|rrf",
+        doc: "the file order of `split` fusion: `learned` (default) is `fused` on queries of 32 words or fewer and, on longer ones (prose: an issue's text), orders the files that hold symbols by the learned file scorer of `ATLAS_FUSION=split-files`, which reads the fused order among its features; `fused` weighs each file's place in RRF's order with its place among files by the BM25 evidence of their symbols (the decayed sum of their best scores among the best 200 symbol documents, tests left out) and its place by BM25 over the files' whole text (one document per file, scored among files only; tests left out); `symbols` leaves the whole text out (the default before search index version 6); `rrf` keeps RRF's order alone; other fusions ignore it; anything else is `atlas-invalid-input` when a search runs",
     },
     Variable {
         name: "ATLAS_SEARCH_FEATURES",
@@ -319,9 +319,13 @@ impl Fusion {
     }
 }
 
-/// The file order of split fusion (`ATLAS_FILE_ORDER`, issue 16); `Fused` by default.
+/// The file order of split fusion (`ATLAS_FILE_ORDER`, issue 16); `Learned` by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileOrder {
+    /// `Fused`, except that on prose (an issue's or a long commit message's text) the files
+    /// that hold symbols are ordered by the learned file scorer, which reads their places
+    /// in the fused order among its features.
+    Learned,
     /// RRF's file order weighed with the files' own BM25 evidence: their symbols' and
     /// their whole text's (`split::fused_file_order`).
     Fused,
@@ -335,11 +339,12 @@ pub enum FileOrder {
 impl FileOrder {
     pub fn parse(value: &str) -> std::result::Result<FileOrder, String> {
         match value.trim() {
+            "learned" => Ok(FileOrder::Learned),
             "fused" => Ok(FileOrder::Fused),
             "symbols" => Ok(FileOrder::Symbols),
             "rrf" => Ok(FileOrder::Rrf),
             other => Err(format!(
-                "unknown file order `{other}` (expected fused, symbols, rrf)"
+                "unknown file order `{other}` (expected learned, fused, symbols, rrf)"
             )),
         }
     }
@@ -373,7 +378,7 @@ impl Default for SearchConfig {
             arms: Ok(Arms::ALL),
             allocation: Ok(Allocation::None),
             fusion: Ok(Fusion::Split),
-            file_order: Ok(FileOrder::Fused),
+            file_order: Ok(FileOrder::Learned),
             features_out: None,
             rerank: true,
             compact_by_default: false,
@@ -748,7 +753,7 @@ impl Config {
                 },
                 file_order: match text("ATLAS_FILE_ORDER") {
                     Some(value) if !value.trim().is_empty() => FileOrder::parse(&value),
-                    _ => Ok(FileOrder::Fused),
+                    _ => Ok(FileOrder::Learned),
                 },
                 features_out: path("ATLAS_SEARCH_FEATURES"),
                 rerank: !on("ATLAS_RERANK", "0"),
@@ -860,6 +865,10 @@ mod tests {
         assert_eq!(c.search.fusion().unwrap_err().code(), "atlas-invalid-input");
         let c = config(&[("ATLAS_FILE_ORDER", " symbols ")]);
         assert_eq!(c.search.file_order().unwrap(), FileOrder::Symbols);
+        // The learned file order is the default, and can be asked for by name.
+        assert_eq!(config(&[]).search.file_order().unwrap(), FileOrder::Learned);
+        let c = config(&[("ATLAS_FILE_ORDER", "learned")]);
+        assert_eq!(c.search.file_order().unwrap(), FileOrder::Learned);
         let c = config(&[("ATLAS_FILE_ORDER", "alphabetical")]);
         assert_eq!(
             c.search.file_order().unwrap_err().code(),

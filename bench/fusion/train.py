@@ -2,7 +2,8 @@
 """Trains the learned fusion scorer (issue 16, item 3; `ATLAS_FUSION=learned`).
 
   python3 bench/fusion/train.py collect [--count 120] [--bin BIN] [--out /tmp/atlas-fusion.jsonl]
-  python3 bench/fusion/train.py train [--data /tmp/atlas-fusion.jsonl] [--write]
+  python3 bench/fusion/train.py train [--data /tmp/atlas-fusion.jsonl[,more.jsonl]] [--write [--files-only]]
+      [--file-standing]
 
 `collect` mines (commit message → changed functions) pairs from the history of
 repositories outside the evaluation (`bench/commits.py` selects the commits and finds the
@@ -18,9 +19,14 @@ and function@5/@10 over the candidate pool: an approximation of the search, whic
 applies the exact-name tiers, dedup and `top_k`), the same for the pools `--eval` names
 (collected with `collect --repos`, never trained on), and prints the weights. It also
 fits the file scorer of `ATLAS_FUSION=split-files` (logistic regression over
-`learned::FILE_FEATURES`, a changed file is positive) and reports it as `split+files`;
-`--write` puts both sets of weights into
-src/query/search/learned.rs. The data stays in /tmp: the binary carries the weights only.
+`learned::FILE_FEATURES`, a changed file is positive) and reports it as `split+files`
+beside `fused` (files in the fused file order, the search's order on short queries);
+`--file-standing` gives it the file's places in the fused order and by whole text, as
+the shipped scorer reads them. `--write` puts both sets of weights into
+src/query/search/learned.rs, `--files-only` the file scorer's alone. The shipped file
+scorer (2026-12-06): `train --data /tmp/pool-train.jsonl,/tmp/pool-unseen.jsonl
+--file-standing --write --files-only` (the five training repositories and the five of
+`collect --repos hyperium/hyper:rust,…`; docs/QUALITY.md). The data stays in /tmp: the binary carries the weights only.
 """
 import argparse
 import json
@@ -37,6 +43,8 @@ import commits  # noqa: E402  (bench/commits.py)
 
 REPOS = [('python-attrs/attrs', 'python'), ('encode/httpx', 'python'), ('psf/black', 'python'),
          ('expressjs/express', 'javascript'), ('axios/axios', 'javascript')]
+# Whether the file scorer reads the file's standing (`--file-standing`).
+FILE_STANDING = False
 LEARNED_RS = os.path.join(HERE, '..', '..', 'src', 'query', 'search', 'learned.rs')
 
 
@@ -78,8 +86,9 @@ def collect(args):
         print(file=sys.stderr)
 
 
-def load(path):
-    return [json.loads(line) for line in open(path)]
+def load(paths):
+    """The pools of one file, or of several (comma-separated)."""
+    return [json.loads(line) for path in paths.split(',') for line in open(path)]
 
 
 def rows_of(queries, file_weight=0.0):
@@ -196,6 +205,10 @@ def file_features(q, names):
                   best_of('bm25_rr'), best_of('vector_rr'), best_of('graph_rr'), best_of('propagate_rr'),
                   best_of('file_rr'), float(all(x[ix['test']] > 0 for x in xs)), best_of('scope'),
                   best_of('rrf'), best_of('log_lines')]
+        if FILE_STANDING:
+            # Where the file stands in the fused file order and by BM25 over its whole text
+            # (the same for each of its candidates).
+            out[f] += [best_of('file_order_rr'), best_of('file_text_rr')]
     return out
 
 
@@ -211,14 +224,20 @@ def fit_files(queries, model='lr'):
     return classifier(model).fit(X, y)
 
 
-def split(rrf, learned, files=None):
-    """`query::search::split`: files first appear in RRF's order (or the file scorer's, with
-    `files`); each slot goes to the best remaining candidate by the learned score among
-    the files shown and the next one."""
+def split(rrf, learned, files=None, fused=False):
+    """`query::search::split`: files first appear in RRF's order (in the fused file order
+    with `fused`, the default search's; the file scorer's with `files`); each slot goes to
+    the best remaining candidate by the learned score among the files shown and the next
+    one."""
     def order(q):
         file_rank = {}
         for c in by_score(rrf)(q):
             file_rank.setdefault(c['path'], len(file_rank))
+        if fused and file_rank:
+            at = q['features'].index('file_order_rr')
+            standing = {c['path']: c['x'][at] for c in q['candidates']}
+            ranked = sorted(file_rank, key=lambda p: (-standing[p], file_rank[p]))
+            file_rank = {p: i for i, p in enumerate(ranked)}
         if files is not None and file_rank:
             features = file_features(q, q['features'])
             paths = list(file_rank)
@@ -242,7 +261,7 @@ def report(label, queries, names, model, files):
     learned = lambda c: c['learned']  # noqa: E731
     print(f'  {label:22s} n={len(queries):3d}  (file Acc@1 / Acc@5 / MRR, function@5 / @10)')
     for name, order in (('rrf', by_score(rrf)), ('learned', by_score(learned)), ('split', split(rrf, learned)),
-                        ('split+files', split(rrf, learned, files))):
+                        ('fused', split(rrf, learned, fused=True)), ('split+files', split(rrf, learned, files))):
         print(f'      {name:8s} {metrics(queries, order)}')
 
 
@@ -270,7 +289,7 @@ def train(args):
     model = fit(queries, args.file_weight, args.model)
     files = fit_files(queries, args.model)
     for path in filter(None, (args.eval or '').split(',')):
-        pools = load(path)
+        pools = load(path)  # one file per --eval entry
         print(f'{path}: the models trained on every training query')
         for repo in sorted({q['repo'] for q in pools}):
             report(repo, [q for q in pools if q['repo'] == repo], names, model, files)
@@ -286,9 +305,10 @@ def train(args):
     if args.write:
         source = open(LEARNED_RS).read()
         body = ', '.join(repr(w) for w in weights)
-        source = re.sub(r'pub const WEIGHTS: \[f64; FEATURES\.len\(\)\] = \[[^\]]*\];',
-                        f'pub const WEIGHTS: [f64; FEATURES.len()] = [{body}];', source, flags=re.S)
-        source = re.sub(r'pub const BIAS: f64 = [^;]*;', f'pub const BIAS: f64 = {bias!r};', source)
+        if not args.files_only:
+            source = re.sub(r'pub const WEIGHTS: \[f64; FEATURES\.len\(\)\] = \[[^\]]*\];',
+                            f'pub const WEIGHTS: [f64; FEATURES.len()] = [{body}];', source, flags=re.S)
+            source = re.sub(r'pub const BIAS: f64 = [^;]*;', f'pub const BIAS: f64 = {bias!r};', source)
         file_weights = ', '.join(repr(round(float(w), 6)) for w in files.coef_[0])
         source = re.sub(r'pub const FILE_WEIGHTS: \[f64; FILE_FEATURES\.len\(\)\] = \[[^\]]*\];',
                         f'pub const FILE_WEIGHTS: [f64; FILE_FEATURES.len()] = [{file_weights}];', source, flags=re.S)
@@ -315,7 +335,13 @@ def main():
                    'report with the model trained on every training query')
     t.add_argument('--file-weight', type=float, default=0.0,
                    help='also label the other candidates of a changed file positive, at this weight')
+    t.add_argument('--files-only', action='store_true',
+                   help='with --write, write the file scorer only and keep the symbol scorer as shipped')
+    t.add_argument('--file-standing', action='store_true',
+                   help="the file scorer also reads the file's places in the fused order and by its text")
     args = parser.parse_args()
+    global FILE_STANDING
+    FILE_STANDING = getattr(args, 'file_standing', False)
     collect(args) if args.command == 'collect' else train(args)
 
 

@@ -32,9 +32,13 @@ impl SearchIndex {
         // Split fusion's files, weighed with their own BM25 evidence (`split`).
         let file_order = config.file_order()?;
         let by_evidence = config.rerank
-            && config.fusion()? == Fusion::Split
+            && matches!(config.fusion()?, Fusion::Split | Fusion::SplitFiles)
             && file_order != crate::config::FileOrder::Rrf;
-        let by_text = by_evidence && file_order == crate::config::FileOrder::Fused;
+        let by_text = by_evidence
+            && matches!(
+                file_order,
+                crate::config::FileOrder::Fused | crate::config::FileOrder::Learned
+            );
         let prose = query.split_whitespace().count() > VECTOR_RERANK_WORDS;
         let files = self.files(graph);
         let node_count = graph.node_count() as u32;
@@ -199,6 +203,8 @@ impl SearchIndex {
         let fusion = config.fusion()?;
         let (exact, files_ranked) = if rerank {
             let mut priors = Priors::new(graph, &self.sections, &files, query, fusion);
+            // On prose, the learned file scorer orders the files (`ATLAS_FILE_ORDER`).
+            priors.learned_files = split::files_by_scorer(fusion, file_order, prose);
             // Where files stand are learned features only: RRF weighing never reads them.
             if fusion != Fusion::Rrf || config.features_out.is_some() {
                 priors.stand_files(&ranked, &evidence);
@@ -663,6 +669,9 @@ pub(super) struct Priors<'a> {
     /// Each file's score in the fused file order (`split::fused_file_order`), which split
     /// fusion merges the results by; empty where that order is RRF's alone.
     fused_file_scores: HashMap<FileId, f64>,
+    /// Split fusion orders the files that hold symbols by the learned file scorer
+    /// (`split::file_scores`), not by `fused_file_scores`.
+    learned_files: bool,
 }
 
 impl<'a> Priors<'a> {
@@ -681,6 +690,7 @@ impl<'a> Priors<'a> {
             fusion,
             file_standing: HashMap::new(),
             fused_file_scores: HashMap::new(),
+            learned_files: false,
         }
     }
 
@@ -856,13 +866,14 @@ fn rerank_ranked(
             })
             .collect();
         // `split` keeps RRF's file order (`ATLAS_FILE_ORDER=rrf`), or weighs it with the
-        // files' BM25 evidence; `split-files` scores files by the learned file scorer.
+        // files' BM25 evidence; `split-files`, and `split` on prose by default, score files
+        // by the learned file scorer.
         // The fused order (the files that hold symbols, in RRF's order of first
         // appearance, weighed with their evidence; `Priors::stand_files`, over the same
         // prior-weighted order as above: the file arm's additions hold no other files).
         // Markdown files keep their places.
         let learned_file_scores;
-        let file_scores = if priors.fusion == Fusion::SplitFiles {
+        let file_scores = if priors.learned_files {
             learned_file_scores = split::file_scores(&scored);
             &learned_file_scores
         } else {

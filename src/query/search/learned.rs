@@ -154,8 +154,9 @@ pub const BIAS: f64 = -6.170557;
 /// The file scorer's features (`FILE_WEIGHTS` order), from a file's symbol candidates:
 /// the file's rank as RRF shows it, its RRF evidence over the best file's, how many
 /// candidates it holds, the best reciprocal rank each arm gave one of them, whether all
-/// are tests, the scope flag, and the best RRF score and size among them.
-pub const FILE_FEATURES: [&str; 12] = [
+/// are tests, the scope flag, the best RRF score and size among them, and where the file
+/// stands in the fused file order and by BM25 over its whole text.
+pub const FILE_FEATURES: [&str; 14] = [
     "rrf_file_rr",
     "evidence",
     "log_candidates",
@@ -168,6 +169,8 @@ pub const FILE_FEATURES: [&str; 12] = [
     "scope",
     "max_rrf",
     "max_log_lines",
+    "file_order_rr",
+    "file_text_rr",
 ];
 
 /// Positions in `FEATURES` that the file features read (pinned by a test).
@@ -181,6 +184,8 @@ mod at {
     pub const TEST: usize = 11;
     pub const SCOPE: usize = 13;
     pub const LOG_LINES: usize = 17;
+    pub const FILE_ORDER: usize = 20;
+    pub const FILE_TEXT: usize = 21;
 }
 
 /// The file features of one file: `rrf_rank` among the files with symbol candidates (from
@@ -204,16 +209,18 @@ pub fn file_features(
         max(at::SCOPE),
         max(at::RRF),
         max(at::LOG_LINES),
+        max(at::FILE_ORDER),
+        max(at::FILE_TEXT),
     ]
 }
 
 /// The file scorer's weights (`FILE_FEATURES` order) and bias, trained by
 /// `bench/fusion/train.py` (a changed file is positive).
 pub const FILE_WEIGHTS: [f64; FILE_FEATURES.len()] = [
-    0.282694, 1.999539, 0.677048, 1.089396, 0.988843, 0.921467, 0.370064, 0.008105, -3.984546,
-    0.756189, 0.108443, 1.039337,
+    -0.422149, 1.456813, 0.448474, 0.439206, 0.640093, 0.795833, 0.367725, -0.270499, -3.315002,
+    0.716767, -0.03344, 0.929752, 1.05695, 2.233336,
 ];
-pub const FILE_BIAS: f64 = -5.13528;
+pub const FILE_BIAS: f64 = -5.076925;
 
 /// The file score: higher is more likely a changed file.
 pub fn file_score(x: &[f64; FILE_FEATURES.len()]) -> f64 {
@@ -286,6 +293,8 @@ mod tests {
             (at::TEST, "test"),
             (at::SCOPE, "scope"),
             (at::LOG_LINES, "log_lines"),
+            (at::FILE_ORDER, "file_order_rr"),
+            (at::FILE_TEXT, "file_text_rr"),
         ];
         for (i, name) in named {
             assert_eq!(FEATURES[i], name);

@@ -1576,6 +1576,63 @@ fn split_fusion_weighs_its_file_order_with_the_files_whole_text() {
 }
 
 #[test]
+fn on_prose_the_learned_file_scorer_orders_the_files_by_default() {
+    let s = whole_text_sandbox();
+    // A long function that checks the verify flag, among many small ones: RRF's order and
+    // the evidence put it below the file the question names; the file scorer, which also
+    // weighs a file's size and how many of its symbols match, lifts it above.
+    let mut verify = String::from(
+        "def check_verify_flag(settings):\n    \"\"\"Whether the verify flag is set.\"\"\"\n",
+    );
+    for i in 1..=60 {
+        verify.push_str(&format!("    step_{i} = settings.get('k{i}')\n"));
+    }
+    verify.push_str("    return settings.verify\n\n");
+    for i in 1..=40 {
+        verify.push_str(&format!(
+            "\ndef helper_{i}(a, b):\n    total = a + b\n    total = total * {i}\n    return total\n\n"
+        ));
+    }
+    s.write("wire/verify.py", verify);
+    s.build_json();
+    let files = |query: &str, vars: &[(&str, &str)]| -> Vec<String> {
+        let mut call = s
+            .search(query)
+            .top_k(20)
+            .env("ATLAS_SEARCH_ARMS", "bm25,graph");
+        for (key, value) in vars {
+            call = call.env(key, value);
+        }
+        files_of(&code_hits(searched(call)))
+    };
+    // More than 32 words: prose, as an issue's text.
+    let prose = "load_tls() ignores the certificate bundle path and the verify flag, and the session \
+                 keeps the default; I expected the bundle path from the settings to win over the \
+                 default session, as the documentation of the verify flag says it should";
+    assert!(prose.split_whitespace().count() > 32);
+    let default = files(prose, &[]);
+    let scorer = files(prose, &[("ATLAS_FUSION", "split-files")]);
+    let fused = files(prose, &[("ATLAS_FILE_ORDER", "fused")]);
+    assert_eq!(
+        default[..3],
+        ["config/defaults.py", "wire/verify.py", "net/tls.py"],
+        "{default:?}"
+    );
+    assert_eq!(default, scorer);
+    assert_eq!(
+        fused[..3],
+        ["config/defaults.py", "net/tls.py", "wire/verify.py"],
+        "{fused:?}"
+    );
+    // A short query keeps the fused order.
+    let short = "load_tls() ignores the certificate bundle path";
+    assert_eq!(
+        files(short, &[]),
+        files(short, &[("ATLAS_FILE_ORDER", "fused")])
+    );
+}
+
+#[test]
 fn the_learned_scorer_sees_where_each_file_stands_in_the_order_that_merges_the_results() {
     let s = whole_text_sandbox();
     // Each file's (file_order_rr, file_text_rr), the same for all of its candidates.

@@ -4,12 +4,17 @@ timed from the client side (write the request, read the answer).
 
   python3 bench/mcp.py REPO [--atlas BIN] [--calls 200] [--mixed 1000]
       [--context Q ...] [--search Q ...]
+  python3 bench/mcp.py REPO --first 5 [--atlas BIN] [--baseline BIN] [--delay 1.0]
 
 Builds the graph once (`atlas build`), starts `atlas mcp` in REPO, warms it with one call
 of each tool, then runs --calls `atlas_context` calls (queries round-robin, profile
 symbol and flow alternating, --frozen) and --calls `atlas_search` calls, and reports p50
 and p95 per tool; then --mixed calls of both and the server's RSS before and after them
 (VmRSS from /proc), to show it does not grow without bound.
+
+`--first N` times instead a fresh server's first question (`atlas_context`, a question that
+searches), asked --delay seconds after the handshake as an agent asks after reading the
+tool list, and its second; N servers, alternating with --baseline's when given.
 """
 import argparse
 import json
@@ -71,6 +76,21 @@ class Server:
         self.proc.wait(timeout=30)
 
 
+def first_questions(binaries, repo, runs, delay):
+    """Per binary: the first and second question's times of `runs` fresh servers."""
+    question = {"query": "how are rational numbers simplified", "profile": "symbol", "frozen": True}
+    times = {b: ([], []) for b in binaries}
+    for _ in range(runs):
+        for binary in binaries:
+            server = Server(binary, repo)
+            time.sleep(delay)
+            times[binary][0].append(server.call("atlas_context", question))
+            times[binary][1].append(server.call("atlas_context", question))
+            server.close()
+    return {b: {"first_p50_ms": round(statistics.median(f), 1), "second_p50_ms": round(statistics.median(s), 1),
+                "first_ms": [round(x, 1) for x in f]} for b, (f, s) in times.items()}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("repo")
@@ -79,12 +99,19 @@ def main():
     p.add_argument("--mixed", type=int, default=1000)
     p.add_argument("--context", action="append")
     p.add_argument("--search", action="append")
+    p.add_argument("--first", type=int, help="time fresh servers' first question instead")
+    p.add_argument("--baseline", help="another binary, alternating with --atlas (with --first)")
+    p.add_argument("--delay", type=float, default=1.0)
     args = p.parse_args()
     contexts = args.context or ["Add.flatten", "Basic.subs", "Symbol", "sympy/core"]
     searches = args.search or ["matrix determinant", "simplify trigonometric expression"]
     binary = os.path.abspath(args.atlas)
     subprocess.run([binary, "build", "--no-progress"], cwd=args.repo, check=True,
                    stdout=subprocess.DEVNULL)
+    if args.first:
+        binaries = [binary] + ([os.path.abspath(args.baseline)] if args.baseline else [])
+        print(json.dumps(first_questions(binaries, args.repo, args.first, args.delay), indent=2))
+        return
     server = Server(binary, args.repo)
     context_args = lambda i: {"query": contexts[i % len(contexts)],
                               "profile": "symbol" if i % 2 == 0 else "flow", "frozen": True}

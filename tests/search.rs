@@ -152,6 +152,62 @@ fn frozen_search_never_builds_the_index() {
     assert_eq!(out.hits[0].symbol, "checkout");
 }
 
+/// Every file under `dir` with its length and modification time, in path order.
+fn tree_state(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                let path = entry.path().display().to_string();
+                out.push((path, meta.len(), meta.modified().unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_warm_start_of_a_server_only_reads_and_leaves_no_trace() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let features = s.path().join("features.jsonl");
+    let config = atlas::config::Config::from_lookup(&|name| {
+        (name == "ATLAS_SEARCH_FEATURES").then(|| features.clone().into_os_string())
+    });
+    assert!(config.search.features_out.is_some());
+    let location = atlas::build::store::Location {
+        graph_dir: s.graph(),
+        rule: atlas::build::store::GraphDirRule::Flag,
+        code_root: s.repo(),
+        code_given: true,
+    };
+    let before = tree_state(&s.repo());
+    atlas::query::keep_warm(1 << 20);
+    atlas::query::warm_start(&location, &config);
+    // Its query is nobody's: no training record, and nothing in the repository or the
+    // store changed (a frozen query builds nothing).
+    assert!(!features.exists());
+    assert_eq!(tree_state(&s.repo()), before);
+    // Nothing to warm: no graph yet, and none is made.
+    let empty = Sandbox::with_fixture("python");
+    let location = atlas::build::store::Location {
+        graph_dir: empty.graph(),
+        code_root: empty.repo(),
+        ..location
+    };
+    atlas::query::warm_start(&location, &config);
+    assert!(!empty.graph().exists());
+    // The store still answers.
+    let out = searched(s.search("checkout").frozen());
+    assert_eq!(out.hits[0].symbol, "checkout");
+}
+
 #[test]
 fn an_index_of_an_older_version_is_refused_typed_and_rebuilt_by_the_next_build() {
     let s = Sandbox::with_fixture("python");

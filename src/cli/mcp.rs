@@ -51,9 +51,19 @@ pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
     let mut server = AtlasServer::new(call);
     // ATLAS_WATCH=1: a watcher keeps the graph fresh for as long as the server runs. It
     // needs a graph located from where the server starts (not from the client's roots).
-    let located = call
-        .location()
-        .is_ok_and(|l| l.rule != GraphDirRule::CodeRoot || call.code.is_some());
+    let location = call.location().ok();
+    let located = location
+        .as_ref()
+        .is_some_and(|l| l.rule != GraphDirRule::CodeRoot || call.code.is_some());
+    // While the client reads the tool list, the first question's model, graph and index
+    // load, from the graph found where the server starts (the one a call without roots
+    // reads): a first question paid about 90 ms on sympy, a warm one 6 ms.
+    if let Some(location) = location {
+        let config = call.config.clone();
+        let _ = std::thread::Builder::new()
+            .name("atlas-mcp-warm-start".into())
+            .spawn(move || crate::query::warm_start(&location, &config));
+    }
     let _watch = if call.config.watch.enabled && !located {
         eprintln!(
             "atlas mcp: not watching: no repository is located from where the server starts (pass --code)"

@@ -21,6 +21,41 @@ pub fn keep_warm(source_bytes: usize) {
     context::project::keep_verified_sources(source_bytes);
 }
 
+/// Loads what a warm process's first question needs, for a server that starts before its
+/// first request: the embedding model, the committed graph (validated, kept, its parts'
+/// string filters built), and that generation's search index with what its first query
+/// builds (the int8 vector copy, the documents' items), by one frozen query that nobody
+/// sees. It only reads: a missing graph or index is left to the first request,
+/// which builds or reports it, and a newer generation published meanwhile is loaded by
+/// the request that reads it. Call after `keep_warm`, which keeps these for later answers.
+pub fn warm_start(location: &crate::build::store::Location, config: &crate::config::Config) {
+    let store = crate::build::store::Store::new(&location.graph_dir);
+    let Ok((fingerprint, graph)) = store.open_current() else {
+        return;
+    };
+    graph.build_string_filters();
+    let Ok(embedder) = search::embed::Embedder::load(&config.embed) else {
+        return;
+    };
+    // Nobody asked this query: no remote judge (a paid call), no training record.
+    let mut quiet = config.clone();
+    quiet.search.relevance.requested = false;
+    quiet.search.features_out = None;
+    let root = location.read_root(&store);
+    let _ = search::SearchIndex::query(
+        &store,
+        &fingerprint,
+        &graph,
+        &root,
+        &embedder,
+        true,
+        "warm start",
+        1,
+        false,
+        &quiet,
+    );
+}
+
 /// The byte offset of each line's start in `text` (0, then one past every `\n`): a slice
 /// of lines starts at its line without scanning the lines before it.
 pub(crate) fn line_starts(text: &str) -> Vec<usize> {

@@ -297,11 +297,9 @@ pub fn serve(
     if config.search.wants_vectors() {
         crate::query::search::embed::warm_up(&config.embed);
     }
-    // The committed graph, validated and kept now, its parts' string filters built: the
-    // first request does neither.
-    if let Ok((_, graph)) = crate::build::store::Store::new(&graph_dir).open_current() {
-        graph.build_string_filters();
-    }
+    // The committed graph, validated and kept now, its parts' string filters built, and its
+    // search index loaded with what a first query builds: the first request does none of it.
+    crate::query::warm_start(&location, &config);
     let baseline = rss_bytes();
     // A budget of 0 is spent from the start: with the baseline as its ceiling, a request
     // that reused freed heap answered `success`.

@@ -50,12 +50,19 @@ impl SearchIndex {
         let mut unavailable: std::collections::BTreeMap<&'static str, String> =
             std::collections::BTreeMap::new();
         // The vector arm, the longest (a memory-bound scan), runs on this thread from the
-        // start; the lexical and graph arms on another, which then helps with the vector
-        // arm's int8 scan (`quantized::Scan`). A thread woken on an idle core may start a
-        // quarter of a millisecond late: the shorter arms absorb that.
+        // start; the lexical and graph arms on a helper thread (`beside`), which then
+        // helps with the vector arm's int8 scan (`quantized::Scan`).
         let scan: std::sync::OnceLock<quantized::Scan> = std::sync::OnceLock::new();
-        let (vectors, lexical, graph_arm) = std::thread::scope(|scope| {
-            let others = scope.spawn(|| {
+        let (vectors, (lexical, graph_arm)) = beside::beside(
+            || {
+                arms.vector.then(|| {
+                    crate::isolate::isolate(|| {
+                        self.cosines(embedder, query, (!prose).then_some(node_count), &scan)
+                    })
+                    .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
+                })
+            },
+            || {
                 let lexical = arms.bm25.then(|| {
                     crate::isolate::isolate(
                         || -> Result<(Vec<u32>, Vec<u32>, split::FileEvidence)> {
@@ -92,27 +99,8 @@ impl SearchIndex {
                     let _ = crate::isolate::isolate(|| scan.help());
                 }
                 (lexical, graph_arm)
-            });
-            let vectors = arms.vector.then(|| {
-                crate::isolate::isolate(|| {
-                    self.cosines(embedder, query, (!prose).then_some(node_count), &scan)
-                })
-                .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
-            });
-            let (lexical, graph_arm) = others.join().unwrap_or_else(|_| {
-                let failed = "the lexical and graph arms' thread failed";
-                (
-                    arms.bm25.then(|| {
-                        Err(AtlasError::SearchCorrupt {
-                            path: PathBuf::from("tantivy"),
-                            reason: failed.into(),
-                        })
-                    }),
-                    arms.graph.then(|| Err(failed.to_string())),
-                )
-            });
-            (vectors, lexical, graph_arm)
-        });
+            },
+        );
         let (bm25, bm25_sections, evidence) = match lexical {
             None => (Vec::new(), Vec::new(), split::FileEvidence::default()),
             Some(Ok(lists)) => lists,

@@ -20,6 +20,7 @@ pub mod sources;
 pub mod text;
 
 mod allocate;
+mod beside;
 mod fuse;
 mod quantized;
 mod response;

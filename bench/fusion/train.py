@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trains the learned fusion scorer (issue 16, item 3; `ATLAS_FUSION=learned`).
 
-  python3 bench/fusion/train.py collect [--count 120] [--bin BIN] [--out /tmp/atlas-fusion.jsonl]
+  python3 bench/fusion/train.py collect [--count 120] [--min-words N] [--bin BIN] [--out /tmp/atlas-fusion.jsonl]
   python3 bench/fusion/train.py train [--data /tmp/atlas-fusion.jsonl[,more.jsonl]] [--write [--files-only]]
       [--file-standing]
 
@@ -58,7 +58,7 @@ def collect(args):
         key = repo.replace('/', '+')
         code = os.path.join(commits.WORK, 'trees', key)
         graph = os.path.join(commits.WORK, 'graphs', key)
-        chosen = commits.select(gitdir, lang, args.count)
+        chosen = commits.select(gitdir, lang, args.count, args.min_words)
         for n, (commit, parent, message, files) in enumerate(chosen):
             try:
                 commits.checkout(gitdir, parent, code)
@@ -325,6 +325,8 @@ def main():
     c.add_argument('--count', type=int, default=120)
     c.add_argument('--bin', default=os.path.join(HERE, '..', '..', 'target', 'release', 'atlas'))
     c.add_argument('--out', default='/tmp/atlas-fusion.jsonl')
+    c.add_argument('--min-words', type=int, default=0,
+                   help='only commits whose message has at least N words (as bench/commits.py)')
     c.add_argument('--repos', help='owner/name:language,… in place of the training repositories '
                    '(pools to evaluate on, such as the other-language commit sets)')
     t = sub.add_parser('train')

@@ -10,6 +10,7 @@ and records the in-daemon `run_ms`; it prints p50 and p95 per query and per prof
 which queries answered differently once timings, `serialized_bytes` and the graph path
 are removed (the first differing pair is written beside this run's temporary directory).
 DAB_ENV0 / DAB_ENV1 = `NAME=value` set one variable in daemon A's or B's environment.
+DAB_NO_WATCH=1 starts both daemons without `--watch` (each read checks the tree itself).
 """
 import json, os, subprocess, sys, tempfile, time
 REPO = sys.argv[1]
@@ -25,7 +26,7 @@ for i, (b, g) in enumerate(zip(bins, graphs)):
     extra = os.environ.get(f"DAB_ENV{i}")
     if extra:
         k, v = extra.split("=", 1); e[k] = v
-    ds.append(subprocess.Popen([b, "--code", REPO, "--graph", g, "daemon", "start", "--foreground", "--query-workers", "2", "--watch"],
+    ds.append(subprocess.Popen([b, "--code", REPO, "--graph", g, "daemon", "start", "--foreground", "--query-workers", "2"] + ([] if os.environ.get("DAB_NO_WATCH") == "1" else ["--watch"]),
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e))
 def q(i, profile, query):
     cmd = [bins[i], "--code", REPO, "--graph", graphs[i], "context", query, "--profile", profile, "--execution", "worker", "--format", "json"]

@@ -203,6 +203,10 @@ pub struct WatchConfig {
     /// their own freshness scan (set by the daemon and the MCP server, never by the
     /// environment).
     pub fresh_by_watcher: bool,
+    /// Without a watcher, a read that found the tree clean keeps what that depends on,
+    /// and the next read checks it by `stat` alone (`build::settled`; set by the daemon
+    /// and the MCP server, which stay up, never by the environment).
+    pub fresh_by_recheck: bool,
 }
 
 impl Default for WatchConfig {
@@ -212,6 +216,7 @@ impl Default for WatchConfig {
             debounce: DEFAULT_DEBOUNCE,
             force_poll: false,
             fresh_by_watcher: false,
+            fresh_by_recheck: false,
         }
     }
 }
@@ -772,6 +777,7 @@ impl Config {
                     .map_or(DEFAULT_DEBOUNCE, Duration::from_millis),
                 force_poll: on("ATLAS_WATCH_POLL", "1"),
                 fresh_by_watcher: false,
+                fresh_by_recheck: false,
             },
             inject_failure: text("ATLAS_INJECT_FAILURE"),
         }
@@ -830,6 +836,7 @@ mod tests {
                 debounce: Duration::from_millis(50),
                 force_poll: true,
                 fresh_by_watcher: false,
+                fresh_by_recheck: false,
             }
         );
         assert_eq!(c.placement.index_dir.as_deref(), Some("/g"));

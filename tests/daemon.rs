@@ -336,6 +336,71 @@ fn an_edited_source_is_stale_in_the_next_warm_answer_as_in_a_direct_one() {
     assert_eq!(without_timings(answer), without_timings(direct.json()));
 }
 
+/// Without a watcher, a daemon keeps what a clean check of a settled tree depends on and
+/// checks that by `stat` alone (`build::settled`): an edit, and a file added, still reach
+/// the next answer, as they reach a direct one.
+#[test]
+fn without_a_watcher_a_settled_tree_is_rechecked_by_stat_and_each_change_reaches_the_next_answer() {
+    let sandbox = built("python");
+    let fresh = |query: &str| {
+        sandbox
+            .atlas(&[
+                "context",
+                query,
+                "--profile",
+                "symbol",
+                "--format",
+                "json",
+                "--execution",
+                "worker",
+            ])
+            .success()
+            .json()
+    };
+    let settle = || std::thread::sleep(Duration::from_millis(2_200));
+    let _daemon = Daemon::start(&sandbox, &[], &[]);
+
+    // Past the racy window (`stamps::RACY_NS`) the first answer keeps the list, the
+    // second is checked against it.
+    settle();
+    let first = fresh("Cart");
+    assert_eq!(first["graph"]["fingerprint"], sandbox.current().as_str());
+    assert_eq!(
+        fresh("Cart")["graph"]["fingerprint"],
+        first["graph"]["fingerprint"]
+    );
+
+    let models = sandbox.repo().join("shop/models.py");
+    let text = std::fs::read_to_string(&models).unwrap();
+    sandbox.write(
+        "shop/models.py",
+        format!("{text}\n\ndef added_by_an_edit():\n    return 2\n"),
+    );
+    let edited = fresh("added_by_an_edit");
+    assert_eq!(edited["graph"]["refreshed"], true, "{edited:#}");
+    assert_eq!(
+        edited["evidence"][0]["symbol"],
+        "shop/models.py::added_by_an_edit"
+    );
+
+    settle();
+    let before = fresh("Cart");
+    assert_eq!(
+        fresh("Cart")["graph"]["fingerprint"],
+        before["graph"]["fingerprint"]
+    );
+    sandbox.write("shop/late.py", "def arrived_later():\n    return 1\n");
+    let added = fresh("arrived_later");
+    assert_ne!(
+        added["graph"]["fingerprint"],
+        before["graph"]["fingerprint"]
+    );
+    assert_eq!(
+        added["evidence"][0]["symbol"],
+        "shop/late.py::arrived_later"
+    );
+}
+
 #[test]
 fn a_daemon_killed_mid_request_leaves_the_generation_intact_and_its_stale_socket_is_replaced() {
     let sandbox = built("python");

@@ -192,6 +192,19 @@ pub fn directories(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The directories an inventory of `root` descends into (`root` first); `None` when an
+/// entry could not be read (what lies behind it is unknown).
+pub fn directories_read(root: &Path) -> Option<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for entry in walker(root).build() {
+        let entry = entry.ok()?;
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            dirs.push(entry.into_path());
+        }
+    }
+    Some(dirs)
+}
+
 /// Whether an inventory may descend into a directory of this name (hidden ones aside):
 /// build output names (`OUTPUT_DIRS`) are entered below the root's own level unless their
 /// parent is a package root, which a name alone cannot tell, so they count as enterable.

@@ -14,6 +14,7 @@ pub mod resolution_cache;
 pub mod resolve;
 pub mod scip;
 pub mod session;
+pub mod settled;
 pub mod stamps;
 pub mod store;
 pub mod watch;

@@ -57,7 +57,20 @@ pub fn open_session(
     let watched = config.watch.fresh_by_watcher
         && store.current().ok().flatten().is_some()
         && super::watch::WatchStatus::read(&location.graph_dir).is_some_and(|w| w.keeps_fresh());
-    if !freshness.frozen && !watched {
+    // A process that stays up re-checks a tree it found clean by `stat` alone.
+    let rechecked = config.watch.fresh_by_recheck
+        && !freshness.frozen
+        && !watched
+        && super::settled::remembered(&location.graph_dir).is_some_and(|settled| {
+            store
+                .current()
+                .ok()
+                .flatten()
+                .is_some_and(|fingerprint| settled.holds(&fingerprint, &root))
+        });
+    if !freshness.frozen && !watched && !rechecked {
+        // Before the check: what it finds clean is what the tree was from here on.
+        let as_of = super::stamps::now_ns();
         let needs_build = match store.open_current() {
             Err(AtlasError::GraphMissing(_)) if freshness.no_build => {
                 return Err(AtlasError::GraphMissing(location.graph_dir.clone()));
@@ -84,7 +97,22 @@ pub fn open_session(
                     graph_dir: &location.graph_dir,
                     record: true,
                 };
-                staleness(&graph, manifest.as_ref(), &root, &skipped, Some(cache))?.stale
+                let stale =
+                    staleness(&graph, manifest.as_ref(), &root, &skipped, Some(cache))?.stale;
+                if config.watch.fresh_by_recheck {
+                    let settled = (!stale)
+                        .then(|| {
+                            let files = graph
+                                .files()
+                                .filter_map(|f| graph.file(f))
+                                .map(|f| graph.str(f.path()).to_string())
+                                .chain(skipped.iter().cloned());
+                            super::settled::Settled::record(&root, &fingerprint, files, as_of)
+                        })
+                        .flatten();
+                    super::settled::remember(&location.graph_dir, settled);
+                }
+                stale
             }
         };
         if needs_build {

@@ -37,7 +37,7 @@ const MAGIC: &[u8; 8] = b"ATLASST1";
 const VERSION: u32 = 2;
 /// Modifications this close to the record's writing are not trusted: a file written in the
 /// same clock tick as its stamp could change again without changing the stamp.
-const RACY_NS: i64 = 2_000_000_000;
+pub(crate) const RACY_NS: i64 = 2_000_000_000;
 /// Files a stamp file may list; beyond it the file is not read (it was not written by us).
 const MAX_ENTRIES: usize = 4_000_000;
 

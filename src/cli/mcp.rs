@@ -49,6 +49,8 @@ pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
         .build()
         .map_err(|e| AtlasError::io("<tokio runtime>", e))?;
     let mut server = AtlasServer::new(call);
+    // Without a watcher, a read re-checks a tree found clean by `stat` alone.
+    server.config.watch.fresh_by_recheck = true;
     // ATLAS_WATCH=1: a watcher keeps the graph fresh for as long as the server runs. It
     // needs a graph located from where the server starts (not from the client's roots).
     let location = call.location().ok();

@@ -282,6 +282,8 @@ pub fn serve(
     let watch = start_watch();
     // A watcher keeps the generation fresh: reads skip their own scan while it is healthy.
     config.watch.fresh_by_watcher = watch.is_some();
+    // Without one, a read re-checks a tree found clean by `stat` alone.
+    config.watch.fresh_by_recheck = true;
 
     // Warm state: graph mappings validated once per generation, loaded indexes and verified
     // sources kept; the model loaded now. Kept sources count against the workers' memory

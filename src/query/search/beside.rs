@@ -29,8 +29,8 @@ fn helpers() -> Option<&'static rayon::ThreadPool> {
 
 /// Runs `here` on this thread and `there` on a helper at the same time, and returns both
 /// results. A panic in either is raised here once both have ended (callers isolate
-/// what may panic). Without helpers, `there` runs after `here`: `here` must never wait
-/// for `there`.
+/// what may panic). Without helpers, `there` runs after `here`: `here` may wait only for
+/// work `there` has begun (the vector scan waits for the chunks a helper took).
 pub(super) fn beside<A, B, RA, RB>(here: A, there: B) -> (RA, RB)
 where
     A: FnOnce() -> RA,

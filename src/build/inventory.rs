@@ -103,6 +103,8 @@ pub struct Inventory {
     pub truncated: Option<Truncation>,
     /// Files not compiled because their language is unsupported, by extension.
     pub unsupported: BTreeMap<String, usize>,
+    /// The directories the walk entered (`root` among them), sorted.
+    pub directories: Vec<PathBuf>,
 }
 
 /// Directory names never descended into (R-INV-2).
@@ -192,19 +194,6 @@ pub fn directories(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The directories an inventory of `root` descends into (`root` first); `None` when an
-/// entry could not be read (what lies behind it is unknown).
-pub fn directories_read(root: &Path) -> Option<Vec<PathBuf>> {
-    let mut dirs = Vec::new();
-    for entry in walker(root).build() {
-        let entry = entry.ok()?;
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
-            dirs.push(entry.into_path());
-        }
-    }
-    Some(dirs)
-}
-
 /// Whether an inventory may descend into a directory of this name (hidden ones aside):
 /// build output names (`OUTPUT_DIRS`) are entered below the root's own level unless their
 /// parent is a package root, which a name alone cannot tell, so they count as enterable.
@@ -243,6 +232,7 @@ struct Found {
     candidates: Vec<(String, u64, super::stamps::Stamp)>,
     unsupported: Vec<String>,
     skipped: Vec<Skipped>,
+    directories: Vec<PathBuf>,
 }
 
 impl Found {
@@ -257,6 +247,10 @@ impl Found {
                 return;
             }
         };
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            self.directories.push(entry.into_path());
+            return;
+        }
         // Symlinks are not followed, and other non-regular files are not source.
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             return;
@@ -347,6 +341,7 @@ pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
     for part in found.into_inner().unwrap_or_else(|p| p.into_inner()) {
         candidates.extend(part.candidates);
         inventory.skipped.extend(part.skipped);
+        inventory.directories.extend(part.directories);
         for ext in part.unsupported {
             *inventory.unsupported.entry(ext).or_default() += 1;
         }
@@ -358,6 +353,7 @@ pub fn scan(root: &Path, limits: &InventoryLimits) -> Result<Inventory> {
             .then_with(|| a.reason.code().cmp(b.reason.code()))
     });
     candidates.sort_by(|a, b| a.0.cmp(&b.0));
+    inventory.directories.sort();
 
     let mut bytes_seen = 0u64;
     let mut bytes_kept = 0u64;

@@ -97,22 +97,22 @@ pub fn open_session(
                     graph_dir: &location.graph_dir,
                     record: true,
                 };
-                let stale =
-                    staleness(&graph, manifest.as_ref(), &root, &skipped, Some(cache))?.stale;
                 if config.watch.fresh_by_recheck {
+                    // The walk's inventory is what a clean verdict depends on.
+                    let inventory = inventory::scan(&root, &InventoryLimits::default())?;
+                    let changes =
+                        changes_of(&graph, &root, &inventory, &skipped, Some(cache), as_of);
+                    let stale = staleness_of(manifest.as_ref(), changes).stale;
                     let settled = (!stale)
                         .then(|| {
-                            let files = graph
-                                .files()
-                                .filter_map(|f| graph.file(f))
-                                .map(|f| graph.str(f.path()).to_string())
-                                .chain(skipped.iter().cloned());
-                            super::settled::Settled::record(&root, &fingerprint, files, as_of)
+                            super::settled::Settled::record(&root, &fingerprint, &inventory, as_of)
                         })
                         .flatten();
                     super::settled::remember(&location.graph_dir, settled);
+                    stale
+                } else {
+                    staleness(&graph, manifest.as_ref(), &root, &skipped, Some(cache))?.stale
                 }
-                stale
             }
         };
         if needs_build {
@@ -214,6 +214,20 @@ pub fn changes(
     // Before any stat: the date the stamps recorded below are trusted from.
     let as_of = super::stamps::now_ns();
     let inventory = inventory::scan(code_root, &InventoryLimits::default())?;
+    Ok(changes_of(
+        graph, code_root, &inventory, skipped, cache, as_of,
+    ))
+}
+
+/// `changes` against an inventory scanned after `as_of`.
+fn changes_of(
+    graph: &Graph,
+    code_root: &Path,
+    inventory: &inventory::Inventory,
+    skipped: &std::collections::HashSet<String>,
+    cache: Option<StampCache>,
+    as_of: i64,
+) -> Changes {
     let stamps = cache.map(|c| Stamps::read(c.graph_dir, &graph.fingerprint_bytes()));
     // What a rewrite of the stamps keeps: entries vouched for now, and files hashed clean
     // now — never an entry of a file found changed or gone.
@@ -294,11 +308,11 @@ pub fn changes(
         stamps.entries = confirmed.into_iter().collect();
         stamps.write(cache.graph_dir, as_of);
     }
-    Ok(Changes {
+    Changes {
         changed,
         added,
         removed,
-    })
+    }
 }
 
 /// Files changed, added or removed since the committed generation, counted, and whether
@@ -311,13 +325,19 @@ pub fn staleness(
     skipped: &std::collections::HashSet<String>,
     cache: Option<StampCache>,
 ) -> Result<Staleness> {
+    let changes = changes(graph, code_root, skipped, cache)?;
+    Ok(staleness_of(manifest, changes))
+}
+
+/// The staleness `changes` make, with whether another atlas built the generation.
+fn staleness_of(manifest: Option<&Manifest>, changes: Changes) -> Staleness {
     // A missing or unreadable manifest reads as another builder's.
     let builder_changed = !manifest.is_some_and(built_by_this);
     let Changes {
         changed,
         added,
         removed,
-    } = changes(graph, code_root, skipped, cache)?;
+    } = changes;
     let mut examples: Vec<String> = changed
         .iter()
         .chain(&added)
@@ -326,12 +346,12 @@ pub fn staleness(
         .collect();
     examples.sort();
     examples.truncate(20);
-    Ok(Staleness {
+    Staleness {
         stale: builder_changed || !(changed.is_empty() && added.is_empty() && removed.is_empty()),
         changed: changed.len(),
         added: added.len(),
         removed: removed.len(),
         builder_changed,
         examples,
-    })
+    }
 }

@@ -7,8 +7,10 @@
 //! check found the tree clean, what it depends on is a list of paths: the directories
 //! the walk entered (a file added, removed or renamed changes its directory), the ignore
 //! files in them and `.git/info/exclude` (they decide what the walk takes), and the
-//! inventoried files (an edit changes the file). While every one of them `stat`s as it
-//! did, the tree is the one that was found clean, and the walk is not taken again.
+//! inventoried files and those too large to compile (an edit changes the file). The
+//! check's own walk gives the directories and the files' stamps. While every one of
+//! them `stat`s as it did, the tree is the one that was found clean, and the walk is not
+//! taken again.
 //!
 //! The list is recorded only when every entry was last changed before the racy window
 //! that precedes the clean check (`stamps::RACY_NS`, as git's index): an entry changed
@@ -21,6 +23,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::inventory::{Inventory, SkipReason};
 use super::stamps::{RACY_NS, Stamp};
 
 /// What a clean check's verdict depends on: paths, each with what `lstat` said of it
@@ -39,19 +42,24 @@ fn stamp_of(path: &Path) -> Option<Stamp> {
 }
 
 impl Settled {
-    /// The list a clean check of `root` against generation `fingerprint` depends on;
-    /// `files` are the inventory's paths (relative), `as_of` the time taken before that
-    /// check began. `None` when an entry changed within the racy window before `as_of`,
-    /// when a directory could not be read, or when the repository's git directory lies
+    /// The list a clean check of `root` against generation `fingerprint` depends on: the
+    /// check's `inventory` (scanned after `as_of`, the time taken before the check
+    /// began). `None` when an entry changed within the racy window before `as_of`, when
+    /// the walk could not read an entry, or when the repository's git directory lies
     /// elsewhere (a `.git` file).
     pub fn record(
         root: &Path,
         fingerprint: &str,
-        files: impl IntoIterator<Item = String>,
+        inventory: &Inventory,
         as_of: i64,
     ) -> Option<Settled> {
         let git = root.join(".git");
-        if std::fs::symlink_metadata(&git).is_ok_and(|m| !m.is_dir()) {
+        if std::fs::symlink_metadata(&git).is_ok_and(|m| !m.is_dir())
+            || inventory
+                .skipped
+                .iter()
+                .any(|s| matches!(s.reason, SkipReason::Unreadable(_)))
+        {
             return None;
         }
         let before = as_of.saturating_sub(RACY_NS);
@@ -60,18 +68,25 @@ impl Settled {
                 .is_none_or(|s| s.mtime_ns < before && s.ctime_ns < before)
                 .then_some(stamp)
         };
-        // Files first: a read soon after an edit stops at the edited file, before the walk.
-        let mut entries = Vec::new();
-        for file in files {
-            let path = root.join(file);
-            let stamp = settled(stamp_of(&path))?;
-            entries.push((path, stamp));
+        // The files as the walk found them: a read soon after an edit stops at the edited
+        // file, before any `stat`.
+        let mut entries = Vec::with_capacity(inventory.files.len() + inventory.directories.len());
+        for file in &inventory.files {
+            entries.push((root.join(&file.path), settled(Some(file.stamp?))?));
+        }
+        // A file too large now may be small enough later (its directory does not change).
+        for skipped in &inventory.skipped {
+            if matches!(skipped.reason, SkipReason::TooLarge { .. }) {
+                let path = root.join(&skipped.path);
+                let stamp = settled(stamp_of(&path))?;
+                entries.push((path, stamp));
+            }
         }
         let exclude = git.join("info").join("exclude");
         let stamp = settled(stamp_of(&exclude))?;
         entries.push((exclude, stamp));
-        for dir in super::inventory::directories_read(root)? {
-            entries.push((dir.clone(), settled(Some(stamp_of(&dir)?))?));
+        for dir in &inventory.directories {
+            entries.push((dir.clone(), settled(Some(stamp_of(dir)?))?));
             for name in [".gitignore", ".ignore"] {
                 let path = dir.join(name);
                 // An ignore file added later changes the directory.
@@ -138,12 +153,13 @@ pub fn remember(graph_dir: &Path, settled: Option<Settled>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::inventory::InventoryLimits;
     use super::*;
     use std::fs;
     use std::time::{Duration, SystemTime};
 
     /// A small tree whose files and directories were last modified an hour ago.
-    fn tree() -> (tempfile::TempDir, Vec<String>) {
+    fn tree() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         fs::create_dir_all(root.join("pkg/sub")).unwrap();
@@ -164,21 +180,24 @@ mod tests {
             let file = fs::File::open(root.join(path)).unwrap();
             file.set_modified(hour_ago).unwrap();
         }
-        let files = vec!["pkg/a.py".to_string(), "pkg/sub/b.py".to_string()];
-        (dir, files)
+        dir
+    }
+
+    fn scanned(root: &Path) -> Inventory {
+        super::super::inventory::scan(root, &InventoryLimits::default()).unwrap()
     }
 
     /// Recorded as if the check had begun a minute from now: the tree's change times
     /// (which a test cannot set back) are then outside the racy window.
-    fn record(root: &Path, files: &[String]) -> Settled {
+    fn record(root: &Path) -> Settled {
         let later = super::super::stamps::now_ns() + 60_000_000_000;
-        Settled::record(root, "f1", files.iter().cloned(), later).expect("a settled tree")
+        Settled::record(root, "f1", &scanned(root), later).expect("a settled tree")
     }
 
     #[test]
     fn an_untouched_tree_holds_and_another_generation_does_not() {
-        let (dir, files) = tree();
-        let settled = record(dir.path(), &files);
+        let dir = tree();
+        let settled = record(dir.path());
         assert!(settled.holds("f1", dir.path()));
         assert!(!settled.holds("f2", dir.path()));
         // Three directories, one ignore file, `.git/info/exclude` (absent), two files.
@@ -212,17 +231,35 @@ mod tests {
             }),
         ];
         for (what, change) in changes {
-            let (dir, files) = tree();
-            let settled = record(dir.path(), &files);
+            let dir = tree();
+            let settled = record(dir.path());
             change(dir.path());
             assert!(!settled.holds("f1", dir.path()), "{what} was not seen");
         }
     }
 
     #[test]
+    fn a_file_too_large_to_compile_that_shrinks_breaks_it() {
+        let dir = tree();
+        let big = dir.path().join("pkg/big.py");
+        fs::write(&big, "x = 1\n".repeat(200_000)).unwrap();
+        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        for path in [&big, &dir.path().join("pkg")] {
+            fs::File::open(path)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        }
+        let settled = record(dir.path());
+        assert!(settled.holds("f1", dir.path()));
+        fs::write(&big, "x = 1\n").unwrap();
+        assert!(!settled.holds("f1", dir.path()));
+    }
+
+    #[test]
     fn changes_outside_the_inventory_keep_it() {
-        let (dir, files) = tree();
-        let settled = record(dir.path(), &files);
+        let dir = tree();
+        let settled = record(dir.path());
         fs::write(dir.path().join("target/debug/out.bin"), "x").unwrap();
         fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         assert!(settled.holds("f1", dir.path()));
@@ -230,26 +267,26 @@ mod tests {
 
     #[test]
     fn a_tree_changed_within_the_racy_window_is_not_recorded() {
-        let (dir, files) = tree();
+        let dir = tree();
         fs::write(dir.path().join("pkg/a.py"), "def a3():\n    pass\n").unwrap();
         let now = super::super::stamps::now_ns();
-        assert!(Settled::record(dir.path(), "f1", files, now).is_none());
+        assert!(Settled::record(dir.path(), "f1", &scanned(dir.path()), now).is_none());
     }
 
     #[test]
     fn a_git_file_pointing_elsewhere_is_not_recorded() {
-        let (dir, files) = tree();
+        let dir = tree();
         fs::remove_dir_all(dir.path().join(".git")).unwrap();
         fs::write(dir.path().join(".git"), "gitdir: /elsewhere\n").unwrap();
         let later = super::super::stamps::now_ns() + 60_000_000_000;
-        assert!(Settled::record(dir.path(), "f1", files, later).is_none());
+        assert!(Settled::record(dir.path(), "f1", &scanned(dir.path()), later).is_none());
     }
 
     #[test]
     fn what_is_remembered_is_per_graph_directory() {
-        let (dir, files) = tree();
+        let dir = tree();
         let graph = dir.path().join("graph-a");
-        remember(&graph, Some(record(dir.path(), &files)));
+        remember(&graph, Some(record(dir.path())));
         assert!(remembered(&graph).is_some());
         assert!(remembered(&dir.path().join("graph-b")).is_none());
         remember(&graph, None);

@@ -2,7 +2,7 @@
 """Warm-server latency of `atlas mcp` (issue 13): one server over stdio, many tool calls,
 timed from the client side (write the request, read the answer).
 
-  python3 bench/mcp.py REPO [--atlas BIN] [--calls 200] [--mixed 1000]
+  python3 bench/mcp.py REPO [--atlas BIN] [--calls 200] [--mixed 1000] [--fresh]
       [--context Q ...] [--search Q ...]
   python3 bench/mcp.py REPO --first 5 [--atlas BIN] [--baseline BIN] [--delay 1.0]
 
@@ -10,7 +10,8 @@ Builds the graph once (`atlas build`), starts `atlas mcp` in REPO, warms it with
 of each tool, then runs --calls `atlas_context` calls (queries round-robin, profile
 symbol and flow alternating, --frozen) and --calls `atlas_search` calls, and reports p50
 and p95 per tool; then --mixed calls of both and the server's RSS before and after them
-(VmRSS from /proc), to show it does not grow without bound.
+(VmRSS from /proc), to show it does not grow without bound. `--fresh` leaves the calls
+not frozen, as an agent's are by default: each then checks the tree first.
 
 `--first N` times instead a fresh server's first question (`atlas_context`, a question that
 searches), asked --delay seconds after the handshake as an agent asks after reading the
@@ -102,6 +103,7 @@ def main():
     p.add_argument("--first", type=int, help="time fresh servers' first question instead")
     p.add_argument("--baseline", help="another binary, alternating with --atlas (with --first)")
     p.add_argument("--delay", type=float, default=1.0)
+    p.add_argument("--fresh", action="store_true", help="calls that are not frozen")
     args = p.parse_args()
     contexts = args.context or ["Add.flatten", "Basic.subs", "Symbol", "sympy/core"]
     searches = args.search or ["matrix determinant", "simplify trigonometric expression"]
@@ -113,9 +115,10 @@ def main():
         print(json.dumps(first_questions(binaries, args.repo, args.first, args.delay), indent=2))
         return
     server = Server(binary, args.repo)
+    frozen = not args.fresh
     context_args = lambda i: {"query": contexts[i % len(contexts)],
-                              "profile": "symbol" if i % 2 == 0 else "flow", "frozen": True}
-    search_args = lambda i: {"query": searches[i % len(searches)], "frozen": True}
+                              "profile": "symbol" if i % 2 == 0 else "flow", "frozen": frozen}
+    search_args = lambda i: {"query": searches[i % len(searches)], "frozen": frozen}
     server.call("atlas_context", context_args(0))
     server.call("atlas_search", search_args(0))
     report = {"repo": args.repo, "calls": args.calls}

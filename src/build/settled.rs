@@ -45,8 +45,9 @@ impl Settled {
     /// The list a clean check of `root` against generation `fingerprint` depends on: the
     /// check's `inventory` (scanned after `as_of`, the time taken before the check
     /// began). `None` when an entry changed within the racy window before `as_of`, when
-    /// the walk could not read an entry, or when the repository's git directory lies
-    /// elsewhere (a `.git` file).
+    /// the walk could not read an entry, when a limit cut the inventory (the file at the
+    /// cut, unlisted, decides where it falls), or when the repository's git directory
+    /// lies elsewhere (a `.git` file).
     pub fn record(
         root: &Path,
         fingerprint: &str,
@@ -55,6 +56,7 @@ impl Settled {
     ) -> Option<Settled> {
         let git = root.join(".git");
         if std::fs::symlink_metadata(&git).is_ok_and(|m| !m.is_dir())
+            || inventory.truncated.is_some()
             || inventory
                 .skipped
                 .iter()
@@ -271,6 +273,19 @@ mod tests {
         fs::write(dir.path().join("pkg/a.py"), "def a3():\n    pass\n").unwrap();
         let now = super::super::stamps::now_ns();
         assert!(Settled::record(dir.path(), "f1", &scanned(dir.path()), now).is_none());
+    }
+
+    #[test]
+    fn an_inventory_cut_by_a_limit_is_not_recorded() {
+        let dir = tree();
+        let limits = InventoryLimits {
+            max_files: 1,
+            ..InventoryLimits::default()
+        };
+        let inventory = super::super::inventory::scan(dir.path(), &limits).unwrap();
+        assert!(inventory.truncated.is_some());
+        let later = super::super::stamps::now_ns() + 60_000_000_000;
+        assert!(Settled::record(dir.path(), "f1", &inventory, later).is_none());
     }
 
     #[test]

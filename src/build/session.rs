@@ -97,22 +97,19 @@ pub fn open_session(
                     graph_dir: &location.graph_dir,
                     record: true,
                 };
+                // The walk's inventory is also what a clean verdict depends on.
+                let inventory = inventory::scan(&root, &InventoryLimits::default())?;
+                let changes = changes_of(&graph, &root, &inventory, &skipped, Some(cache), as_of);
+                let stale = staleness_of(manifest.as_ref(), changes).stale;
                 if config.watch.fresh_by_recheck {
-                    // The walk's inventory is what a clean verdict depends on.
-                    let inventory = inventory::scan(&root, &InventoryLimits::default())?;
-                    let changes =
-                        changes_of(&graph, &root, &inventory, &skipped, Some(cache), as_of);
-                    let stale = staleness_of(manifest.as_ref(), changes).stale;
                     let settled = (!stale)
                         .then(|| {
                             super::settled::Settled::record(&root, &fingerprint, &inventory, as_of)
                         })
                         .flatten();
                     super::settled::remember(&location.graph_dir, settled);
-                    stale
-                } else {
-                    staleness(&graph, manifest.as_ref(), &root, &skipped, Some(cache))?.stale
                 }
+                stale
             }
         };
         if needs_build {

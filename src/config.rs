@@ -165,6 +165,11 @@ pub const VARIABLES: &[Variable] = &[
         doc: "`expand` returns a large class whole (paginated) instead of its header plus a method outline",
     },
     Variable {
+        name: "ATLAS_EARLY_RETRIEVAL",
+        values: "0",
+        doc: "`context` on a question that names symbols walks their relations only after search has confirmed them, instead of beside the search (the answer is the same either way: a walk whose anchors search changed is dropped)",
+    },
+    Variable {
         name: "ATLAS_WATCH",
         values: "1|true",
         doc: "`atlas mcp` and `atlas daemon` watch the tree and rebuild incrementally after a debounce, as `atlas watch` does",
@@ -689,6 +694,9 @@ pub struct Config {
     pub embed: EmbedSource,
     pub tokenizer: Option<PathBuf>,
     pub expand_outline: bool,
+    /// `context` retrieves beside the search when the question names symbols
+    /// (`ATLAS_EARLY_RETRIEVAL=0` turns it off).
+    pub early_retrieval: bool,
     pub observability: bool,
     pub watch: WatchConfig,
     /// Test hook: a build fails at this point.
@@ -707,6 +715,7 @@ impl Default for Config {
             embed: EmbedSource::Embedded,
             tokenizer: None,
             expand_outline: true,
+            early_retrieval: true,
             observability: false,
             watch: WatchConfig::default(),
             inject_failure: None,
@@ -768,6 +777,7 @@ impl Config {
             embed: path("ATLAS_EMBED_MODEL").map_or(EmbedSource::Embedded, EmbedSource::Dir),
             tokenizer: path("ATLAS_TOKENIZER_PATH"),
             expand_outline: !on("ATLAS_EXPAND_OUTLINE", "0"),
+            early_retrieval: !on("ATLAS_EARLY_RETRIEVAL", "0"),
             observability: on("ATLAS_OBSERVABILITY", "1"),
             watch: WatchConfig {
                 enabled: text("ATLAS_WATCH")

@@ -862,6 +862,45 @@ fn two_words_of_a_question_spell_a_name_as_prose_inflects_it() {
     assert_eq!(out.anchor_symbols(), ["reader.py::factor_terms"]);
 }
 
+/// A question that names symbols has them walked beside its search (`context::understand`).
+/// The answer is the one a walk after the search gives, whether search kept every name or
+/// dropped one (`cart`, which its hits did not confirm) and anchored on its hits instead.
+#[test]
+fn a_question_walked_beside_its_search_answers_as_one_walked_after_it() {
+    let s = built("python");
+    let dropped = "how does the cart compute its total price";
+    let answer = |question: &str, profile: &str, early: &str| -> Value {
+        let run = s
+            .context(question)
+            .profile(profile)
+            .frozen()
+            .json()
+            .env("ATLAS_EARLY_RETRIEVAL", early)
+            .run()
+            .success();
+        without_timings(serde_json::from_str(&run.stdout).expect("json"))
+    };
+    for (question, profile) in [
+        ("what is a product in the cart", "symbol"),
+        ("why is the money rounded in checkout", "flow"),
+        ("is apply_discount called with a rate", "impact"),
+        ("o que checkout faz com o carrinho", "symbol"),
+        (dropped, "symbol"),
+        (dropped, "flow"),
+    ] {
+        assert_eq!(
+            answer(question, profile, "1"),
+            answer(question, profile, "0"),
+            "{question} ({profile})"
+        );
+    }
+    // `cart` anchored when the question was read, then search dropped it: the walk that
+    // began beside the search was not the answer's.
+    let out = frozen_json(&s, dropped, "symbol");
+    assert!(out.intent.free_terms.iter().any(|t| t == "cart"));
+    assert_eq!(out.intent.anchors[0].anchor_reason, "search");
+}
+
 #[test]
 fn a_portuguese_question_about_english_code_is_searched_with_its_english_words() {
     let s = built("python");

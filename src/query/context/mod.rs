@@ -15,6 +15,7 @@ pub mod text;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -490,7 +491,7 @@ pub fn run(
         freshness_ms,
         started,
     };
-    let mut result = compile_context(&open, request, Some(&search))?;
+    let mut result = compile_context_with(&open, request, Some(&search), config.early_retrieval)?;
     result.relevance = relevance.into_inner();
     Ok(result)
 }
@@ -521,25 +522,93 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
 /// From the query to the intent retrieval starts from (R-Q-1/2, issue 9): names matched,
 /// a single name's equally good matches a typed error, free words searched, an ambiguous
 /// name in a question ranked, a question that names nothing anchored on its search hits.
+///
+/// With `early`, a question that names symbols has them walked on a helper thread while
+/// it is searched (`Early`); the walk is returned when search left what retrieval reads
+/// of the intent as it was (`retrieve::inputs_of`), and stopped and dropped otherwise.
 fn understand(
     graph: &Graph,
     request: &ContextRequest,
     search: Option<&SearchFn>,
-) -> Result<(Intent, Vec<crate::query::search::Hit>, Vec<Diagnostic>)> {
+    early: Option<Early>,
+) -> Result<Understood> {
     let mut intent = intent::parse(graph, &request.query);
     if intent.single_name
         && let Some(ambiguity) = intent.ambiguities.iter().find(|a| a.tier.is_strong())
     {
         return Err(anchor::ambiguity_error(graph, ambiguity, request));
     }
-    let mut diagnostics = Vec::new();
-    let mut hits = Vec::new();
     let wants_search = !intent.free_terms.is_empty()
         || !intent.ambiguities.is_empty()
         || !intent.plain_word_anchors.is_empty()
         || (intent.anchors.is_empty() && intent.question);
+    let searches = wants_search && !intent.search_text.trim().is_empty();
+    // A ranked ambiguity adds an anchor: no walk starts before it is known.
+    let early = early.filter(|_| {
+        searches
+            && search.is_some()
+            && !intent.anchors.is_empty()
+            && intent.ambiguities.is_empty()
+            && search::beside::has_helpers()
+    });
+    let Some(early) = early else {
+        let (hits, diagnostics) = search_and_settle(graph, request, search, searches, &mut intent)?;
+        return Ok((intent, hits, diagnostics, None));
+    };
+    let guess = intent.clone();
+    let stop = AtomicBool::new(false);
+    let ((settled, holds), walked) = search::beside::beside(
+        || {
+            let settled = search_and_settle(graph, request, search, searches, &mut intent);
+            let holds =
+                settled.is_ok() && retrieve::inputs_of(&intent) == retrieve::inputs_of(&guess);
+            // The walk may be over already; else it stops at its next node.
+            stop.store(!holds, Ordering::Relaxed);
+            (settled, holds)
+        },
+        || {
+            // A panic here is the same walk's in the normal path, or none of the answer's.
+            crate::isolate::isolate(|| {
+                retrieve::retrieve_unless(graph, &guess, early.profile, early.spine, &stop)
+            })
+            .ok()
+            .flatten()
+        },
+    );
+    let (hits, diagnostics) = settled?;
+    Ok((intent, hits, diagnostics, walked.filter(|_| holds)))
+}
+
+/// The intent, the search hits, the diagnostics, and the retrieval made beside the search
+/// when it still holds (`understand`).
+type Understood = (
+    Intent,
+    Vec<crate::query::search::Hit>,
+    Vec<Diagnostic>,
+    Option<retrieve::Retrieval>,
+);
+
+/// A retrieval to start beside a question's search (`understand`).
+#[derive(Clone, Copy)]
+struct Early {
+    profile: ProfileName,
+    spine: spine::SpineBudget,
+}
+
+/// Searches the intent's free text (when `searches`), then settles the intent on the hits:
+/// plain-word anchors confirmed, ambiguities ranked, a question that names nothing
+/// anchored on them, or a typed error when nothing anchors.
+fn search_and_settle(
+    graph: &Graph,
+    request: &ContextRequest,
+    search: Option<&SearchFn>,
+    searches: bool,
+    intent: &mut Intent,
+) -> Result<(Vec<crate::query::search::Hit>, Vec<Diagnostic>)> {
+    let mut diagnostics = Vec::new();
+    let mut hits = Vec::new();
     let mut search_error = None;
-    if wants_search && !intent.search_text.trim().is_empty() {
+    if searches {
         // Free words go to hybrid search as one candidate source (R-Q-1).
         let found = match search {
             Some(search) => search(&intent.search_text),
@@ -565,11 +634,11 @@ fn understand(
         }
     }
     if search_error.is_none() {
-        anchor::confirm_plain_words(&mut intent, &hits);
+        anchor::confirm_plain_words(intent, &hits);
     }
-    diagnostics.extend(anchor::rank_ambiguities(graph, &mut intent, &hits, request));
+    diagnostics.extend(anchor::rank_ambiguities(graph, intent, &hits, request));
     if intent.anchors.is_empty() && intent.question {
-        anchor::anchor_on_search(graph, &mut intent, &hits, request.profile);
+        anchor::anchor_on_search(graph, intent, &hits, request.profile);
     }
     if intent.anchors.is_empty() && request.profile != ProfileName::Architecture {
         // A question only search could answer fails with why search could not, never as
@@ -579,10 +648,10 @@ fn understand(
         }
         return Err(AtlasError::ContextNoMatch {
             query: request.query.clone(),
-            suggestions: anchor::near_names(graph, &intent, request),
+            suggestions: anchor::near_names(graph, intent, request),
         });
     }
-    Ok((intent, hits, diagnostics))
+    Ok((hits, diagnostics))
 }
 
 /// Compiles the context of `request` over an open graph.
@@ -590,6 +659,17 @@ pub fn compile_context(
     open: &OpenGraph,
     request: &ContextRequest,
     search: Option<&SearchFn>,
+) -> Result<ContextResult> {
+    compile_context_with(open, request, search, true)
+}
+
+/// `compile_context`; with `early_retrieval`, a question's named symbols are walked beside
+/// its search (`understand`).
+fn compile_context_with(
+    open: &OpenGraph,
+    request: &ContextRequest,
+    search: Option<&SearchFn>,
+    early_retrieval: bool,
 ) -> Result<ContextResult> {
     let OpenGraph {
         graph,
@@ -612,10 +692,17 @@ pub fn compile_context(
     let limits = limits_of(&profile, request);
 
     let stage = Instant::now();
-    let (intent, search_hits, mut diagnostics) = understand(graph, request, search)?;
     let spine_budget =
         spine::SpineBudget::of_page(limits.max_bytes, limits.lines_per_slice, SPINE_PAGE_SHARE);
-    let mut retrieval = retrieve::retrieve(graph, &intent, request.profile, spine_budget);
+    let early = early_retrieval.then_some(Early {
+        profile: request.profile,
+        spine: spine_budget,
+    });
+    let (intent, search_hits, mut diagnostics, walked) = understand(graph, request, search, early)?;
+    let mut retrieval = match walked {
+        Some(retrieval) => retrieval,
+        None => retrieve::retrieve(graph, &intent, request.profile, spine_budget),
+    };
     retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
     let class_rank = |class: EvidenceClass| profile.class_rank(class);
     project::order(&mut retrieval.candidates, &class_rank);

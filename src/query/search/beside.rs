@@ -1,5 +1,6 @@
-//! Two pieces of one search side by side: one on the calling thread, the other on a
-//! helper thread kept alive between searches.
+//! Two pieces of one query side by side: one on the calling thread, the other on a
+//! helper thread kept alive between queries (a search's arms; a context's search and
+//! the walk of what the question names).
 //!
 //! A thread spawned per search starts late: Linux places it on its parent's core, and
 //! while the parent computes it waits there, about a millisecond, however idle the other
@@ -27,11 +28,16 @@ fn helpers() -> Option<&'static rayon::ThreadPool> {
         .as_ref()
 }
 
+/// Whether `beside` has helpers (else it runs its pieces one after the other).
+pub(crate) fn has_helpers() -> bool {
+    helpers().is_some()
+}
+
 /// Runs `here` on this thread and `there` on a helper at the same time, and returns both
 /// results. A panic in either is raised here once both have ended (callers isolate
 /// what may panic). Without helpers, `there` runs after `here`: `here` may wait only for
 /// work `there` has begun (the vector scan waits for the chunks a helper took).
-pub(super) fn beside<A, B, RA, RB>(here: A, there: B) -> (RA, RB)
+pub(crate) fn beside<A, B, RA, RB>(here: A, there: B) -> (RA, RB)
 where
     A: FnOnce() -> RA,
     B: FnOnce() -> RB + Send,

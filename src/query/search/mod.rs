@@ -20,7 +20,7 @@ pub mod sources;
 pub mod text;
 
 mod allocate;
-mod beside;
+pub(crate) mod beside;
 mod fuse;
 mod quantized;
 mod response;

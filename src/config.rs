@@ -167,7 +167,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ATLAS_EARLY_RETRIEVAL",
         values: "0",
-        doc: "`context` on a question that names symbols walks their relations only after search has confirmed them, instead of beside the search (the answer is the same either way: a walk whose anchors search changed is dropped)",
+        doc: "`context` on a question whose names are written as code (or paths) walks their relations after its search instead of beside it, on a search helper thread (the answer is the same either way)",
     },
     Variable {
         name: "ATLAS_WATCH",

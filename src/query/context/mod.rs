@@ -15,7 +15,6 @@ pub mod text;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -523,9 +522,10 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
 /// a single name's equally good matches a typed error, free words searched, an ambiguous
 /// name in a question ranked, a question that names nothing anchored on its search hits.
 ///
-/// With `early`, a question that names symbols has them walked on a helper thread while
-/// it is searched (`Early`); the walk is returned when search left what retrieval reads
-/// of the intent as it was (`retrieve::inputs_of`), and stopped and dropped otherwise.
+/// With `early`, a question whose names search cannot change (written as code, paths,
+/// frames: no plain word, no ambiguity) has them walked on a helper thread while it is
+/// searched (`Early`); the walk is returned when search left what retrieval reads of the
+/// intent as it was (`retrieve::inputs_of`), which settling on the hits leaves such names.
 fn understand(
     graph: &Graph,
     request: &ContextRequest,
@@ -543,11 +543,13 @@ fn understand(
         || !intent.plain_word_anchors.is_empty()
         || (intent.anchors.is_empty() && intent.question);
     let searches = wants_search && !intent.search_text.trim().is_empty();
-    // A ranked ambiguity adds an anchor: no walk starts before it is known.
+    // Only names search cannot change: a plain word's anchor stands only if search
+    // confirms it, and a ranked ambiguity adds one (a walk begun on either is often lost).
     let early = early.filter(|_| {
         searches
             && search.is_some()
             && !intent.anchors.is_empty()
+            && intent.plain_word_anchors.is_empty()
             && intent.ambiguities.is_empty()
             && search::beside::has_helpers()
     });
@@ -556,26 +558,19 @@ fn understand(
         return Ok((intent, hits, diagnostics, None));
     };
     let guess = intent.clone();
-    let stop = AtomicBool::new(false);
-    let ((settled, holds), walked) = search::beside::beside(
-        || {
-            let settled = search_and_settle(graph, request, search, searches, &mut intent);
-            let holds =
-                settled.is_ok() && retrieve::inputs_of(&intent) == retrieve::inputs_of(&guess);
-            // The walk may be over already; else it stops at its next node.
-            stop.store(!holds, Ordering::Relaxed);
-            (settled, holds)
-        },
+    let (settled, walked) = search::beside::beside(
+        || search_and_settle(graph, request, search, searches, &mut intent),
         || {
             // A panic here is the same walk's in the normal path, or none of the answer's.
             crate::isolate::isolate(|| {
-                retrieve::retrieve_unless(graph, &guess, early.profile, early.spine, &stop)
+                retrieve::retrieve(graph, &guess, early.profile, early.spine)
             })
             .ok()
-            .flatten()
         },
     );
     let (hits, diagnostics) = settled?;
+    // Settling leaves such names as they were; were that to change, the walk is dropped.
+    let holds = retrieve::inputs_of(&intent) == retrieve::inputs_of(&guess);
     Ok((intent, hits, diagnostics, walked.filter(|_| holds)))
 }
 

@@ -197,9 +197,6 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
         for hop in 1..=IMPACT_HOPS {
             let mut next = Vec::new();
             for &current in &frontier {
-                if b.stopped() {
-                    return;
-                }
                 for kind in kinds {
                     if hop > 1 && kind == EdgeKind::Imports {
                         continue;

@@ -207,9 +207,6 @@ pub(super) fn flow(b: &mut Builder, intent: &Intent, budget: SpineBudget) -> Vec
             &label,
         );
     }
-    if b.stopped() {
-        return spine;
-    }
     let mut alternatives: Vec<(String, Vec<Hop>)> = Vec::new();
     if let Some((from, to)) = ends {
         // The best path avoiding each spine edge in turn.

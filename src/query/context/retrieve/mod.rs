@@ -3,7 +3,6 @@
 //! flag. Nothing here reads source or knows about bytes.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -231,7 +230,10 @@ fn id_hash_of_parts(class: EvidenceClass, parts: &[&str]) -> IdHash {
     let hash = if len <= SMALL {
         let mut buffer = [0u8; SMALL];
         let mut at = 0;
-        for piece in [class, b"\0"].into_iter().chain(parts.iter().map(|p| p.as_bytes())) {
+        for piece in [class, b"\0"]
+            .into_iter()
+            .chain(parts.iter().map(|p| p.as_bytes()))
+        {
             buffer[at..at + piece.len()].copy_from_slice(piece);
             at += piece.len();
         }
@@ -264,9 +266,6 @@ struct Builder<'g> {
     /// Each scored node's centrality bonus and policy class: a walk meets the same
     /// caller once per call site.
     node_terms: HashMap<NodeId, (u32, bool)>,
-    /// Set when the retrieval is no longer wanted (an early retrieval whose intent search
-    /// changed): walks stop at their next node, and the partial result is dropped.
-    stop: Option<&'g AtomicBool>,
 }
 
 /// Where an edge's relation is written, when it is: (file, 0-based line).
@@ -297,11 +296,6 @@ pub(super) fn relation_of(from: NodeId, edge: EdgeRef<'_>, direction: Direction)
 }
 
 impl<'g> Builder<'g> {
-    /// The retrieval is no longer wanted (`retrieve_unless`).
-    fn stopped(&self) -> bool {
-        self.stop.is_some_and(|stop| stop.load(Ordering::Relaxed))
-    }
-
     fn label(&self, node: NodeId) -> String {
         self.graph.label(node)
     }
@@ -781,9 +775,6 @@ impl<'g> Builder<'g> {
             let mut next = Vec::new();
             let graph = self.graph;
             for &node in &frontier {
-                if self.stopped() {
-                    return direct;
-                }
                 // A node's edges come grouped by their other end (graph-schema: sorted by
                 // (node, other end, kind, site)): a caller's many call sites of a hub
                 // follow each other, and after the first they join its entry directly.
@@ -867,37 +858,6 @@ pub fn retrieve(
     profile: ProfileName,
     spine_lines: SpineBudget,
 ) -> Retrieval {
-    retrieve_with(graph, intent, profile, spine_lines, None)
-}
-
-/// `retrieve`, given up (`None`) once `stop` is set: the walks stop at their next node.
-pub fn retrieve_unless(
-    graph: &Graph,
-    intent: &Intent,
-    profile: ProfileName,
-    spine_lines: SpineBudget,
-    stop: &AtomicBool,
-) -> Option<Retrieval> {
-    let retrieval = retrieve_with(graph, intent, profile, spine_lines, Some(stop));
-    (!stop.load(Ordering::Relaxed)).then_some(retrieval)
-}
-
-/// What `retrieve` reads of an intent: two intents equal in these have one retrieval.
-pub fn inputs_of(intent: &Intent) -> (&[Anchor], &[Relation], Option<&Anchor>) {
-    (
-        &intent.anchors,
-        &intent.relations,
-        intent.alternative.as_ref(),
-    )
-}
-
-fn retrieve_with(
-    graph: &Graph,
-    intent: &Intent,
-    profile: ProfileName,
-    spine_lines: SpineBudget,
-    stop: Option<&AtomicBool>,
-) -> Retrieval {
     let mut builder = Builder {
         graph,
         named: intent.anchors.iter().map(|a| a.node).collect(),
@@ -912,7 +872,6 @@ fn retrieve_with(
         by_symbol: HashMap::default(),
         touched_files: Default::default(),
         node_terms: HashMap::default(),
-        stop,
     };
     let mut spine = Vec::new();
     match profile {
@@ -928,15 +887,21 @@ fn retrieve_with(
     }
 }
 
+/// What `retrieve` reads of an intent: two intents equal in these have one retrieval.
+pub fn inputs_of(intent: &Intent) -> (&[Anchor], &[Relation], Option<&Anchor>) {
+    (
+        &intent.anchors,
+        &intent.relations,
+        intent.alternative.as_ref(),
+    )
+}
+
 fn wants(intent: &Intent, relation: Relation) -> bool {
     intent.relations.is_empty() || intent.has_relation(relation)
 }
 
 fn symbol(b: &mut Builder, intent: &Intent) {
     for anchor in &intent.anchors {
-        if b.stopped() {
-            return;
-        }
         let node = anchor.node;
         b.declaration(node, anchor.describe());
         let kind = b.graph.kind(node);

@@ -167,7 +167,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ATLAS_EARLY_RETRIEVAL",
         values: "0",
-        doc: "`context` on a question whose names are written as code (or paths) walks their relations after its search instead of beside it, on a search helper thread (the answer is the same either way)",
+        doc: "`context` reads a question's names, searches it and walks its relations one after the other, instead of reading (and, for names written as code or paths, walking) beside the search on a search helper thread (the answer is the same either way)",
     },
     Variable {
         name: "ATLAS_WATCH",
@@ -694,8 +694,8 @@ pub struct Config {
     pub embed: EmbedSource,
     pub tokenizer: Option<PathBuf>,
     pub expand_outline: bool,
-    /// `context` retrieves beside the search when the question names symbols
-    /// (`ATLAS_EARLY_RETRIEVAL=0` turns it off).
+    /// `context` reads a question's names, and walks those written as code, beside its
+    /// search (`ATLAS_EARLY_RETRIEVAL=0` turns it off).
     pub early_retrieval: bool,
     pub observability: bool,
     pub watch: WatchConfig,

@@ -888,6 +888,7 @@ fn a_question_walked_beside_its_search_answers_as_one_walked_after_it() {
         ("o que `checkout` faz com o carrinho?", "symbol"),
         ("what in shop/util.py rounds money", "architecture"),
         ("what is a product in the cart", "symbol"),
+        ("apply_discount rate", "symbol"),
         (dropped, "symbol"),
     ] {
         let (early, after) = (

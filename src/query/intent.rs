@@ -509,9 +509,9 @@ pub fn may_search(query: &str) -> bool {
     names > 1 || words.iter().any(|w| matches!(w, Word::Free(_)))
 }
 
-/// Parses `query` and matches its names against `graph`.
-pub fn parse(graph: &Graph, query: &str) -> Intent {
-    let words = words(query);
+/// What hybrid search is asked for `query` (`Intent::search_text`): the query without
+/// its relation words.
+fn search_text_of(query: &str) -> String {
     let mut search_words: Vec<&str> = query
         .split_whitespace()
         .filter(|w| Relation::parse(&w.to_lowercase()).is_none())
@@ -519,8 +519,23 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
     // A Portuguese question is searched with its English words as well (`glossary`).
     let english = crate::query::glossary::english_for(&search_words);
     search_words.extend(english);
+    search_words.join(" ")
+}
+
+/// The text `parse`'s intent will search, when it is sure to be searched whatever the
+/// query's names turn out to be: a word that can never be a name (`how`, `onde`) is a
+/// free term, and a free term is searched. Known before the graph is read.
+pub fn certain_search(query: &str) -> Option<String> {
+    let text = search_text_of(query);
+    (words(query).iter().any(|w| matches!(w, Word::Free(_))) && !text.trim().is_empty())
+        .then_some(text)
+}
+
+/// Parses `query` and matches its names against `graph`.
+pub fn parse(graph: &Graph, query: &str) -> Intent {
+    let words = words(query);
     let mut intent = Intent {
-        search_text: search_words.join(" "),
+        search_text: search_text_of(query),
         ..Intent::default()
     };
     intent.question = words
@@ -1658,6 +1673,36 @@ mod tests {
         assert!(is_path_shaped("src/main.rs"));
         assert!(is_path_shaped("main.py"));
         assert!(!is_path_shaped("Cart.total"));
+    }
+
+    #[test]
+    fn a_query_with_a_word_that_is_never_a_name_is_certain_to_be_searched() {
+        // What `parse` will search, known before the graph is read.
+        for (query, text) in [
+            (
+                "how are rational numbers simplified",
+                "how are rational numbers simplified",
+            ),
+            // Relation words are not searched.
+            ("what calls apply_discount", "what apply_discount"),
+            // A Portuguese question brings its English words.
+            (
+                "onde o desconto é aplicado?",
+                "onde o desconto é aplicado? discount apply",
+            ),
+        ] {
+            assert_eq!(certain_search(query).as_deref(), Some(text), "{query}");
+            assert_eq!(search_text_of(query), text, "{query}");
+        }
+        // Names alone (and relation words) may not be searched at all.
+        for query in [
+            "Basic.subs",
+            "Basic.subs calls",
+            "shop/util.py",
+            "compile ctx",
+        ] {
+            assert_eq!(certain_search(query), None, "{query}");
+        }
     }
 
     #[test]

@@ -522,56 +522,119 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
 /// a single name's equally good matches a typed error, free words searched, an ambiguous
 /// name in a question ranked, a question that names nothing anchored on its search hits.
 ///
-/// With `early`, a question whose names search cannot change (written as code, paths,
-/// frames: no plain word, no ambiguity) has them walked on a helper thread while it is
-/// searched (`Early`); the walk is returned when search left what retrieval reads of the
-/// intent as it was (`retrieve::inputs_of`), which settling on the hits leaves such names.
+/// With `early`, work that does not wait for the search runs beside it on a search helper
+/// thread (`search::beside`): the query's names are read while a question sure to be
+/// searched (`intent::certain_search`) is searched, and names search cannot change
+/// (written as code, paths, frames: no plain word, no ambiguity) are walked then too.
+/// A walk is kept only when settling on the hits left what retrieval reads of the intent
+/// as it was (`retrieve::inputs_of`), which it leaves such names.
 fn understand(
     graph: &Graph,
     request: &ContextRequest,
     search: Option<&SearchFn>,
     early: Option<Early>,
 ) -> Result<Understood> {
-    let mut intent = intent::parse(graph, &request.query);
-    if intent.single_name
-        && let Some(ambiguity) = intent.ambiguities.iter().find(|a| a.tier.is_strong())
+    let beside = early.filter(|_| search::beside::has_helpers());
+    if let (Some(early), Some(search)) = (beside, search)
+        && let Some(text) = intent::certain_search(&request.query)
     {
-        return Err(anchor::ambiguity_error(graph, ambiguity, request));
+        let (found, (parsed, walked)) = search::beside::beside(
+            || search(&text),
+            || {
+                let intent = intent::parse(graph, &request.query);
+                let walked = walks_early(&intent)
+                    .then(|| early_walk(graph, &intent, early))
+                    .flatten();
+                (intent, walked)
+            },
+        );
+        debug_assert!(wants_search(&parsed) && parsed.search_text == text);
+        reject_a_lone_ambiguous_name(graph, request, &parsed)?;
+        return settle_understood(graph, request, parsed, Some(found), walked);
     }
-    let wants_search = !intent.free_terms.is_empty()
+    let intent = intent::parse(graph, &request.query);
+    reject_a_lone_ambiguous_name(graph, request, &intent)?;
+    let searches = wants_search(&intent);
+    let Some(early) = beside.filter(|_| searches && search.is_some() && walks_early(&intent))
+    else {
+        let found = searches.then(|| searched(search, &intent));
+        return settle_understood(graph, request, intent, found, None);
+    };
+    let (found, walked) = search::beside::beside(
+        || searched(search, &intent),
+        || early_walk(graph, &intent, early),
+    );
+    settle_understood(graph, request, intent, Some(found), walked)
+}
+
+/// A question's single name with equally good matches is a typed error, not a choice.
+fn reject_a_lone_ambiguous_name(
+    graph: &Graph,
+    request: &ContextRequest,
+    intent: &Intent,
+) -> Result<()> {
+    match intent.ambiguities.iter().find(|a| a.tier.is_strong()) {
+        Some(ambiguity) if intent.single_name => {
+            Err(anchor::ambiguity_error(graph, ambiguity, request))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether the intent's free text goes to hybrid search.
+fn wants_search(intent: &Intent) -> bool {
+    let wants = !intent.free_terms.is_empty()
         || !intent.ambiguities.is_empty()
         || !intent.plain_word_anchors.is_empty()
         || (intent.anchors.is_empty() && intent.question);
-    let searches = wants_search && !intent.search_text.trim().is_empty();
-    // Only names search cannot change: a plain word's anchor stands only if search
-    // confirms it, and a ranked ambiguity adds one (a walk begun on either is often lost).
-    let early = early.filter(|_| {
-        searches
-            && search.is_some()
-            && !intent.anchors.is_empty()
-            && intent.plain_word_anchors.is_empty()
-            && intent.ambiguities.is_empty()
-            && search::beside::has_helpers()
+    wants && !intent.search_text.trim().is_empty()
+}
+
+/// Whether the intent's names are walked beside its search: only names search cannot
+/// change (a plain word's anchor stands only if search confirms it, and a ranked
+/// ambiguity adds one: a walk begun on either is often lost).
+fn walks_early(intent: &Intent) -> bool {
+    wants_search(intent)
+        && !intent.anchors.is_empty()
+        && intent.plain_word_anchors.is_empty()
+        && intent.ambiguities.is_empty()
+}
+
+/// The retrieval of `intent` made beside its search (`understand`).
+fn early_walk(graph: &Graph, intent: &Intent, early: Early) -> Option<retrieve::Retrieval> {
+    // A panic here is the same walk's in the normal path, or none of the answer's.
+    crate::isolate::isolate(|| retrieve::retrieve(graph, intent, early.profile, early.spine)).ok()
+}
+
+/// The hits of the intent's free text, or why search is unavailable.
+fn searched(search: Option<&SearchFn>, intent: &Intent) -> Result<Vec<crate::query::search::Hit>> {
+    match search {
+        Some(search) => search(&intent.search_text),
+        None => Err(AtlasError::SearchUnavailable(
+            "no search index in this context".into(),
+        )),
+    }
+}
+
+/// The intent settled on what its search `found` (`None`: not searched), with the walk
+/// made beside the search when it still holds.
+fn settle_understood(
+    graph: &Graph,
+    request: &ContextRequest,
+    mut intent: Intent,
+    found: Option<Result<Vec<crate::query::search::Hit>>>,
+    walked: Option<retrieve::Retrieval>,
+) -> Result<Understood> {
+    let walked_from = walked.is_some().then(|| intent.clone());
+    let (hits, diagnostics) = settle(graph, request, found, &mut intent)?;
+    // Settling leaves the names walked early as they were; were that to change, the walk
+    // is dropped.
+    let walked = walked.filter(|_| {
+        walked_from
+            .as_ref()
+            .is_some_and(|from| retrieve::inputs_of(from) == retrieve::inputs_of(&intent))
     });
-    let Some(early) = early else {
-        let (hits, diagnostics) = search_and_settle(graph, request, search, searches, &mut intent)?;
-        return Ok((intent, hits, diagnostics, None));
-    };
-    let guess = intent.clone();
-    let (settled, walked) = search::beside::beside(
-        || search_and_settle(graph, request, search, searches, &mut intent),
-        || {
-            // A panic here is the same walk's in the normal path, or none of the answer's.
-            crate::isolate::isolate(|| {
-                retrieve::retrieve(graph, &guess, early.profile, early.spine)
-            })
-            .ok()
-        },
-    );
-    let (hits, diagnostics) = settled?;
-    // Settling leaves such names as they were; were that to change, the walk is dropped.
-    let holds = retrieve::inputs_of(&intent) == retrieve::inputs_of(&guess);
-    Ok((intent, hits, diagnostics, walked.filter(|_| holds)))
+    Ok((intent, hits, diagnostics, walked))
 }
 
 /// The intent, the search hits, the diagnostics, and the retrieval made beside the search
@@ -590,42 +653,34 @@ struct Early {
     spine: spine::SpineBudget,
 }
 
-/// Searches the intent's free text (when `searches`), then settles the intent on the hits:
-/// plain-word anchors confirmed, ambiguities ranked, a question that names nothing
-/// anchored on them, or a typed error when nothing anchors.
-fn search_and_settle(
+/// Settles the intent on what its search `found` (`None`: not searched): plain-word
+/// anchors confirmed, ambiguities ranked, a question that names nothing anchored on the
+/// hits, or a typed error when nothing anchors.
+fn settle(
     graph: &Graph,
     request: &ContextRequest,
-    search: Option<&SearchFn>,
-    searches: bool,
+    found: Option<Result<Vec<crate::query::search::Hit>>>,
     intent: &mut Intent,
 ) -> Result<(Vec<crate::query::search::Hit>, Vec<Diagnostic>)> {
     let mut diagnostics = Vec::new();
     let mut hits = Vec::new();
     let mut search_error = None;
-    if searches {
-        // Free words go to hybrid search as one candidate source (R-Q-1).
-        let found = match search {
-            Some(search) => search(&intent.search_text),
-            None => Err(AtlasError::SearchUnavailable(
-                "no search index in this context".into(),
-            )),
-        };
-        match found {
-            Ok(found) => hits = found,
-            Err(error) => {
-                for term in &intent.free_terms {
-                    diagnostics.push(Diagnostic {
-                        code: DiagnosticCode::UnusedTerm,
-                        message: format!(
-                            "`{term}` names no symbol or path, and hybrid search is unavailable: {error}"
-                        ),
-                        path: None,
-                        candidates: Vec::new(),
-                    });
-                }
-                search_error = Some(error);
+    // Free words go to hybrid search as one candidate source (R-Q-1).
+    match found {
+        None => {}
+        Some(Ok(found)) => hits = found,
+        Some(Err(error)) => {
+            for term in &intent.free_terms {
+                diagnostics.push(Diagnostic {
+                    code: DiagnosticCode::UnusedTerm,
+                    message: format!(
+                        "`{term}` names no symbol or path, and hybrid search is unavailable: {error}"
+                    ),
+                    path: None,
+                    candidates: Vec::new(),
+                });
             }
+            search_error = Some(error);
         }
     }
     if search_error.is_none() {

@@ -713,8 +713,8 @@ pub fn compile_context(
     compile_context_with(open, request, search, true)
 }
 
-/// `compile_context`; with `early_retrieval`, a question's named symbols are walked beside
-/// its search (`understand`).
+/// `compile_context`; with `early_retrieval`, what does not wait for a question's search
+/// (reading its names, walking those written as code) runs beside it (`understand`).
 fn compile_context_with(
     open: &OpenGraph,
     request: &ContextRequest,

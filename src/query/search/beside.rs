@@ -1,6 +1,6 @@
 //! Two pieces of one query side by side: one on the calling thread, the other on a
-//! helper thread kept alive between queries (a search's arms; a context's search and
-//! the walk of what the question names).
+//! helper thread kept alive between queries (a search's arms; a question's search and
+//! the reading, and walking, of the names it holds).
 //!
 //! A thread spawned per search starts late: Linux places it on its parent's core, and
 //! while the parent computes it waits there, about a millisecond, however idle the other

@@ -749,10 +749,11 @@ fn compile_context_with(
         spine: spine_budget,
     });
     let (intent, search_hits, mut diagnostics, walked) = understand(graph, request, search, early)?;
-    let mut retrieval = match walked {
+    // Freed on a helper once the answer is made (a hub's walk leaves thousands).
+    let mut retrieval = crate::query::search::beside::DroppedBeside::new(match walked {
         Some(retrieval) => retrieval,
         None => retrieve::retrieve(graph, &intent, request.profile, spine_budget),
-    };
+    });
     retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
     let class_rank = |class: EvidenceClass| profile.class_rank(class);
     project::order(&mut retrieval.candidates, &class_rank);

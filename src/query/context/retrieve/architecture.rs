@@ -59,7 +59,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
             .map(|&f| {
                 graph.file(f).map_or(0, |file| {
                     b.edges(file.node(), Direction::Outgoing, EdgeKind::Contains)
-                        .len()
+                        .count()
                 })
             })
             .sum();
@@ -103,7 +103,6 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
             .filter_map(|&f| graph.file(f))
             .flat_map(|file| {
                 b.edges(file.node(), Direction::Outgoing, EdgeKind::Contains)
-                    .into_iter()
                     .map(|r| r.to)
             })
             .collect();
@@ -189,7 +188,8 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
         // `shop/models.py`). Uses from inside stay inside: the seeds are visited.
         let seeds = impact_seeds(b, node);
         let mut frontier = seeds.clone();
-        let mut visited: BTreeSet<NodeId> = seeds.iter().copied().collect();
+        // Visited nodes are only asked for (thousands, for a hub's file): a hash set.
+        let mut visited: rustc_hash::FxHashSet<NodeId> = seeds.iter().copied().collect();
         let mut affected: BTreeSet<NodeId> = BTreeSet::new();
         let mut dependents = 0;
         // The hop at which the visit cap first stopped the walk (reported, never silent).
@@ -197,15 +197,18 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
         for hop in 1..=IMPACT_HOPS {
             let mut next = Vec::new();
             for &current in &frontier {
+                // The node's edges are located once and read once per kind, in the kinds' order.
+                let incoming = b.graph.edges(current, Direction::Incoming);
                 for kind in kinds {
                     if hop > 1 && kind == EdgeKind::Imports {
                         continue;
                     }
-                    for relation in b.edges(current, Direction::Incoming, kind) {
-                        let dependent = relation.from;
+                    for edge in incoming.iter().filter(|e| e.kind == kind as u8) {
+                        let dependent = edge.node();
                         if visited.contains(&dependent) {
                             continue;
                         }
+                        let relation = relation_of(current, edge, Direction::Incoming);
                         if hop == 1 {
                             dependents += 1;
                         }

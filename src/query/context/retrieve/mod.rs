@@ -637,13 +637,20 @@ impl<'g> Builder<'g> {
         );
     }
 
-    fn edges(&self, node: NodeId, direction: Direction, kind: EdgeKind) -> Vec<RelationInfo> {
-        let edges = self.graph.edges(node, direction);
-        edges
-            .iter()
-            .filter(|e| e.kind == kind as u8)
-            .map(|e| relation_of(node, e, direction))
-            .collect()
+    /// `node`'s relations of `kind` in `direction`, read from the map as they are taken:
+    /// the iterator borrows the graph, not the builder, which takes each in turn (an
+    /// impact walk reads thousands of nodes' edges, most of them never kept).
+    fn edges(
+        &self,
+        node: NodeId,
+        direction: Direction,
+        kind: EdgeKind,
+    ) -> impl Iterator<Item = RelationInfo> + use<'g> {
+        let graph: &'g Graph = self.graph;
+        graph
+            .edges(node, direction)
+            .filter(move |e| e.kind == kind as u8)
+            .map(move |e| relation_of(node, e, direction))
     }
 
     /// Frontier entries named like `node` that could reach it.

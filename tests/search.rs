@@ -1738,3 +1738,57 @@ fn the_learned_scorer_sees_where_each_file_stands_in_the_order_that_merges_the_r
         "{symbols:?}"
     );
 }
+
+#[test]
+fn a_search_runs_the_callers_alongside_work_once_on_its_thread() {
+    // `context::understand` reads a question while its search's helper runs the lexical
+    // arms: the search runs that work once, on the calling thread, whatever its arms;
+    // a search that fails first leaves it to the caller.
+    use atlas::config::{Arms, Config, SearchConfig};
+    use atlas::query::search::{Alongside, SearchIndex, embed::Embedder};
+    let s = Sandbox::with_fixture("python");
+    s.call("build").run().success();
+    let store = atlas::build::store::Store::new(s.graph());
+    let fingerprint = s.current();
+    let graph = atlas::graph::reader::Graph::open(&store.graph_path(&fingerprint)).unwrap();
+    let search = |config: &Config, fingerprint: &str| {
+        let embedder = Embedder::load(&config.embed).unwrap();
+        let mut threads = Vec::new();
+        let output = SearchIndex::query_with(
+            &store,
+            fingerprint,
+            &graph,
+            &s.repo(),
+            &embedder,
+            true,
+            "apply discount to the amount",
+            10,
+            false,
+            config,
+            &mut Alongside::new(|| threads.push(std::thread::current().id())),
+        );
+        (output, threads)
+    };
+    for vector in [true, false] {
+        let config = Config {
+            search: SearchConfig::with_arms(Arms {
+                bm25: true,
+                vector,
+                graph: true,
+                propagate: false,
+            }),
+            ..Config::default()
+        };
+        let (output, threads) = search(&config, &fingerprint);
+        assert!(!output.unwrap().hits.is_empty());
+        assert_eq!(
+            threads,
+            [std::thread::current().id()],
+            "vector arm: {vector}"
+        );
+    }
+    // No index for this generation (frozen: none is built): the work is not run.
+    let (output, threads) = search(&Config::default(), &"0".repeat(64));
+    assert!(output.is_err());
+    assert!(threads.is_empty());
+}

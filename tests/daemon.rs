@@ -149,8 +149,8 @@ fn a_worker_answers_exactly_as_the_direct_command_over_a_private_socket() {
 
     assert_eq!(daemon.outcome("success"), 2);
 
-    // Questions: read during their search (`search::Alongside`), one of them with a name
-    // written as code walked beside it, over the daemon's int8 scan.
+    // Questions: searched over the daemon's int8 scan and loaded indexes, one of them
+    // with a name written as code walked beside its search (`context::understand`).
     for question in [
         "how does the cart compute its total price",
         "is `apply_discount` called with a rate",

@@ -28,7 +28,7 @@ use crate::graph::reader::Graph;
 use crate::query::intent::{self, Intent};
 use crate::query::profile::EvidenceClass;
 use crate::query::profile::{Profile, ProfileName};
-use crate::query::search::{self, Alongside};
+use crate::query::search;
 use assemble::Assembly;
 use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
 pub use project::{DiagnosticCode, OmissionReason};
@@ -427,10 +427,8 @@ pub struct OpenGraph<'a> {
     pub started: Instant,
 }
 
-/// Free-text search over the open graph: returns hits, or why search is unavailable. It
-/// runs the caller's `Alongside` work on this thread while its helper runs the lexical
-/// arms (or leaves it to the caller when it ends first).
-pub type SearchFn<'a> = dyn Fn(&str, &mut Alongside) -> Result<Vec<crate::query::search::Hit>> + 'a;
+/// Free-text search over the open graph: returns hits, or why search is unavailable.
+pub type SearchFn<'a> = dyn Fn(&str) -> Result<Vec<crate::query::search::Hit>> + 'a;
 
 /// Runs one context query end to end, with `config`'s search, model and lock settings.
 pub fn run(
@@ -464,9 +462,9 @@ pub fn run(
     let freshness_ms = ms(started);
     let store = Store::new(&location.graph_dir);
     let relevance = std::cell::RefCell::new(None);
-    let search = |text: &str, alongside: &mut Alongside| -> Result<Vec<search::Hit>> {
+    let search = |text: &str| -> Result<Vec<search::Hit>> {
         let embedder = search::embed::Embedder::load(&config.embed)?;
-        search::SearchIndex::query_with(
+        search::SearchIndex::query(
             &store,
             &fingerprint,
             &graph,
@@ -477,7 +475,6 @@ pub fn run(
             search::POOL,
             false,
             config,
-            alongside,
         )
         .map(|out| {
             *relevance.borrow_mut() = out.relevance;
@@ -525,9 +522,8 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
 /// a single name's equally good matches a typed error, free words searched, an ambiguous
 /// name in a question ranked, a question that names nothing anchored on its search hits.
 ///
-/// With `early`, work that does not wait for the search runs during it, on this thread
-/// while the search's helper runs its lexical arms (`search::Alongside`): the query's
-/// names are read while a question sure to be
+/// With `early`, work that does not wait for the search runs beside it on a search helper
+/// thread (`search::beside`): the query's names are read while a question sure to be
 /// searched (`intent::certain_search`) is searched, and names search cannot change
 /// (written as code, paths, frames: no plain word, no ambiguity) are walked then too.
 /// A walk is kept only when settling on the hits left what retrieval reads of the intent
@@ -542,39 +538,16 @@ fn understand(
     if let (Some(early), Some(search)) = (beside, search)
         && let Some(text) = intent::certain_search(&request.query)
     {
-        // The reading goes on this thread, during the search (`Alongside`); a walk of
-        // what it read goes to a helper, to overlap the search's fusion as well.
-        let mut read = None;
-        let mut walked = None;
-        let found = search::beside::scope(|scope| {
-            let walked = &mut walked;
-            search(
-                &text,
-                &mut Alongside::new(|| {
-                    let intent = intent::parse(graph, &request.query);
-                    if walks_early(&intent) {
-                        let parsed = intent.clone();
-                        let mut walk = move || *walked = early_walk(graph, &parsed, early);
-                        match scope {
-                            Some(scope) => scope.spawn(move |_| walk()),
-                            None => walk(),
-                        }
-                    }
-                    read = Some(intent);
-                }),
-            )
-        });
-        // A search that ended before reading leaves the reading here.
-        let (parsed, walked) = match read {
-            Some(parsed) => (parsed, walked),
-            None => {
-                let parsed = intent::parse(graph, &request.query);
-                let walked = walks_early(&parsed)
-                    .then(|| early_walk(graph, &parsed, early))
+        let (found, (parsed, walked)) = search::beside::beside(
+            || search(&text),
+            || {
+                let intent = intent::parse(graph, &request.query);
+                let walked = walks_early(&intent)
+                    .then(|| early_walk(graph, &intent, early))
                     .flatten();
-                (parsed, walked)
-            }
-        };
+                (intent, walked)
+            },
+        );
         debug_assert!(wants_search(&parsed) && parsed.search_text == text);
         reject_a_lone_ambiguous_name(graph, request, &parsed)?;
         return settle_understood(graph, request, parsed, Some(found), walked);
@@ -584,11 +557,11 @@ fn understand(
     let searches = wants_search(&intent);
     let Some(early) = beside.filter(|_| searches && search.is_some() && walks_early(&intent))
     else {
-        let found = searches.then(|| searched(search, &intent, &mut Alongside::default()));
+        let found = searches.then(|| searched(search, &intent));
         return settle_understood(graph, request, intent, found, None);
     };
     let (found, walked) = search::beside::beside(
-        || searched(search, &intent, &mut Alongside::default()),
+        || searched(search, &intent),
         || early_walk(graph, &intent, early),
     );
     settle_understood(graph, request, intent, Some(found), walked)
@@ -634,13 +607,9 @@ fn early_walk(graph: &Graph, intent: &Intent, early: Early) -> Option<retrieve::
 }
 
 /// The hits of the intent's free text, or why search is unavailable.
-fn searched(
-    search: Option<&SearchFn>,
-    intent: &Intent,
-    alongside: &mut Alongside,
-) -> Result<Vec<crate::query::search::Hit>> {
+fn searched(search: Option<&SearchFn>, intent: &Intent) -> Result<Vec<crate::query::search::Hit>> {
     match search {
-        Some(search) => search(&intent.search_text, alongside),
+        Some(search) => search(&intent.search_text),
         None => Err(AtlasError::SearchUnavailable(
             "no search index in this context".into(),
         )),

@@ -1,8 +1,7 @@
 //! Two pieces of one query side by side: one on the calling thread, the other on a
-//! helper thread kept alive between queries (a search's arms). A caller's own work
-//! that need not wait for the search (a question's reading, and the walking of the
-//! names it holds) goes on the calling thread, `Alongside` the helper's arms. The same
-//! helpers free what a query leaves behind once its answer is made (`drop_beside`).
+//! helper thread kept alive between queries (a search's arms; a question's search and
+//! the reading, and walking, of the names it holds). The same helpers free what a
+//! query leaves behind once its answer is made (`drop_beside`).
 //!
 //! A thread spawned per search starts late: Linux places it on its parent's core, and
 //! while the parent computes it waits there, about a millisecond, however idle the other
@@ -60,41 +59,6 @@ where
     (ours, theirs)
 }
 
-/// Runs `body` with a scope in which it may start work on a helper (`None` without
-/// helpers: the body does that work itself); returns once that work has ended too. A
-/// panic there is raised here.
-pub(crate) fn scope<'s, R>(body: impl FnOnce(Option<&rayon::Scope<'s>>) -> R) -> R {
-    match helpers() {
-        Some(pool) => pool.in_place_scope(|scope| body(Some(scope))),
-        None => body(None),
-    }
-}
-
-/// A caller's own work that a search runs on its calling thread while a helper runs the
-/// lexical arms (a question's reading, and its early walk: `context::understand`).
-///
-/// The machine may have two cores: the search's thread and its helper fill them, so
-/// work put on a second helper waits for one of them, and held back the lexical arms
-/// (≈0.6 ms of a question: docs/PERFORMANCE.md, "A question's reading beside its
-/// search"). Run here, it goes before this thread's share of the vector scan, which the
-/// helper finishes once its arms are done. It runs at most once (`run`); a search that
-/// ends before running it leaves it to the caller.
-#[derive(Default)]
-pub struct Alongside<'w>(Option<Box<dyn FnOnce() + 'w>>);
-
-impl<'w> Alongside<'w> {
-    pub fn new(work: impl FnOnce() + 'w) -> Self {
-        Alongside(Some(Box::new(work)))
-    }
-
-    /// Runs the work unless it ran already.
-    pub fn run(&mut self) {
-        if let Some(work) = self.0.take() {
-            work();
-        }
-    }
-}
-
 /// Drops `value` on a helper when helpers run already, else here. A hub's answer
 /// leaves thousands of candidates behind, whose freeing need not delay it (20,929 for
 /// the impact of `sympy/core`: 1.7 ms). No helper is started for it.
@@ -140,39 +104,6 @@ mod tests {
             let name = std::thread::current().name().map(str::to_string);
             let _ = self.0.send(name);
         }
-    }
-
-    #[test]
-    fn alongside_work_runs_once_however_often_it_is_asked() {
-        let mut runs = 0;
-        let mut work = Alongside::new(|| runs += 1);
-        work.run();
-        work.run();
-        drop(work);
-        assert_eq!(runs, 1);
-        // The default holds no work.
-        Alongside::default().run();
-    }
-
-    #[test]
-    fn work_started_in_a_scope_has_ended_on_a_helper_when_the_scope_returns() {
-        let mut ran_on = None;
-        let here = scope(|scope| {
-            let ran_on = &mut ran_on;
-            let mut work = move || {
-                // Long enough that a scope not waiting for it would return first.
-                std::thread::sleep(Duration::from_millis(50));
-                *ran_on = std::thread::current().name().map(str::to_string);
-            };
-            match scope {
-                Some(scope) => scope.spawn(move |_| work()),
-                None => work(),
-            }
-            std::thread::current().name().map(str::to_string)
-        });
-        let ran_on = ran_on.expect("the scope returned before its work ended");
-        assert!(ran_on.starts_with("atlas-search-"), "{ran_on}");
-        assert_ne!(Some(ran_on), here);
     }
 
     #[test]

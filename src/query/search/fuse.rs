@@ -12,8 +12,7 @@ use super::*;
 
 impl SearchIndex {
     /// Runs the arms, fuses, reranks, dedups and cuts to `top_k`; commits fill what is
-    /// left empty. The caller's `alongside` work runs on this thread during the arms.
-    #[allow(clippy::too_many_arguments)]
+    /// left empty.
     pub fn search(
         &self,
         graph: &Graph,
@@ -22,7 +21,6 @@ impl SearchIndex {
         top_k: usize,
         config: &SearchConfig,
         relevance: Option<&relevance::Setting>,
-        alongside: &mut Alongside,
     ) -> Result<SearchOutput> {
         // A Portuguese question is searched with its English words as well (`glossary`);
         // the answer echoes what was asked and says what was added (`searched`). The
@@ -52,22 +50,17 @@ impl SearchIndex {
         let mut unavailable: std::collections::BTreeMap<&'static str, String> =
             std::collections::BTreeMap::new();
         // The vector arm, the longest (a memory-bound scan), runs on this thread from the
-        // start, with the caller's `alongside` work before its share of the scan; the
-        // lexical and graph arms on a helper thread (`beside`), which then helps with the
-        // vector arm's int8 scan (`quantized::Scan`).
+        // start; the lexical and graph arms on a helper thread (`beside`), which then
+        // helps with the vector arm's int8 scan (`quantized::Scan`).
         let scan: std::sync::OnceLock<quantized::Scan> = std::sync::OnceLock::new();
         let (vectors, (lexical, graph_arm)) = beside::beside(
             || {
-                let vectors = arms.vector.then(|| {
+                arms.vector.then(|| {
                     crate::isolate::isolate(|| {
-                        let nearest_of = (!prose).then_some(node_count);
-                        self.cosines(embedder, query, nearest_of, &scan, alongside)
+                        self.cosines(embedder, query, (!prose).then_some(node_count), &scan)
                     })
                     .unwrap_or_else(|panic| Err(format!("panicked: {panic}")))
-                });
-                // Without the vector arm (or when it failed before its scan).
-                alongside.run();
-                vectors
+                })
             },
             || {
                 let lexical = arms.bm25.then(|| {

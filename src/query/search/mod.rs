@@ -27,7 +27,6 @@ mod response;
 mod scope;
 mod split;
 
-pub use beside::Alongside;
 pub use response::{
     Budget, CompactHit, FileGroup, GroupBy, Omitted, ResponseProfile, SearchResponse,
     group_by_file, respond,
@@ -432,37 +431,6 @@ impl SearchIndex {
         compact: bool,
         config: &Config,
     ) -> Result<SearchOutput> {
-        SearchIndex::query_with(
-            store,
-            fingerprint,
-            graph,
-            root,
-            embedder,
-            frozen,
-            text,
-            top_k,
-            compact,
-            config,
-            &mut Alongside::default(),
-        )
-    }
-
-    /// `query`, with the caller's `alongside` work run on this thread while a helper runs
-    /// the lexical arms (`beside::Alongside`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn query_with(
-        store: &Store,
-        fingerprint: &str,
-        graph: &Graph,
-        root: &Path,
-        embedder: &Embedder,
-        frozen: bool,
-        text: &str,
-        top_k: usize,
-        compact: bool,
-        config: &Config,
-        alongside: &mut Alongside,
-    ) -> Result<SearchOutput> {
         let lock_wait = config.lock_wait;
         let index =
             SearchIndex::for_query(store, fingerprint, graph, root, embedder, frozen, lock_wait)?
@@ -478,15 +446,7 @@ impl SearchIndex {
             root,
             ledger_dir: Some(store.dir()),
         };
-        let output = index.search(
-            graph,
-            embedder,
-            text,
-            top_k,
-            &config.search,
-            Some(&setting),
-            alongside,
-        );
+        let output = index.search(graph, embedder, text, top_k, &config.search, Some(&setting));
         let damaged = match &output {
             Ok(out) => !out.arms.unavailable.is_empty(),
             Err(e) => matches!(e, AtlasError::SearchCorrupt { .. }),
@@ -498,16 +458,15 @@ impl SearchIndex {
         // The judge may have been called by the first attempt: its cost stays this
         // search's (one cost line, one sum).
         let first_cost = output.ok().and_then(|o| o.relevance).map(|r| r.cost);
-        let mut retried =
-            SearchIndex::repair(store, fingerprint, graph, root, embedder, lock_wait)?.search(
-                graph,
-                embedder,
-                text,
-                top_k,
-                &config.search,
-                Some(&setting),
-                &mut Alongside::default(),
-            )?;
+        let mut retried = SearchIndex::repair(
+            store,
+            fingerprint,
+            graph,
+            root,
+            embedder,
+            lock_wait,
+        )?
+        .search(graph, embedder, text, top_k, &config.search, Some(&setting))?;
         if let (Some(report), Some(first)) = (retried.relevance.as_mut(), first_cost) {
             report.cost.merge(&first);
         }
@@ -1036,7 +995,6 @@ impl SearchIndex {
         query: &str,
         nearest_of: Option<u32>,
         share: &std::sync::OnceLock<quantized::Scan<'s>>,
-        alongside: &mut Alongside,
     ) -> std::result::Result<Vec<(f32, u32)>, String> {
         let Some(vectors) = &self.vectors else {
             return Err(self
@@ -1077,15 +1035,12 @@ impl SearchIndex {
             });
             let quantized = quantized.as_ref().map_err(Clone::clone)?;
             let scan = share.get_or_init(|| quantized.scan(&q, POOL));
-            // The scan is shared now: a helper done with its arms takes its chunks.
-            alongside.run();
             let mut scored = Vec::new();
             for row in scan.candidates()? {
                 scored.extend(cosine_of(row)?);
             }
             return Ok(scored);
         }
-        alongside.run();
         let mut scored: Vec<(f32, u32)> = Vec::with_capacity(items.len());
         for row in 0..items.len() {
             match cosine_of(row)? {

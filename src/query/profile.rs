@@ -185,6 +185,16 @@ impl Profile {
             .position(|c| c == class.as_str())
             .unwrap_or(self.class_rank.len())
     }
+
+    /// Every class's `class_rank`, indexed by `class as usize`: a hub's thousands of
+    /// candidates each read their rank, which `class_rank` finds by comparing names.
+    pub fn class_ranks(&self) -> [usize; EvidenceClass::ALL.len()] {
+        let mut ranks = [0; EvidenceClass::ALL.len()];
+        for class in EvidenceClass::ALL {
+            ranks[class as usize] = self.class_rank(class);
+        }
+        ranks
+    }
 }
 
 #[cfg(test)]

@@ -754,7 +754,8 @@ fn compile_context_with(
         None => retrieve::retrieve(graph, &intent, request.profile, spine_budget),
     };
     retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
-    let class_rank = |class: EvidenceClass| profile.class_rank(class);
+    let ranks = profile.class_ranks();
+    let class_rank = |class: EvidenceClass| ranks[class as usize];
     project::order(&mut retrieval.candidates, &class_rank);
     let retrieval_ms = ms(stage);
 

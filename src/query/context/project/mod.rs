@@ -116,17 +116,21 @@ pub struct ProjectInput<'a> {
 /// The total order of R-Q-4: required first, class rank, score descending, evidence id.
 pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(EvidenceClass) -> usize) {
     // Each candidate's key is taken once (a hub has thousands: the class rank is a call
-    // through the profile), the id's order included (`Candidate::id_order`), so sorting
-    // never reaches back into the candidates. The sort is stable and permutes in place:
-    // a hub's candidates are not moved through a second list.
-    candidates.sort_by_cached_key(|c| {
-        (
-            !c.required,
-            class_rank(c.class),
-            std::cmp::Reverse(c.score),
-            c.id_order(),
-        )
-    });
+    // through the profile), the id's order included (`Candidate::id_order_key`), so
+    // sorting never reaches back into the candidates. The sort is stable and permutes in
+    // place: a hub's candidates are not moved through a second list.
+    candidates.sort_by_cached_key(|c| order_key(c, class_rank(c.class)));
+}
+
+/// `(!required, class rank, score descending, id_order)` packed in one integer, which
+/// compares as that tuple does (`tests::the_order_key_orders_as_its_parts`) without
+/// comparing class names.
+fn order_key(c: &Candidate, class_rank: usize) -> u128 {
+    // 1 + 16 + 16 bits above the id's 72 (`id_order_key`).
+    let head = (u128::from(!c.required) << 32)
+        | ((class_rank.min(u16::MAX as usize) as u128) << 16)
+        | u128::from(u16::MAX - c.score);
+    (head << 72) | c.id_order_key()
 }
 
 /// Lines `first..=last` (0-based) of `text`, whose line starts are `starts`.
@@ -706,7 +710,7 @@ impl Projection<'_> {
             first: usize,
             top: &'o Omitted,
         }
-        let id = |o: &Omitted| self.candidates[o.position].id_order();
+        let id = |o: &Omitted| self.candidates[o.position].id_order_key();
         // Few groups, met mostly in runs: a short list searched in order, then sorted.
         let mut groups: Vec<((EvidenceClass, OmissionReason), Group)> = Vec::new();
         for o in &self.omitted {
@@ -825,5 +829,53 @@ mod tests {
         );
         assert_eq!(distinct_sites(&[site(4, 4)]), [site(4, 4)]);
         assert!(distinct_sites(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_order_key_orders_as_its_parts() {
+        use crate::query::context::retrieve::IdHash;
+        let mut all = Vec::new();
+        for class in EvidenceClass::ALL {
+            for required in [false, true] {
+                for score in [0, 1, 300, u16::MAX - 1, u16::MAX] {
+                    for hash in [0, 7, u64::MAX] {
+                        all.push(Candidate {
+                            id_hash: IdHash(hash),
+                            class,
+                            score,
+                            reasons: Vec::new(),
+                            relation_reasons: None,
+                            required,
+                            node: None,
+                            relation: None,
+                            slice: SliceTarget::None,
+                            on_spine: false,
+                            named: false,
+                            statement: None,
+                            sites: Vec::new(),
+                            why: None,
+                        });
+                    }
+                }
+            }
+        }
+        // Ranks that tie some classes (several classes share the unranked last place).
+        let rank = |class: EvidenceClass| (class as usize * 7) % 5;
+        let parts = |c: &Candidate| {
+            (
+                !c.required,
+                rank(c.class),
+                std::cmp::Reverse(c.score),
+                c.id_order(),
+            )
+        };
+        for a in &all {
+            for b in &all {
+                assert_eq!(
+                    order_key(a, rank(a.class)).cmp(&order_key(b, rank(b.class))),
+                    parts(a).cmp(&parts(b))
+                );
+            }
+        }
     }
 }

@@ -133,6 +133,12 @@ impl Candidate {
         (self.class.as_str(), self.id_hash)
     }
 
+    /// `id_order` as one integer: the class name's place among all class names, then
+    /// the hash (`ids_order_as_their_id_order_key`).
+    pub fn id_order_key(&self) -> u128 {
+        (u128::from(class_name_place(self.class)) << 64) | u128::from(self.id_hash.0)
+    }
+
     /// An optional symbol shown by its declaration, with one reason: what ranking
     /// sources (representatives, search hits) contribute.
     fn declaration(
@@ -213,6 +219,23 @@ pub struct Retrieval {
 const MAX_HOPS: u32 = 2;
 const IMPACT_HOPS: u32 = 4;
 const VISIT_CAP: usize = 20_000;
+
+/// The place of `class`'s name among all class names, in string order.
+fn class_name_place(class: EvidenceClass) -> u8 {
+    static PLACES: std::sync::LazyLock<[u8; EvidenceClass::ALL.len()]> =
+        std::sync::LazyLock::new(|| {
+            let mut places = [0; EvidenceClass::ALL.len()];
+            for class in EvidenceClass::ALL {
+                let before = EvidenceClass::ALL
+                    .iter()
+                    .filter(|other| other.as_str() < class.as_str())
+                    .count();
+                places[class as usize] = before as u8;
+            }
+            places
+        });
+    PLACES[class as usize]
+}
 
 /// An evidence id as the builder's tables know it: its class and hash. Equal keys are
 /// equal ids.
@@ -1139,6 +1162,26 @@ mod tests {
                 assert_eq!(
                     a.id_order().cmp(&b.id_order()),
                     a.id().cmp(&b.id()),
+                    "{} against {}",
+                    a.id(),
+                    b.id()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ids_order_as_their_id_order_key() {
+        let hashes = [0u64, 1, 0x0f, 0x1000_0000_0000_0000, u64::MAX - 1, u64::MAX].map(IdHash);
+        let all: Vec<Candidate> = EvidenceClass::ALL
+            .into_iter()
+            .flat_map(|class| hashes.iter().map(move |&h| candidate(class, h)))
+            .collect();
+        for a in &all {
+            for b in &all {
+                assert_eq!(
+                    a.id_order_key().cmp(&b.id_order_key()),
+                    a.id_order().cmp(&b.id_order()),
                     "{} against {}",
                     a.id(),
                     b.id()

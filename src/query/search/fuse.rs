@@ -827,11 +827,15 @@ fn rerank_ranked(
     ranked: &mut [(u32, Fused)],
 ) -> (HashSet<u32>, usize) {
     let node_count = graph.node_count() as u32;
-    let weights: HashMap<u32, f64> = ranked
+    // Each candidate's weight once, sorted with it (not looked up per comparison).
+    let mut weighed: Vec<(f64, (u32, Fused))> = ranked
         .iter()
-        .map(|(item, fused)| (*item, priors.weigh(*item, fused)))
+        .map(|&(item, fused)| (priors.weigh(item, &fused), (item, fused)))
         .collect();
-    ranked.sort_by(|a, b| weights[&b.0].total_cmp(&weights[&a.0]).then(a.0.cmp(&b.0)));
+    weighed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.0.cmp(&b.1.0)));
+    for (slot, (_, entry)) in ranked.iter_mut().zip(&weighed) {
+        *slot = *entry;
+    }
     if matches!(priors.fusion, Fusion::Split | Fusion::SplitFiles) {
         // Each candidate's features once: they give its learned weight and, for
         // symbols, its share of its file's score.
@@ -843,13 +847,13 @@ fn rerank_ranked(
             .iter()
             .map(|(item, _)| priors.file_and_node(*item).0)
             .collect();
-        let scored: Vec<split::Scored> = ranked
+        let scored: Vec<split::Scored> = weighed
             .iter()
             .zip(&files)
             .zip(&features)
-            .map(|(((item, _), file), features)| split::Scored {
+            .map(|(((weight, (item, _)), file), features)| split::Scored {
                 file: *file,
-                rrf_weight: weights[item],
+                rrf_weight: *weight,
                 features: (*item < node_count).then_some(features),
             })
             .collect();
@@ -888,6 +892,10 @@ fn rerank_ranked(
     // always equals some name, and promoting it would drown the fused ranking.
     let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
     let words: Vec<String> = if words.len() <= 3 { words } else { Vec::new() };
+    if words.is_empty() {
+        // No tier promotes anything: the order stands, and nothing is exact.
+        return (HashSet::new(), 0);
+    }
     let squash = |s: &str| -> String {
         s.chars()
             .filter(|c| c.is_alphanumeric())

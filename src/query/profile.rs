@@ -152,9 +152,18 @@ impl ProfileName {
     /// The embedded profile, parsed once per process (a warm daemon answers thousands of
     /// queries; parsing its TOML took 1% of a question's time there).
     pub fn load(self) -> Result<Profile> {
-        static PARSED: [std::sync::OnceLock<Result<Profile, String>>; 4] =
-            [const { std::sync::OnceLock::new() }; 4];
-        PARSED[self as usize]
+        type Parsed = std::sync::OnceLock<Result<Profile, String>>;
+        static SYMBOL: Parsed = Parsed::new();
+        static FLOW: Parsed = Parsed::new();
+        static ARCHITECTURE: Parsed = Parsed::new();
+        static IMPACT: Parsed = Parsed::new();
+        let parsed = match self {
+            ProfileName::Symbol => &SYMBOL,
+            ProfileName::Flow => &FLOW,
+            ProfileName::Architecture => &ARCHITECTURE,
+            ProfileName::Impact => &IMPACT,
+        };
+        parsed
             .get_or_init(|| parse_or_why(self.source(), self.as_str()))
             .clone()
             .map_err(|reason| AtlasError::InvalidInput {
@@ -190,20 +199,26 @@ impl Profile {
             .unwrap_or(self.class_rank.len())
     }
 
-    /// Every class's `class_rank`, indexed by `class as usize`: a hub's thousands of
-    /// candidates each read their rank, which `class_rank` finds by comparing names.
+    /// Every class's `class_rank`, indexed by `class as usize` (`EvidenceClass::ALL` is
+    /// in declaration order: `every_class_is_in_all_at_its_own_index`): a hub's thousands
+    /// of candidates each read their rank, which `class_rank` finds by comparing names.
     pub fn class_ranks(&self) -> [usize; EvidenceClass::ALL.len()] {
-        let mut ranks = [0; EvidenceClass::ALL.len()];
-        for class in EvidenceClass::ALL {
-            ranks[class as usize] = self.class_rank(class);
-        }
-        ranks
+        EvidenceClass::ALL.map(|class| self.class_rank(class))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_class_is_in_all_at_its_own_index() {
+        // Tables indexed by `class as usize` are built from `ALL` (a class past its end
+        // falls back to a lookup by name).
+        for (index, class) in EvidenceClass::ALL.into_iter().enumerate() {
+            assert_eq!(class as usize, index, "{class}");
+        }
+    }
 
     #[test]
     fn embedded_profiles_load_with_spec_limits() {

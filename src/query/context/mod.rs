@@ -755,7 +755,12 @@ fn compile_context_with(
     };
     retrieve::add_search_hits(&mut retrieval, graph, &search_hits);
     let ranks = profile.class_ranks();
-    let class_rank = |class: EvidenceClass| ranks[class as usize];
+    let class_rank = |class: EvidenceClass| {
+        ranks
+            .get(class as usize)
+            .copied()
+            .unwrap_or_else(|| profile.class_rank(class))
+    };
     project::order(&mut retrieval.candidates, &class_rank);
     let retrieval_ms = ms(stage);
 

@@ -126,7 +126,8 @@ pub fn order(candidates: &mut [Candidate], class_rank: &dyn Fn(EvidenceClass) ->
 /// compares as that tuple does (`tests::the_order_key_orders_as_its_parts`) without
 /// comparing class names.
 fn order_key(c: &Candidate, class_rank: usize) -> u128 {
-    // 1 + 16 + 16 bits above the id's 72 (`id_order_key`).
+    // 1 + 16 + 16 bits above the id's 72 (`id_order_key`); a rank is at most the number
+    // of classes.
     let head = (u128::from(!c.required) << 32)
         | ((class_rank.min(u16::MAX as usize) as u128) << 16)
         | u128::from(u16::MAX - c.score);

@@ -853,7 +853,7 @@ mod tests {
                             on_spine: false,
                             named: false,
                             statement: None,
-                            sites: Vec::new(),
+                            sites: Default::default(),
                             why: None,
                         });
                     }

@@ -87,7 +87,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
                 slice: SliceTarget::None,
                 on_spine: false,
                 named,
-                sites: Vec::new(),
+                sites: super::Sites::new(),
                 why: None,
                 statement: Some(Statement {
                     code: "module",
@@ -160,7 +160,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
                 slice: SliceTarget::None,
                 on_spine: false,
                 named: false,
-                sites: Vec::new(),
+                sites: super::Sites::new(),
                 why: None,
                 statement: Some(Statement {
                     code: "module-relation",

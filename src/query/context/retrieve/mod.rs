@@ -95,10 +95,14 @@ pub struct Candidate {
     /// several relations of the same symbol (a callee called from nine lines). A site
     /// reached twice is listed twice: projection shows each once, for the few
     /// candidates it shows (a hub's walk meets thousands).
-    pub sites: Vec<(FileId, u32)>,
+    pub sites: Sites,
     /// Why a spine or alternative hop was taken (`reach 214, main path`).
     pub why: Option<String>,
 }
+
+/// A candidate's sites, two of them inline: most candidates have one, and a hub's walk
+/// builds thousands (an allocation each, when they were a `Vec`).
+pub type Sites = smallvec::SmallVec<[(FileId, u32); 2]>;
 
 /// What a relation candidate's reasons say, rendered on demand.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,7 +164,7 @@ impl Candidate {
             slice: SliceTarget::Declaration(node),
             on_spine: false,
             named: false,
-            sites: Vec::new(),
+            sites: Sites::new(),
             why: None,
             statement: None,
         }
@@ -451,7 +455,7 @@ impl<'g> Builder<'g> {
                 slice,
                 on_spine: false,
                 named: true,
-                sites: Vec::new(),
+                sites: Sites::new(),
                 why: None,
                 statement: None,
             },
@@ -503,9 +507,7 @@ impl<'g> Builder<'g> {
             ) => SliceTarget::Site(file, line),
             _ => SliceTarget::Declaration(node),
         };
-        // Room for the sites a symbol met again brings (`joins_entry`).
-        let mut sites: Vec<(FileId, u32)> = Vec::with_capacity(4);
-        sites.extend(relation.site);
+        let sites: Sites = relation.site.into_iter().collect();
         // One entry per (class, symbol): its relations' sites are gathered on it.
         self.push_symbol(
             Candidate {
@@ -653,7 +655,7 @@ impl<'g> Builder<'g> {
                 slice: SliceTarget::None,
                 on_spine: false,
                 named: false,
-                sites: Vec::new(),
+                sites: Sites::new(),
                 why: None,
                 statement: Some(Statement { code, text }),
             },
@@ -726,7 +728,7 @@ impl<'g> Builder<'g> {
                     slice: SliceTarget::Site(*file, *line),
                     on_spine: false,
                     named: false,
-                    sites: vec![(*file, *line)],
+                    sites: smallvec::smallvec![(*file, *line)],
                     why: None,
                     statement: None,
                 },

@@ -108,7 +108,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
             .collect();
         symbols_in_module.sort_by_cached_key(|&n| {
             (
-                b.is_policy_class(n),
+                super::is_policy_class(b.graph, n),
                 graph.node(n).visibility != crate::syntax::facts::Visibility::Public as u8,
                 std::cmp::Reverse(graph.centrality(n)),
                 n,
@@ -117,7 +117,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
         for (rank, &node) in symbols_in_module.iter().take(3).enumerate() {
             let centrality = graph.centrality(node);
             let mut score = (centrality / 4).min(20_000);
-            if b.is_policy_class(node) {
+            if super::is_policy_class(b.graph, node) {
                 score /= 2;
             }
             let label = b.label(node);
@@ -194,16 +194,21 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
         let mut dependents = 0;
         // The hop at which the visit cap first stopped the walk (reported, never silent).
         let mut capped_at = None;
+        // A node's edges of each kind, in the kinds' order: its edges are read once.
+        let mut by_kind: [Vec<EdgeRef>; _] = kinds.map(|_| Vec::new());
         for hop in 1..=IMPACT_HOPS {
             let mut next = Vec::new();
             for &current in &frontier {
-                // The node's edges are located once and read once per kind, in the kinds' order.
-                let incoming = b.graph.edges(current, Direction::Incoming);
-                for kind in kinds {
-                    if hop > 1 && kind == EdgeKind::Imports {
-                        continue;
+                by_kind.iter_mut().for_each(Vec::clear);
+                for edge in b.graph.edges(current, Direction::Incoming) {
+                    if let Some(at) = kinds.iter().position(|&kind| kind as u8 == edge.kind)
+                        && (hop == 1 || kinds[at] != EdgeKind::Imports)
+                    {
+                        by_kind[at].push(edge);
                     }
-                    for edge in incoming.iter().filter(|e| e.kind == kind as u8) {
+                }
+                for edges in &by_kind {
+                    for &edge in edges {
                         let dependent = edge.node();
                         if visited.contains(&dependent) {
                             continue;

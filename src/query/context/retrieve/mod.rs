@@ -280,6 +280,22 @@ fn id_hash_of_parts(class: EvidenceClass, parts: &[&str]) -> IdHash {
     IdHash(u64::from_be_bytes(first))
 }
 
+/// Whether `node` is of a test, generated or vendored file, or in a test scope.
+fn is_policy_class(graph: &Graph, node: NodeId) -> bool {
+    let record = graph.node(node);
+    graph.file(record.file()).is_some_and(|f| {
+        matches!(
+            FileClass::from_code(f.class),
+            Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
+        )
+    }) || record.flags & crate::graph::data::FLAG_TEST_SCOPE != 0
+}
+
+/// Centrality bonus: up to +150 for hubs (mean centrality is 1000).
+fn bonus(graph: &Graph, node: NodeId) -> u32 {
+    (graph.centrality(node) / 20).min(150)
+}
+
 struct Builder<'g> {
     graph: &'g Graph,
     named: BTreeSet<NodeId>,
@@ -328,21 +344,6 @@ impl<'g> Builder<'g> {
         self.graph.label(node)
     }
 
-    fn is_policy_class(&self, node: NodeId) -> bool {
-        let record = self.graph.node(node);
-        self.graph.file(record.file()).is_some_and(|f| {
-            matches!(
-                FileClass::from_code(f.class),
-                Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
-            )
-        }) || record.flags & crate::graph::data::FLAG_TEST_SCOPE != 0
-    }
-
-    /// Centrality bonus: up to +150 for hubs (mean centrality is 1000).
-    fn bonus(&self, node: NodeId) -> u32 {
-        (self.graph.centrality(node) / 20).min(150)
-    }
-
     fn relation_score(
         &mut self,
         node: NodeId,
@@ -360,14 +361,11 @@ impl<'g> Builder<'g> {
 
     /// `node`'s centrality bonus and policy class, computed once per node.
     fn node_terms(&mut self, node: NodeId) -> (u32, bool) {
-        match self.node_terms.get(&node) {
-            Some(&terms) => terms,
-            None => {
-                let terms = (self.bonus(node), self.is_policy_class(node));
-                self.node_terms.insert(node, terms);
-                terms
-            }
-        }
+        let graph = self.graph;
+        *self
+            .node_terms
+            .entry(node)
+            .or_insert_with(|| (bonus(graph, node), is_policy_class(graph, node)))
     }
 
     /// Adds `candidate` as the evidence of `identity`; the same evidence reached again is
@@ -378,28 +376,38 @@ impl<'g> Builder<'g> {
     }
 
     /// `push` of a symbol's evidence, whose identity is the symbol's label.
-    fn push_symbol(&mut self, mut candidate: Candidate, node: NodeId) {
-        let key = (candidate.class, node);
-        match self.by_symbol.get(&key) {
-            Some(&index) => {
+    fn push_symbol(&mut self, candidate: Candidate, node: NodeId) {
+        let entry = self.by_symbol.get(&(candidate.class, node)).copied();
+        self.push_symbol_to(candidate, node, entry);
+    }
+
+    /// `push_symbol`, with the entry `(class, node)` went to already looked up.
+    fn push_symbol_to(&mut self, mut candidate: Candidate, node: NodeId, entry: Option<usize>) {
+        match entry {
+            Some(index) => {
                 self.merge_into(candidate, Some(index));
             }
             None => {
-                candidate.id_hash =
-                    id_hash_of_parts(candidate.class, &self.graph.label_parts(node));
+                let class = candidate.class;
+                candidate.id_hash = id_hash_of_parts(class, &self.graph.label_parts(node));
                 let index = self.merge(candidate);
-                self.by_symbol.insert(key, index);
+                self.by_symbol.insert((class, node), index);
             }
         }
     }
 
     /// Adds `candidate` as a new entry, or merges it into the entry of the same id.
     fn merge(&mut self, candidate: Candidate) -> usize {
-        let key = (candidate.class, candidate.id_hash);
-        let existing = self.seen.get(&key).copied();
-        let index = self.merge_into(candidate, existing);
-        self.seen.entry(key).or_insert(index);
-        index
+        // A new entry goes to the end (`merge_into`): its index is known before it is.
+        let next = self.candidates.len();
+        let existing = match self.seen.entry((candidate.class, candidate.id_hash)) {
+            std::collections::hash_map::Entry::Occupied(entry) => Some(*entry.get()),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(next);
+                None
+            }
+        };
+        self.merge_into(candidate, existing)
     }
 
     /// Adds `candidate` as a new entry, or merges it into the entry at `existing` (the
@@ -493,7 +501,10 @@ impl<'g> Builder<'g> {
         let score = (i32::from(score) + adjust).clamp(1, i32::from(u16::MAX)) as u16;
         // A symbol met again that this relation does not outscore only gains the site:
         // what `merge` would do, without building the candidate it would drop.
-        if self.joins_entry(class, node, score, relation.site) {
+        let entry = self.by_symbol.get(&(class, node)).copied();
+        if let Some(index) = entry
+            && self.joins_at(index, score, relation.site)
+        {
             return;
         }
         let slice = match (class, relation.site) {
@@ -509,7 +520,7 @@ impl<'g> Builder<'g> {
         };
         let sites: Sites = relation.site.into_iter().collect();
         // One entry per (class, symbol): its relations' sites are gathered on it.
-        self.push_symbol(
+        self.push_symbol_to(
             Candidate {
                 id_hash: IdHash::default(),
                 class,
@@ -533,6 +544,7 @@ impl<'g> Builder<'g> {
                 statement: None,
             },
             node,
+            entry,
         );
     }
 
@@ -598,21 +610,6 @@ impl<'g> Builder<'g> {
         }
         existing.sites.extend(site);
         true
-    }
-
-    /// When the entry of `(class, node)` scores `score` or more, `site` joins it — what
-    /// merging a relation that does not outscore it would do, without building it.
-    fn joins_entry(
-        &mut self,
-        class: EvidenceClass,
-        node: NodeId,
-        score: u16,
-        site: Option<(FileId, u32)>,
-    ) -> bool {
-        let Some(&index) = self.by_symbol.get(&(class, node)) else {
-            return false;
-        };
-        self.joins_at(index, score, site)
     }
 
     /// Records why a hop was taken on the entry of `(class, node)`.

@@ -398,3 +398,44 @@ fn a_files_frontier_found_by_binary_search_is_the_one_a_walk_finds() {
     assert_eq!(seen, graph.frontier_count());
     assert!(seen >= 140, "{seen}");
 }
+
+#[test]
+fn a_files_class_read_alone_is_the_class_its_record_holds() {
+    // `file_class` reads a file's class without its record's other fields (a walk asks
+    // it of thousands of files); over several segments it must agree with `file`.
+    use atlas::graph::codes::FileClass;
+    let s = Sandbox::with_fixture("python");
+    for i in 0..70 {
+        s.write(
+            &format!("bulk/m{i}.py"),
+            format!("def f_{i}(x):\n    return x\n"),
+        );
+        s.write(
+            &format!("tests/test_m{i}.py"),
+            format!("def test_f_{i}():\n    assert f_{i}(1) == 1\n"),
+        );
+    }
+    s.atlas(&["build", "--no-progress"]).success();
+    let graph = atlas::graph::reader::Graph::open(&s.graph_file()).unwrap();
+    assert!(graph.segment_count() >= 3, "{}", graph.segment_count());
+    let mut classes = std::collections::BTreeMap::new();
+    for file in graph.files() {
+        let recorded = graph.file(file).and_then(|f| FileClass::from_code(f.class));
+        assert_eq!(
+            graph.file_class(file),
+            recorded,
+            "{}",
+            graph.file_path(file)
+        );
+        *classes.entry(format!("{recorded:?}")).or_insert(0) += 1;
+    }
+    assert_eq!(graph.file_class(atlas::graph::ids::FileId::NONE), None);
+    assert!(
+        classes.get("Some(Test)").is_some_and(|&n| n >= 70),
+        "{classes:?}"
+    );
+    assert!(
+        classes.get("Some(Source)").is_some_and(|&n| n >= 70),
+        "{classes:?}"
+    );
+}

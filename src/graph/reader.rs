@@ -657,6 +657,18 @@ impl Graph {
         })
     }
 
+    /// The class of file `id` (`None` for `FileId::NONE`, out of range or an unknown
+    /// code): what `file` reads of it, without locating its module (a walk asks this of
+    /// thousands of files).
+    pub fn file_class(&self, id: FileId) -> Option<crate::graph::codes::FileClass> {
+        if id.0 >= self.inner.counts.file {
+            return None;
+        }
+        let (part, local) = self.part_by(id.0, |s| &s.file);
+        let record = part.data().files.get(local as usize)?;
+        crate::graph::codes::FileClass::from_code(record.class)
+    }
+
     /// A symbol of a test file, or inside a test scope (`#[cfg(test)]`, …).
     pub fn is_test(&self, id: NodeId) -> bool {
         self.file_of(id).is_some_and(|f| {

@@ -283,12 +283,10 @@ fn id_hash_of_parts(class: EvidenceClass, parts: &[&str]) -> IdHash {
 /// Whether `node` is of a test, generated or vendored file, or in a test scope.
 fn is_policy_class(graph: &Graph, node: NodeId) -> bool {
     let record = graph.node(node);
-    graph.file(record.file()).is_some_and(|f| {
-        matches!(
-            FileClass::from_code(f.class),
-            Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
-        )
-    }) || record.flags & crate::graph::data::FLAG_TEST_SCOPE != 0
+    matches!(
+        graph.file_class(record.file()),
+        Some(FileClass::Test | FileClass::Generated | FileClass::Vendored)
+    ) || record.flags & crate::graph::data::FLAG_TEST_SCOPE != 0
 }
 
 /// Centrality bonus: up to +150 for hubs (mean centrality is 1000).

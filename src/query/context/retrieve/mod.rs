@@ -1141,6 +1141,14 @@ mod tests {
         }
     }
 
+    /// A candidate of every class with each of `hashes`.
+    fn of_every_class(hashes: &[IdHash]) -> Vec<Candidate> {
+        EvidenceClass::ALL
+            .into_iter()
+            .flat_map(|class| hashes.iter().map(move |&h| candidate(class, h)))
+            .collect()
+    }
+
     #[test]
     fn ids_order_as_their_text() {
         let hashes: Vec<IdHash> = [0u64, 1, 0x0f, 0x1000_0000_0000_0000, u64::MAX]
@@ -1151,10 +1159,7 @@ mod tests {
                     .map(|i| id_hash_of_parts(EvidenceClass::Member, &[&format!("identity {i}")])),
             )
             .collect();
-        let all: Vec<Candidate> = EvidenceClass::ALL
-            .into_iter()
-            .flat_map(|class| hashes.iter().map(move |&h| candidate(class, h)))
-            .collect();
+        let all = of_every_class(&hashes);
         for a in &all {
             for b in &all {
                 assert_eq!(
@@ -1171,10 +1176,7 @@ mod tests {
     #[test]
     fn ids_order_as_their_id_order_key() {
         let hashes = [0u64, 1, 0x0f, 0x1000_0000_0000_0000, u64::MAX - 1, u64::MAX].map(IdHash);
-        let all: Vec<Candidate> = EvidenceClass::ALL
-            .into_iter()
-            .flat_map(|class| hashes.iter().map(move |&h| candidate(class, h)))
-            .collect();
+        let all = of_every_class(&hashes);
         for a in &all {
             for b in &all {
                 assert_eq!(

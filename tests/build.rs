@@ -134,6 +134,40 @@ fn agent_spec_alias_behaves_exactly_like_atlas() {
 }
 
 #[test]
+fn a_command_line_error_in_json_names_what_is_missing() {
+    // Clap renders a missing argument on a line of its own; the JSON message is what an
+    // agent reads, so it must name the argument, not stop at the colon before it.
+    let s = Sandbox::with_fixture("python");
+    let repo = s.repo();
+    let repo = repo.to_str().unwrap();
+    let run = s.run_bin(
+        env!("CARGO_BIN_EXE_atlas"),
+        &[
+            "--code",
+            repo,
+            "context",
+            "where is the config read",
+            "--format",
+            "json",
+        ],
+    );
+    let run = run.failure(2, "atlas-invalid-input");
+    let message = run.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("required arguments were not provided: --profile <PROFILE>"),
+        "{message}"
+    );
+    assert!(!message.contains("Usage:"), "{message}");
+    let run = s.run_bin(
+        env!("CARGO_BIN_EXE_atlas"),
+        &["--code", repo, "status", "--format", "json", "--bogus-flag"],
+    );
+    let run = run.failure(2, "atlas-invalid-input");
+    let message = run.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("'--bogus-flag'"), "{message}");
+}
+
+#[test]
 fn missing_code_dir_is_a_clear_error() {
     let s = Sandbox::new();
     let run = s.run_bin(

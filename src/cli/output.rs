@@ -85,15 +85,9 @@ pub fn report_error(err: &AtlasError, format: Format) {
 /// on stdout.
 pub fn report_usage_error(err: &clap::Error, args: &[OsString]) -> i32 {
     let rendered = err.render().to_string();
-    let message = rendered
-        .trim_start_matches("error: ")
-        .lines()
-        .next()
-        .unwrap_or("")
-        .to_string();
     let error = AtlasError::InvalidInput {
         what: "command line",
-        reason: message,
+        reason: usage_message(&rendered),
     };
     let json = args
         .windows(2)
@@ -108,6 +102,19 @@ pub fn report_usage_error(err: &clap::Error, args: &[OsString]) -> i32 {
         let _ = print_json(&error_body(&error));
     }
     exit_code(&error)
+}
+
+/// The first paragraph of clap's rendered error, on one line: what was wrong, with the
+/// indented lines that name it (`the following required arguments were not provided:
+/// --profile <PROFILE>`), without the usage and help lines after it.
+fn usage_message(rendered: &str) -> String {
+    rendered
+        .trim_start_matches("error: ")
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `path` against the working directory.

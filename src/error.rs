@@ -17,6 +17,14 @@ pub enum AtlasError {
     },
     #[error("code directory {0} does not exist or is not a directory")]
     CodeDirMissing(PathBuf),
+    /// A graph named from elsewhere (`--graph`, the environment) without `--code`, whose
+    /// last build's code root is gone: read nothing rather than whatever directory the
+    /// command runs in.
+    #[error(
+        "the code root this graph was last built from, {0}, no longer exists; pass --code \
+         with the repository's directory"
+    )]
+    CodeRootGone(PathBuf),
     #[error("no committed graph in {0}; run `atlas build` first")]
     GraphMissing(PathBuf),
     #[error("graph file {path} is corrupt: {reason}")]
@@ -120,7 +128,7 @@ impl AtlasError {
     pub fn code(&self) -> &'static str {
         match self {
             AtlasError::Io { .. } => "atlas-io",
-            AtlasError::CodeDirMissing(_) => "atlas-code-missing",
+            AtlasError::CodeDirMissing(_) | AtlasError::CodeRootGone(_) => "atlas-code-missing",
             AtlasError::GraphMissing(_) => "atlas-graph-missing",
             AtlasError::GraphCorrupt { .. } => "atlas-graph-corrupt",
             AtlasError::GraphIncompatible { .. } => "atlas-graph-incompatible",

@@ -718,6 +718,97 @@ fn a_moved_repository_reads_itself() {
 }
 
 #[test]
+fn a_graph_named_by_flag_whose_repository_moved_reads_no_other_directory() {
+    // The graph lives apart from the code and is named by `--graph`; the repository then
+    // moves, and a read runs in another tree. It must not take that tree for the code:
+    // neither answer from it nor refresh the graph with it.
+    let s = Sandbox::with_fixture("python");
+    let graph = s.path().join("graph");
+    let g = graph.to_str().unwrap();
+    s.atlas(&["--graph", g, "build"]).success();
+    let recorded = std::fs::read_to_string(graph.join("ROOT")).unwrap();
+    let current = std::fs::read_to_string(graph.join("CURRENT")).unwrap();
+    let target = moved(&s, "repo2");
+    let elsewhere = s.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        elsewhere.join("outside.py"),
+        "def outside_marker():\n    pass\n",
+    )
+    .unwrap();
+    for args in [
+        &[
+            "--graph",
+            g,
+            "context",
+            "outside_marker",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ][..],
+        &[
+            "--graph",
+            g,
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ],
+        &["--graph", g, "search", "checkout", "--format", "json"],
+        &["--graph", g, "check-freshness", "--format", "json"],
+    ] {
+        let run = run_in(&elsewhere, args).failure(3, "atlas-code-missing");
+        let message = run.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(
+            message.contains(recorded.trim()) && message.contains("--code"),
+            "{message}"
+        );
+        assert!(!run.stdout.contains("outside"), "{}", run.stdout);
+    }
+    assert_eq!(
+        std::fs::read_to_string(graph.join("ROOT")).unwrap(),
+        recorded
+    );
+    assert_eq!(
+        std::fs::read_to_string(graph.join("CURRENT")).unwrap(),
+        current
+    );
+    // Status still answers, naming the root it was built from.
+    let status = run_in(&elsewhere, &["--graph", g, "status", "--format", "json"])
+        .success()
+        .json();
+    assert_eq!(status["code_root"].as_str().unwrap(), recorded.trim());
+    assert_eq!(status["staleness"]["stale"], true, "{status}");
+    assert_eq!(
+        status["staleness"]["removed"], status["coverage"]["files_extracted"],
+        "{status}"
+    );
+    // `--code` names where the repository is now, and reads it.
+    let t = target.to_str().unwrap();
+    let out = run_in(
+        &elsewhere,
+        &[
+            "--graph",
+            g,
+            "--code",
+            t,
+            "context",
+            "checkout",
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    assert!(out.to_string().contains("checkout"), "{out}");
+}
+
+#[test]
 fn a_copied_repository_reports_its_own_directory() {
     let s = built("python");
     let copy = s.path().join("copy");

@@ -49,7 +49,7 @@ pub fn open_session(
     config: &Config,
 ) -> Result<Session> {
     let store = Store::new(&location.graph_dir);
-    let root = location.read_root(&store);
+    let root = location.read_root(&store)?;
     let mut refreshed = false;
     let mut stale = None;
     // A watcher in this process keeps the committed generation fresh: a read does not
@@ -324,6 +324,22 @@ pub fn staleness(
 ) -> Result<Staleness> {
     let changes = changes(graph, code_root, skipped, cache)?;
     Ok(staleness_of(manifest, changes))
+}
+
+/// The staleness of a graph whose code root is gone (`Location::read_root`): every file
+/// it holds is removed.
+pub fn staleness_of_gone_root(graph: &Graph, manifest: Option<&Manifest>) -> Staleness {
+    let mut removed: Vec<String> = graph
+        .files()
+        .filter_map(|f| graph.file(f))
+        .map(|f| graph.str(f.path()).to_string())
+        .collect();
+    removed.sort();
+    let changes = Changes {
+        removed,
+        ..Changes::default()
+    };
+    staleness_of(manifest, changes)
 }
 
 /// The staleness `changes` make, with whether another atlas built the generation.

@@ -109,20 +109,24 @@ pub struct Location {
 impl Location {
     /// The code root that reads compare the graph against (issue 10, E): `--code`, else
     /// the directory the graph was found in, so that a moved or copied repository reads
-    /// itself. Only a graph named from elsewhere (`--graph`, the environment) without
-    /// `--code` falls back to the root its last build recorded, when that still exists.
-    pub fn read_root(&self, store: &Store) -> PathBuf {
+    /// itself. A graph named from elsewhere (`--graph`, the environment) without `--code`
+    /// reads the root its last build recorded; when that root is gone (the repository
+    /// moved), `CodeRootGone`: the working directory may be any tree, and reading it
+    /// would answer, and refresh the graph, from files of another repository. A graph
+    /// with no recorded root (never built) takes the working directory's.
+    pub fn read_root(&self, store: &Store) -> Result<PathBuf, AtlasError> {
         let named_elsewhere = matches!(
             self.rule,
             GraphDirRule::Flag | GraphDirRule::EnvGraphDir | GraphDirRule::EnvIndexDir
         );
         if self.code_given || !named_elsewhere {
-            return self.code_root.clone();
+            return Ok(self.code_root.clone());
         }
-        store
-            .read_root()
-            .filter(|root| root.is_dir())
-            .unwrap_or_else(|| self.code_root.clone())
+        match store.read_root() {
+            Some(root) if root.is_dir() => Ok(root),
+            Some(root) => Err(AtlasError::CodeRootGone(root)),
+            None => Ok(self.code_root.clone()),
+        }
     }
 }
 
@@ -501,6 +505,7 @@ impl Store {
     pub fn read_root(&self) -> Option<PathBuf> {
         fs::read_to_string(self.dir.join("ROOT"))
             .ok()
+            .filter(|s| !s.trim().is_empty())
             .map(|s| PathBuf::from(s.trim()))
     }
 

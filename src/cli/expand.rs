@@ -20,7 +20,7 @@ fn expanded(call: &Call, args: &ExpandArgs) -> Result<ExpandOutput, AtlasError> 
     let location = call.location()?;
     let store = Store::new(&location.graph_dir);
     let (_, graph) = store.open_current()?;
-    let root = location.read_root(&store);
+    let root = location.read_root(&store)?;
     expand::expand(&graph, &root, &args.refs, call.config.expand_outline)
 }
 

@@ -135,7 +135,9 @@ pub fn exit_code(err: &AtlasError) -> i32 {
         | AtlasError::CacheCorrupt { .. }
         | AtlasError::InjectedFailure(_) => 1,
         AtlasError::InvalidInput { .. } => 2,
-        AtlasError::CodeDirMissing(_) | AtlasError::GraphMissing(_) => 3,
+        AtlasError::CodeDirMissing(_)
+        | AtlasError::CodeRootGone(_)
+        | AtlasError::GraphMissing(_) => 3,
         AtlasError::GraphCorrupt { .. } | AtlasError::GraphIncompatible { .. } => 4,
         AtlasError::BuildLocked(_) | AtlasError::WatchRunning(_) => 5,
         AtlasError::StrictPartial { .. } => 6,

@@ -103,7 +103,12 @@ pub fn status(
         Ok(manifest) => (Some(manifest), None),
         Err(error) => (None, Some(error.to_string())),
     };
-    let code_root = location.read_root(&store);
+    // Status reports a vanished root (every file then reads as changed) rather than
+    // refusing: it is where a user looks to learn why reads refuse.
+    let (code_root, root_gone) = match location.read_root(&store) {
+        Err(crate::error::AtlasError::CodeRootGone(root)) => (root, true),
+        root => (root?, false),
+    };
 
     let mut files_by_language = BTreeMap::new();
     let mut files_by_class = BTreeMap::new();
@@ -190,13 +195,17 @@ pub fn status(
         graph_dir: &location.graph_dir,
         record: false,
     };
-    let staleness = staleness(
-        &graph,
-        manifest.as_ref(),
-        &code_root,
-        &skipped_paths,
-        Some(cache),
-    )?;
+    let staleness = if root_gone {
+        crate::build::session::staleness_of_gone_root(&graph, manifest.as_ref())
+    } else {
+        staleness(
+            &graph,
+            manifest.as_ref(),
+            &code_root,
+            &skipped_paths,
+            Some(cache),
+        )?
+    };
     Ok(StatusReport {
         graph_dir: location.graph_dir.clone(),
         graph_dir_rule: location.rule.as_str(),

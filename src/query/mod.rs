@@ -41,7 +41,9 @@ pub fn warm_start(location: &crate::build::store::Location, config: &crate::conf
     let mut quiet = config.clone();
     quiet.search.relevance.requested = false;
     quiet.search.features_out = None;
-    let root = location.read_root(&store);
+    let Ok(root) = location.read_root(&store) else {
+        return;
+    };
     let _ = search::SearchIndex::query(
         &store,
         &fingerprint,

@@ -275,7 +275,7 @@ impl Inspection for CheckFreshnessArgs {
         let store = Store::new(&location.graph_dir);
         let (fingerprint, graph) = store.open_current()?;
         let manifest = store.read_manifest(&fingerprint).ok();
-        let root = location.read_root(&store);
+        let root = location.read_root(&store)?;
         let request = FreshnessRequest {
             offset: self.offset,
             max_paths: self.max_paths,

@@ -808,6 +808,86 @@ fn a_graph_named_by_flag_whose_repository_moved_reads_no_other_directory() {
     assert!(out.to_string().contains("checkout"), "{out}");
 }
 
+/// Tantivy's metadata is as readable as the rest of the index, and a user who may read
+/// the graph but not write it (here `nobody`, when the tests run as root) searches it and
+/// asks questions of it: fresh, and after an edit, stale and saying so.
+#[cfg(unix)]
+#[test]
+fn a_graph_another_user_may_only_read_answers_searches_and_questions() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = built("python");
+    let search = search_dir(&s);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let index = files_under(&search, "index.json").pop().unwrap();
+    for name in ["meta.json", ".managed.json"] {
+        let tantivy = files_under(&search, name)
+            .into_iter()
+            .find(|p| p.parent().unwrap().ends_with("tantivy"))
+            .unwrap();
+        assert_eq!(mode(&tantivy), mode(&index), "{}", tantivy.display());
+    }
+    let root_user = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap()
+        .stdout;
+    if String::from_utf8_lossy(&root_user).trim() != "0" || !Path::new("/usr/bin/setpriv").exists()
+    {
+        return;
+    }
+    // Only the sandbox's own directory is private to its owner.
+    std::fs::set_permissions(s.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let repo = s.repo();
+    let as_nobody = |args: &[&str]| {
+        let mut full = vec![
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_atlas"),
+            "--code",
+            repo.to_str().unwrap(),
+        ];
+        full.extend_from_slice(args);
+        s.run_bin("/usr/bin/setpriv", &full)
+    };
+    let question = [
+        "context",
+        "how is the checkout total computed",
+        "--profile",
+        "symbol",
+        "--format",
+        "json",
+    ];
+    as_nobody(&["search", "checkout", "--format", "json"]).success();
+    as_nobody(&["search", "checkout", "--frozen", "--format", "json"]).success();
+    let fresh = as_nobody(&question).success();
+    assert!(
+        !fresh.stdout.contains("cannot be written"),
+        "{}",
+        fresh.describe()
+    );
+    s.write(
+        "shop/util.py",
+        "def round_money(x):\n    return round(x, 2)\n",
+    );
+    let stale = as_nobody(&question).success();
+    assert!(
+        stale.stdout.contains("cannot be written"),
+        "{}",
+        stale.describe()
+    );
+    as_nobody(&["search", "checkout", "--format", "json"]).success();
+    // Damaged vectors cannot be repaired by this reader: the lexical arms answer, the
+    // vector arm's absence said, rather than an error from the lock it may not take.
+    let vectors = files_under(&search, ".pack").remove(0);
+    std::fs::remove_file(&vectors).unwrap();
+    let out = as_nobody(&["search", "checkout", "--format", "json"])
+        .success()
+        .json();
+    assert!(out["arms"]["unavailable"]["vector"].is_string(), "{out}");
+    assert!(!out["hits"].as_array().unwrap().is_empty(), "{out}");
+}
+
 #[test]
 fn a_copied_repository_reports_its_own_directory() {
     let s = built("python");

@@ -154,7 +154,7 @@ pub fn open_session(
 }
 
 /// Whether `error` says the store cannot be written at all (not that one write went wrong).
-fn is_unwritable(error: &std::io::Error) -> bool {
+pub(crate) fn is_unwritable(error: &std::io::Error) -> bool {
     use std::io::ErrorKind;
     matches!(
         error.kind(),

@@ -373,12 +373,30 @@ impl SearchIndex {
         embedder: &Embedder,
         lock_wait: Duration,
     ) -> Result<Arc<SearchIndex>> {
-        match SearchIndex::open(store, fingerprint, embedder) {
+        let opened = match SearchIndex::open(store, fingerprint, embedder) {
             Ok(Some(index)) if index.vectors_unavailable.is_none() => return Ok(index),
-            Ok(_) | Err(AtlasError::SearchCorrupt { .. }) => {}
+            opened @ (Ok(_) | Err(AtlasError::SearchCorrupt { .. })) => opened,
             Err(e) => return Err(e),
+        };
+        match SearchIndex::repair(store, fingerprint, graph, root, embedder, lock_wait) {
+            // A store this process cannot write (another user's, a read-only mount, a
+            // full disk) keeps what it has: an index with damaged vectors answers
+            // without its vector arm, saying so; a damaged one is reported as damaged,
+            // a missing one as not built.
+            Err(AtlasError::Io { path, source })
+                if crate::build::session::is_unwritable(&source) =>
+            {
+                match opened {
+                    Ok(Some(index)) => Ok(index),
+                    Ok(None) => Err(AtlasError::SearchUnavailable(format!(
+                        "the search index of this generation is not built, and the graph directory cannot be written ({}: {source})",
+                        path.display()
+                    ))),
+                    Err(e) => Err(e),
+                }
+            }
+            repaired => repaired,
         }
-        SearchIndex::repair(store, fingerprint, graph, root, embedder, lock_wait)
     }
 
     /// Verifies the index in full and rebuilds whatever does not verify, then opens it.
@@ -455,18 +473,23 @@ impl SearchIndex {
             return output;
         }
         drop(index);
+        let repaired =
+            match SearchIndex::repair(store, fingerprint, graph, root, embedder, lock_wait) {
+                Ok(repaired) => repaired,
+                // Nothing can be repaired in a store this process cannot write: the first
+                // answer stands, its unavailable arms (or the damage) said.
+                Err(AtlasError::Io { source, .. })
+                    if crate::build::session::is_unwritable(&source) =>
+                {
+                    return output;
+                }
+                Err(e) => return Err(e),
+            };
         // The judge may have been called by the first attempt: its cost stays this
         // search's (one cost line, one sum).
         let first_cost = output.ok().and_then(|o| o.relevance).map(|r| r.cost);
-        let mut retried = SearchIndex::repair(
-            store,
-            fingerprint,
-            graph,
-            root,
-            embedder,
-            lock_wait,
-        )?
-        .search(graph, embedder, text, top_k, &config.search, Some(&setting))?;
+        let mut retried =
+            repaired.search(graph, embedder, text, top_k, &config.search, Some(&setting))?;
         if let (Some(report), Some(first)) = (retried.relevance.as_mut(), first_cost) {
             report.cost.merge(&first);
         }

@@ -327,7 +327,15 @@ pub fn verify_where(dir: &Path, meta: &IndexMeta, which: impl Fn(&str) -> bool) 
     check_lengths(dir, meta)?;
     for (relative, artifact) in meta.artifacts.iter().filter(|(name, _)| which(name)) {
         let path = dir.join(relative);
-        let file = fs::File::open(&path).map_err(|e| damaged(dir, format!("{relative}: {e}")))?;
+        let file = fs::File::open(&path).map_err(|e| {
+            // A file this process may not read is not damage (nor would a rebuild by it
+            // help): an I/O error naming it.
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                AtlasError::io(&path, e)
+            } else {
+                damaged(dir, format!("{relative}: {e}"))
+            }
+        })?;
         // SAFETY: a finished index is never modified (written once, renamed into place);
         // the mapping lives only for this hash.
         let bytes = unsafe { memmap2::Mmap::map(&file) }
@@ -752,7 +760,34 @@ pub fn build(
         serde_json::to_vec_pretty(&meta).map_err(internal)?,
     )
     .at(&meta_path)?;
+    share_as(&dir.join("tantivy"), &meta_path)?;
     Ok(meta)
+}
+
+/// Tantivy writes `meta.json` and `.managed.json` through temporary files that only
+/// their owner may read; every other file of the index is as readable as the umask lets
+/// a new file be. Those two are given the mode `model` (a file written here) has, so
+/// that whoever may read the graph (another user, a CI cache restored elsewhere) may
+/// search it too.
+#[cfg(unix)]
+fn share_as(tantivy_dir: &Path, model: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(model).at(model)?.permissions().mode() & 0o777;
+    for name in ["meta.json", ".managed.json"] {
+        let path = tantivy_dir.join(name);
+        let Ok(metadata) = fs::metadata(&path) else {
+            continue;
+        };
+        if metadata.permissions().mode() & 0o777 != mode {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).at(&path)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn share_as(_tantivy_dir: &Path, _model: &Path) -> Result<()> {
+    Ok(())
 }
 
 fn commit_document(fields: &Fields, commit: &Commit) -> TantivyDocument {

@@ -104,8 +104,8 @@ fn no_match_is_a_typed_outcome_not_an_empty_success() {
         .run()
         .failure(7, "atlas-context-no-match");
     assert_eq!(run.error().code, "atlas-context-no-match");
-    // A pasted 120 KB query is not printed back whole, on stderr or in the JSON.
-    let pasted = "zzqq".repeat(30_000);
+    // A pasted 60 KB query is not printed back whole, on stderr or in the JSON.
+    let pasted = "zzqq".repeat(15_000);
     let long = s
         .context(&pasted)
         .profile("symbol")
@@ -115,11 +115,21 @@ fn no_match_is_a_typed_outcome_not_an_empty_success() {
         .failure(7, "atlas-context-no-match");
     assert!(long.stderr.len() < 1000, "{} bytes", long.stderr.len());
     assert!(
-        long.stderr.contains("(120000 bytes in all)"),
+        long.stderr.contains("(60000 bytes in all)"),
         "{}",
         long.stderr
     );
     assert!(long.stdout.len() < 2000, "{} bytes", long.stdout.len());
+    // Beyond 64 KiB it is refused before anything is read, the limit named, not echoed.
+    let over = s
+        .context(&"zzqq".repeat(30_000))
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(2, "atlas-invalid-input");
+    assert!(over.stderr.len() < 1000, "{} bytes", over.stderr.len());
+    assert!(over.stdout.len() < 1000, "{} bytes", over.stdout.len());
 }
 
 #[test]

@@ -82,6 +82,50 @@ fn an_empty_search_is_a_typed_error() {
     }
 }
 
+/// A query beyond 64 KiB is a document, not a question: every command refuses it, typed,
+/// naming the limit (the MCP tools refuse it alike); one at the limit is answered.
+#[test]
+fn a_query_beyond_64_kib_is_refused_by_search_and_context_alike() {
+    let s = Sandbox::with_fixture("python");
+    s.build_json();
+    let words = "checkout total discount price ";
+    let at_limit: String = words.repeat(64 * 1024 / words.len() + 1)[..64 * 1024].to_string();
+    let over = format!("{at_limit}x");
+    for (args, limit) in [
+        (
+            vec!["search", over.as_str(), "--frozen", "--format", "json"],
+            false,
+        ),
+        (
+            vec![
+                "context",
+                over.as_str(),
+                "--profile",
+                "symbol",
+                "--format",
+                "json",
+            ],
+            false,
+        ),
+        (
+            vec!["search", at_limit.as_str(), "--frozen", "--format", "json"],
+            true,
+        ),
+    ] {
+        let run = s.atlas(&args);
+        if limit {
+            run.success();
+            continue;
+        }
+        let run = run.failure(2, "atlas-invalid-input");
+        let message = run.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(
+            message.contains("65537 bytes; a query is at most 65536 bytes"),
+            "{message}"
+        );
+    }
+}
+
 /// The text answer keeps the token ceiling as the JSON does and says what it cut; no hits
 /// is said, not printed as nothing; a ceiling of zero is a wrong call.
 #[test]

@@ -268,9 +268,6 @@ pub struct OffsetParams {
     pub offset: Option<usize>,
 }
 
-/// Longest query a tool accepts: beyond it the query is not a question but a document.
-const MAX_QUERY_BYTES: usize = 64 * 1024;
-
 impl AtlasServer {
     pub fn new(call: &Call) -> AtlasServer {
         AtlasServer {
@@ -406,19 +403,6 @@ fn within<T: PartialOrd + std::fmt::Display + Copy>(
     }
 }
 
-fn too_long(query: &str) -> Result<(), AtlasError> {
-    if query.len() > MAX_QUERY_BYTES {
-        return Err(AtlasError::InvalidInput {
-            what: "query",
-            reason: format!(
-                "{} bytes; a query is at most {MAX_QUERY_BYTES} bytes",
-                query.len()
-            ),
-        });
-    }
-    Ok(())
-}
-
 #[tool_router]
 impl AtlasServer {
     #[tool(
@@ -437,7 +421,7 @@ impl AtlasServer {
             Err(e) => return Ok(tool_error(&e)),
         };
         self.answer(context, Some("context"), move |call| {
-            too_long(&p.query)?;
+            crate::query::check_query_length(&p.query)?;
             let args = context::ContextArgs {
                 query: p.query,
                 profile: match p.profile {
@@ -477,7 +461,7 @@ impl AtlasServer {
             Err(e) => return Ok(tool_error(&e)),
         };
         self.answer(context, Some("search"), move |call| {
-            too_long(&p.query)?;
+            crate::query::check_query_length(&p.query)?;
             let args = search::SearchArgs {
                 text: p.query,
                 top_k: within("top_k", p.top_k, 1..=1000)?.unwrap_or(10),

@@ -46,6 +46,7 @@ fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
             reason: "it is empty: give words, a name or a question".into(),
         });
     }
+    crate::query::check_query_length(&args.text)?;
     let config = &call.config;
     if config.search.wants_vectors() {
         search::embed::warm_up(&config.embed);

@@ -10,6 +10,24 @@ pub mod profile;
 pub mod search;
 pub mod tokens;
 
+/// Longest query any surface accepts (CLI, daemon, MCP): beyond it the text is not a
+/// question but a document, and the lexical arm's scorers grow with its distinct words.
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
+
+/// `atlas-invalid-input` for a query longer than `MAX_QUERY_BYTES`.
+pub fn check_query_length(query: &str) -> Result<(), crate::error::AtlasError> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(crate::error::AtlasError::InvalidInput {
+            what: "query",
+            reason: format!(
+                "{} bytes; a query is at most {MAX_QUERY_BYTES} bytes",
+                query.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// From now on this process keeps what later answers can reuse: each generation's graph
 /// mapping validated once, its loaded search index, and the source texts projection
 /// verified (up to `source_bytes`, `context::project::KEPT_BYTES` unless a memory budget

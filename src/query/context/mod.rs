@@ -437,6 +437,7 @@ pub fn run(
     config: &Config,
 ) -> Result<ContextResult> {
     let started = Instant::now();
+    super::check_query_length(&request.query)?;
     let freshness = request.freshness;
     let may_search = intent::may_search(&request.query);
     if may_search && config.search.wants_vectors() {

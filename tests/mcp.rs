@@ -845,3 +845,28 @@ async fn a_warm_search_over_many_symbols_answers_what_a_one_shot_search_answers(
     }
     assert!(by_vector > 0, "the vector arm found nothing to compare");
 }
+
+/// A client that connects and closes stdin before it initialises (a probe, a launcher
+/// that gave up) asked nothing: the server exits 0 and says nothing.
+#[test]
+fn a_client_gone_before_it_initialises_is_not_an_error() {
+    let s = built();
+    for input in ["", "\n"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_atlas"))
+            .args(["--code", s.repo().to_str().unwrap(), "mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(input.as_bytes()).unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{input:?}: {stderr}");
+        assert!(!stderr.contains("error["), "{input:?}: {stderr}");
+    }
+}

@@ -86,10 +86,17 @@ pub fn run(call: &Call, _args: &McpArgs) -> Result<(), AtlasError> {
         None
     };
     runtime.block_on(async move {
-        let service = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| AtlasError::io("<stdio>", std::io::Error::other(e.to_string())))?;
+        let service = match server.serve(rmcp::transport::stdio()).await {
+            Ok(service) => service,
+            // A client that closes stdin before it initialises asked nothing: no error.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => {
+                return Err(AtlasError::io(
+                    "<stdio>",
+                    std::io::Error::other(e.to_string()),
+                ));
+            }
+        };
         service
             .waiting()
             .await

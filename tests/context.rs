@@ -104,6 +104,15 @@ fn no_match_is_a_typed_outcome_not_an_empty_success() {
         .run()
         .failure(7, "atlas-context-no-match");
     assert_eq!(run.error().code, "atlas-context-no-match");
+    // An empty query is a wrong call, as an empty search is: no match was looked for.
+    for empty in ["", "  ", "\t\n"] {
+        s.context(empty)
+            .profile("symbol")
+            .frozen()
+            .json()
+            .run()
+            .failure(2, "atlas-invalid-input");
+    }
     // A pasted 60 KB query is not printed back whole, on stderr or in the JSON.
     let pasted = "zzqq".repeat(15_000);
     let long = s

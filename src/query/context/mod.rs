@@ -437,6 +437,13 @@ pub fn run(
     config: &Config,
 ) -> Result<ContextResult> {
     let started = Instant::now();
+    // Nothing to look for is a wrong call (as an empty search is), not a no-match.
+    if request.query.trim().is_empty() {
+        return Err(AtlasError::InvalidInput {
+            what: "context query",
+            reason: "it is empty: give a name, a path or a question".into(),
+        });
+    }
     super::check_query_length(&request.query)?;
     let freshness = request.freshness;
     let may_search = intent::may_search(&request.query);

@@ -377,6 +377,20 @@ fn expand_returns_hash_verified_source_for_a_search_ref() {
         .run()
         .failure(2, "atlas-invalid-input");
     assert!(run.stderr.contains("has 10 lines"), "{}", run.stderr);
+    // A page offset at or past the range's end: a wrong ref too, not an empty page.
+    let chars = item.content.chars().count();
+    for offset in [chars, 999_999_999] {
+        let run = s
+            .expand(&[&format!("{reference}~{offset}")])
+            .json()
+            .run()
+            .failure(2, "atlas-invalid-input");
+        assert!(
+            run.stderr.contains(&format!("hold {chars} characters")),
+            "{}",
+            run.stderr
+        );
+    }
     // The file changed: the ref is stale, a typed error.
     s.write(
         "shop/util.py",

@@ -208,7 +208,23 @@ pub fn expand(
             });
             continue;
         }
-        let start = r.offset.min(total_chars);
+        // Pages are issued only for offsets inside the range: one at or past its end is
+        // a wrong ref, not an empty page.
+        if r.offset > 0 && r.offset >= total_chars {
+            return Err(AtlasError::InvalidInput {
+                what: "ref",
+                reason: format!(
+                    "{} starts at character {}, but lines {}-{} of {} hold {} characters",
+                    r.render(),
+                    r.offset,
+                    r.start_line,
+                    last,
+                    r.path,
+                    total_chars
+                ),
+            });
+        }
+        let start = r.offset;
         let end = (start + PAGE_CHARS).min(total_chars);
         let content: String = range.chars().skip(start).take(end - start).collect();
         let complete = end == total_chars;

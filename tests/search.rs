@@ -69,12 +69,13 @@ fn a_portuguese_search_is_searched_with_its_english_words_and_says_so() {
     assert_eq!(english.hits[0].symbol, "apply_discount");
 }
 
-/// An empty search is a wrong call (typed, exit 2), never a success with no hits.
+/// An empty search, or one with no word in it, is a wrong call (typed, exit 2), never a
+/// success with no hits or with the vector arm's arbitrary neighbours of punctuation.
 #[test]
 fn an_empty_search_is_a_typed_error() {
     let s = Sandbox::with_fixture("python");
     s.build_json();
-    for text in ["", "   ", "\t\n"] {
+    for text in ["", "   ", "\t\n", "?!.", "-- () {} ;"] {
         s.search(text)
             .frozen()
             .run()

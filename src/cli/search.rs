@@ -46,6 +46,17 @@ fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
             reason: "it is empty: give words, a name or a question".into(),
         });
     }
+    // Nor is text with no word in it (`?!.`): the lexical arms have nothing to match,
+    // and the vector arm's nearest neighbours of punctuation are arbitrary.
+    if search::text::identifier_tokens(&args.text)
+        .trim()
+        .is_empty()
+    {
+        return Err(AtlasError::InvalidInput {
+            what: "search text",
+            reason: "it holds no word: give words, a name or a question".into(),
+        });
+    }
     crate::query::check_query_length(&args.text)?;
     let config = &call.config;
     if config.search.wants_vectors() {

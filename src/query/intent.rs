@@ -966,11 +966,12 @@ fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
         return Some(found);
     }
     if token.contains('.') || token.contains("::") {
-        let nodes = qualified_module(graph, token);
-        if !nodes.is_empty() {
-            return Some((MatchTier::QualifiedSuffix, nodes));
+        let dotted = normalize_qualified(token);
+        let mut nodes = module_files(graph, &dotted);
+        if nodes.is_empty() {
+            nodes = through_imports(graph, &dotted);
         }
-        return below_crate_name(graph, token);
+        return (!nodes.is_empty()).then_some((MatchTier::QualifiedSuffix, nodes));
     }
     let nodes = segmented(graph, token, &mut Scans::default());
     if !nodes.is_empty() {
@@ -1093,43 +1094,6 @@ fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> 
         return Some((MatchTier::CaseInsensitive, nodes));
     }
     None
-}
-
-/// The module files a dotted or `::` name is (or reaches through imports).
-fn qualified_module(graph: &Graph, token: &str) -> Vec<NodeId> {
-    let dotted = normalize_qualified(token);
-    let nodes = module_files(graph, &dotted);
-    if nodes.is_empty() {
-        through_imports(graph, &dotted)
-    } else {
-        nodes
-    }
-}
-
-/// A Rust path as the crate's users write it, which docs and backtraces print
-/// (`grep_searcher::Searcher::search_path`, `ignore::gitignore::Gitignore::matched`),
-/// starts with the crate's name, which no module path in the graph holds: when the whole
-/// path names nothing, the rest is read below the crate, by the strong tiers only (a
-/// case-folded match of the rest is too loose to stand for the path).
-fn below_crate_name(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
-    let (krate, rest) = token.split_once("::")?;
-    let crate_like = !krate.is_empty()
-        && krate
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !crate_like || rest.is_empty() {
-        return None;
-    }
-    if let Some(found) =
-        strong_match(graph, rest).filter(|(tier, _)| *tier != MatchTier::CaseInsensitive)
-    {
-        return Some(found);
-    }
-    if !rest.contains("::") {
-        return None;
-    }
-    let nodes = qualified_module(graph, rest);
-    (!nodes.is_empty()).then_some((MatchTier::QualifiedSuffix, nodes))
 }
 
 /// A Rust path without its `crate::`, `self::` and `super::` roots (`crate::render::Shape`

@@ -21,8 +21,9 @@ pub enum AtlasError {
     /// last build's code root is gone: read nothing rather than whatever directory the
     /// command runs in.
     #[error(
-        "the code root this graph was last built from, {0}, no longer exists; pass --code \
-         with the repository's directory"
+        "the code root this graph was last built from, {0}, no longer exists, and the \
+         working directory does not hold its files; pass --code with the repository's \
+         directory (or build again there)"
     )]
     CodeRootGone(PathBuf),
     #[error("no committed graph in {0}; run `atlas build` first")]

@@ -110,10 +110,12 @@ impl Location {
     /// The code root that reads compare the graph against (issue 10, E): `--code`, else
     /// the directory the graph was found in, so that a moved or copied repository reads
     /// itself. A graph named from elsewhere (`--graph`, the environment) without `--code`
-    /// reads the root its last build recorded; when that root is gone (the repository
-    /// moved), `CodeRootGone`: the working directory may be any tree, and reading it
-    /// would answer, and refresh the graph, from files of another repository. A graph
-    /// with no recorded root (never built) takes the working directory's.
+    /// reads the root its last build recorded. When that root is gone (the checkout
+    /// moved, or a CI cache of the graph was restored beside another checkout), the
+    /// working directory's tree stands for it only if it holds the graph's files
+    /// (`holds_files_of`); any other tree is `CodeRootGone`: reading it would answer,
+    /// and refresh the graph, from files of another repository. A graph with no
+    /// recorded root (never built) takes the working directory's.
     pub fn read_root(&self, store: &Store) -> Result<PathBuf, AtlasError> {
         let named_elsewhere = matches!(
             self.rule,
@@ -124,10 +126,27 @@ impl Location {
         }
         match store.read_root() {
             Some(root) if root.is_dir() => Ok(root),
+            Some(_) if holds_files_of(&self.code_root, store) => Ok(self.code_root.clone()),
             Some(root) => Err(AtlasError::CodeRootGone(root)),
             None => Ok(self.code_root.clone()),
         }
     }
+}
+
+/// Whether `dir` holds the committed graph's files: at least half of up to 64 of them,
+/// spread over its file table, are files under it (by `stat`; nothing is read).
+fn holds_files_of(dir: &Path, store: &Store) -> bool {
+    let Ok((_, graph)) = store.open_current() else {
+        return false;
+    };
+    let files: Vec<_> = graph.files().collect();
+    let step = files.len().div_ceil(64).max(1);
+    let sample: Vec<_> = files.iter().step_by(step).collect();
+    let present = sample
+        .iter()
+        .filter(|&&&file| dir.join(graph.file_path(file)).is_file())
+        .count();
+    !sample.is_empty() && present * 2 >= sample.len()
 }
 
 /// Resolves the graph directory and code root (R-GEN-1).

@@ -1457,6 +1457,46 @@ mod tests {
         top.into_iter().map(|(score, _)| score).collect()
     }
 
+    /// `text_query`'s premise: a word's clause boosted by its count scores every document
+    /// as one clause per occurrence summed.
+    #[test]
+    fn a_word_boosted_by_its_count_scores_as_its_repeated_clauses() {
+        let index = index_of(&SYMBOLS);
+        let body = index::schema().1.body;
+        let searcher = index.reader().unwrap().searcher();
+        let clause = |word: &str, boost: f32| -> (Occur, Box<dyn Query>) {
+            let term = TermQuery::new(
+                Term::from_field_text(body, word),
+                IndexRecordOption::WithFreqs,
+            );
+            (
+                Occur::Should,
+                Box::new(BoostQuery::new(Box::new(term), boost)),
+            )
+        };
+        let run = |clauses: Vec<(Occur, Box<dyn Query>)>| {
+            let collector = TopDocs::with_limit(10).order_by_score();
+            let mut top = searcher
+                .search(&BooleanQuery::new(clauses), &collector)
+                .unwrap();
+            top.sort_by_key(|(_, address)| address.doc_id);
+            top
+        };
+        let text = "parse header parse parse";
+        let repeated = run(text.split(' ').map(|w| clause(w, 0.5)).collect());
+        let tokens = text::identifier_tokens(text);
+        let counted = run(occurrences(&tokens)
+            .into_iter()
+            .map(|(w, n)| clause(w, 0.5 * n as f32))
+            .collect());
+        assert_eq!(repeated.len(), 3, "{repeated:?}");
+        assert_eq!(repeated.len(), counted.len());
+        for ((a, at), (b, bt)) in repeated.iter().zip(&counted) {
+            assert_eq!(at, bt);
+            assert!((a - b).abs() <= 1e-5 * a.abs(), "{a} against {b}");
+        }
+    }
+
     const SYMBOLS: [(&str, &str); 3] = [
         ("symbol", "parse header value"),
         ("symbol", "parse body"),

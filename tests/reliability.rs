@@ -788,23 +788,20 @@ fn a_graph_named_by_flag_whose_repository_moved_reads_no_other_directory() {
     assert_eq!(status["staleness"]["removed"], files, "{status}");
     // `--code` names where the repository is now, and reads it.
     let t = target.to_str().unwrap();
-    let out = run_in(
-        &elsewhere,
-        &[
-            "--graph",
-            g,
-            "--code",
-            t,
+    let checkout = |dir: &Path, code: &[&str]| {
+        let mut args = vec!["--graph", g];
+        args.extend_from_slice(code);
+        args.extend([
             "context",
             "checkout",
             "--profile",
             "symbol",
             "--format",
             "json",
-        ],
-    )
-    .success()
-    .json();
+        ]);
+        run_in(dir, &args).success().json()
+    };
+    let out = checkout(&elsewhere, &["--code", t]);
     let anchor = out["intent"]["anchors"][0]["symbol"]
         .as_str()
         .unwrap_or_default();
@@ -812,21 +809,7 @@ fn a_graph_named_by_flag_whose_repository_moved_reads_no_other_directory() {
     assert_eq!(out["receipt"]["read_back_required"], false, "{out}");
     // Run from the moved checkout itself (a CI cache of the graph restored beside a new
     // checkout): the working directory holds the graph's files, and stands for the root.
-    let out = run_in(
-        &target,
-        &[
-            "--graph",
-            g,
-            "context",
-            "checkout",
-            "--profile",
-            "symbol",
-            "--format",
-            "json",
-        ],
-    )
-    .success()
-    .json();
+    let out = checkout(&target, &[]);
     assert_eq!(out["receipt"]["read_back_required"], false, "{out}");
     let status = run_in(&target, &["--graph", g, "status", "--format", "json"])
         .success()

@@ -1261,15 +1261,101 @@ fn rust_crate_paths_and_typescript_imports_name_their_symbols() {
             "src/geometry.rs::Circle::new",
         ),
         ("super::super::geometry::UNIT", "src/geometry.rs::UNIT"),
+        // As the crate's users, its docs and backtraces write it: from the crate's name.
+        (
+            "shapes::geometry::Circle::new",
+            "src/geometry.rs::Circle::new",
+        ),
+        (
+            "   3: shapes::geometry::Circle::new\n             at ./src/geometry.rs",
+            "src/geometry.rs::Circle::new",
+        ),
     ] {
         let out = frozen_json(&rust, query, "symbol");
         assert_eq!(out.intent.anchors[0].symbol, symbol, "{query}");
     }
+    // A crate's name is not a licence to guess from the words left.
+    no_match(&rust, "shapes::nowhere::circle");
     let typescript = built("typescript");
     for (query, symbol) in [("./model", "src/model.ts"), ("../src/repo", "src/repo.ts")] {
         let out = frozen_json(&typescript, query, "symbol");
         assert_eq!(out.intent.anchors[0].symbol, symbol, "{query}");
     }
+}
+
+/// A Rust path as the crate's users, docs and backtraces write it starts with the crate's
+/// name, which its `Cargo.toml` gives (`[lib] name`, else the package's with `-` as `_`):
+/// the rest is read from that crate's root, among its files only. A first segment that is
+/// no crate of the repository (`fs::`, a package renamed by `[lib]`), or a manifest edited
+/// since the build, names nothing.
+#[test]
+fn a_rust_path_from_a_crates_name_is_read_in_that_crate() {
+    let s = Sandbox::new();
+    let shape = |area: &str| {
+        format!(
+            "pub struct Shape;\nimpl Shape {{\n    pub fn area(&self) -> f64 {{ {area} }}\n}}\n"
+        )
+    };
+    s.write("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n");
+    s.write(
+        "crates/core/Cargo.toml",
+        "[package]\nname = \"shape-core\"\nversion = \"0.1.0\"\n",
+    );
+    s.write(
+        "crates/core/src/lib.rs",
+        "pub mod geometry;\npub use geometry::Shape;\n",
+    );
+    s.write("crates/core/src/geometry.rs", shape("0.0"));
+    s.write(
+        "crates/draw/Cargo.toml",
+        "[package]\nname = \"draw\"\n\n[lib]\nname = \"canvas\"\n",
+    );
+    s.write("crates/draw/src/lib.rs", "pub mod geometry;\n");
+    s.write("crates/draw/src/geometry.rs", shape("1.0"));
+    s.build_json();
+    for (query, symbol) in [
+        (
+            "shape_core::geometry::Shape::area",
+            "crates/core/src/geometry.rs::Shape::area",
+        ),
+        (
+            "canvas::geometry::Shape::area",
+            "crates/draw/src/geometry.rs::Shape::area",
+        ),
+        // Re-exported at the crate's root, as its docs print it.
+        ("shape_core::Shape", "crates/core/src/geometry.rs::Shape"),
+        ("canvas::geometry", "crates/draw/src/geometry.rs"),
+    ] {
+        let out = frozen_json(&s, query, "symbol");
+        assert_eq!(out.anchor_symbols(), [symbol], "{query}");
+    }
+    for query in [
+        "fs::geometry::Shape::area",
+        "draw::geometry::Shape::area",
+        "shape_core::geometry::Circle",
+        "Shape_core::Shape",
+    ] {
+        no_match(&s, query);
+    }
+    // Edited since the build, a manifest is not the generation's: it names no crate, under
+    // either name, until the next build reads it.
+    s.write(
+        "crates/draw/Cargo.toml",
+        "[package]\nname = \"draw\"\n\n[lib]\nname = \"easel\"\n",
+    );
+    no_match(&s, "canvas::geometry::Shape::area");
+    no_match(&s, "easel::geometry::Shape::area");
+    let out = s
+        .context("easel::geometry::Shape::area")
+        .profile("symbol")
+        .json()
+        .run()
+        .success()
+        .context();
+    assert_eq!(
+        out.anchor_symbols(),
+        ["crates/draw/src/geometry.rs::Shape::area"]
+    );
 }
 
 /// A dotted name as a package's users write it reaches what the package re-exports:

@@ -407,7 +407,7 @@ proptest! {
         for profile in [ProfileName::Symbol, ProfileName::Flow, ProfileName::Impact] {
             let _ = compile_context(&open, &ContextRequest::new(query.clone(), profile), None);
         }
-        let _ = atlas::query::intent::parse(&graph, &query);
+        let _ = atlas::query::intent::parse(&graph, &atlas::query::crates::Crates::of(&graph, &root), &query);
         let _ = atlas::query::expand::expand(&graph, &root, std::slice::from_ref(&reference), true);
         let _ = ContextRequest::from_argv(&[String::from("atlas"), String::from("context"), query, reference]);
     }

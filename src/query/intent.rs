@@ -15,6 +15,7 @@ use crate::graph::codes::EdgeKind;
 use crate::graph::ids::NodeId;
 use crate::graph::names::{each_segment, normalize_qualified, split_identifier};
 use crate::graph::reader::{Graph, NameTable};
+use crate::query::crates::Crates;
 use crate::syntax::facts::SymbolKind;
 
 /// Matching tiers, strongest first.
@@ -532,7 +533,7 @@ pub fn certain_search(query: &str) -> Option<String> {
 }
 
 /// Parses `query` and matches its names against `graph`.
-pub fn parse(graph: &Graph, query: &str) -> Intent {
+pub fn parse(graph: &Graph, crates: &Crates, query: &str) -> Intent {
     let words = words(query);
     let mut intent = Intent {
         search_text: search_text_of(query),
@@ -668,7 +669,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
                 // Code only by its backticks or its call (`type(s)` in an error message):
                 // written in its exact case, so a match in another case is not it.
                 let exact_case = !is_code_shaped(text);
-                let matched = ladder(graph, text).filter(|(tier, _)| {
+                let matched = ladder(graph, crates, text).filter(|(tier, _)| {
                     single
                         || (tier.is_strong()
                             && !(exact_case && *tier == MatchTier::CaseInsensitive))
@@ -678,7 +679,7 @@ pub fn parse(graph: &Graph, query: &str) -> Intent {
                     None => matcher.intent.free_terms.push(text.clone()),
                 }
             }
-            Word::Plain(text) if single => match ladder(graph, text) {
+            Word::Plain(text) if single => match ladder(graph, crates, text) {
                 Some((tier, nodes)) => matcher.push(text, tier, nodes),
                 None => matcher.intent.free_terms.push(text.clone()),
             },
@@ -960,18 +961,17 @@ fn dedup_in_order(terms: &mut Vec<String>) {
 
 /// Every tier, strongest first: strong tiers, then segmented, then substring. A dotted
 /// or `::`-qualified name matches qualified names or a module's file, never by words.
-fn ladder(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
+fn ladder(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
     let token = below_rust_root(token);
     if let Some(found) = strong_match(graph, token) {
         return Some(found);
     }
     if token.contains('.') || token.contains("::") {
-        let dotted = normalize_qualified(token);
-        let mut nodes = module_files(graph, &dotted);
-        if nodes.is_empty() {
-            nodes = through_imports(graph, &dotted);
+        let nodes = qualified_module(graph, token);
+        if !nodes.is_empty() {
+            return Some((MatchTier::QualifiedSuffix, nodes));
         }
-        return (!nodes.is_empty()).then_some((MatchTier::QualifiedSuffix, nodes));
+        return in_named_crate(graph, crates, token);
     }
     let nodes = segmented(graph, token, &mut Scans::default());
     if !nodes.is_empty() {
@@ -1094,6 +1094,54 @@ fn strong_match(graph: &Graph, token: &str) -> Option<(MatchTier, Vec<NodeId>)> 
         return Some((MatchTier::CaseInsensitive, nodes));
     }
     None
+}
+
+/// The module files a dotted or `::` name is (or reaches through imports).
+fn qualified_module(graph: &Graph, token: &str) -> Vec<NodeId> {
+    let dotted = normalize_qualified(token);
+    let nodes = module_files(graph, &dotted);
+    if nodes.is_empty() {
+        through_imports(graph, &dotted)
+    } else {
+        nodes
+    }
+}
+
+/// A Rust path as the crate's users write it, which docs, backtraces and other crates
+/// print (`grep_searcher::Searcher::search_path`, `ignore::gitignore::Gitignore`), starts
+/// with a crate's name, which no module path in the graph holds. When that first segment
+/// names a crate of the repository (its `Cargo.toml`'s), the rest is read as a path from
+/// the crate's root, among that crate's files only, by the case-sensitive strong tiers and
+/// module paths. Any other first segment (`fs::write`, `std::…`) leaves the path unmatched.
+fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
+    let (krate, rest) = token.split_once("::")?;
+    let rest = rest.trim_start_matches(':');
+    if rest.is_empty() {
+        return None;
+    }
+    let dirs = crates.dirs_of(krate);
+    if dirs.is_empty() {
+        return None;
+    }
+    let in_crate = |node: &NodeId| {
+        let path = graph.file_path(graph.node(*node).file());
+        crates
+            .crate_dir_of(path)
+            .is_some_and(|dir| dirs.contains(&dir))
+    };
+    if let Some((tier, nodes)) =
+        strong_match(graph, rest).filter(|(tier, _)| *tier != MatchTier::CaseInsensitive)
+    {
+        let nodes: Vec<NodeId> = nodes.into_iter().filter(in_crate).collect();
+        if !nodes.is_empty() {
+            return Some((tier, nodes));
+        }
+    }
+    let nodes: Vec<NodeId> = qualified_module(graph, rest)
+        .into_iter()
+        .filter(in_crate)
+        .collect();
+    (!nodes.is_empty()).then_some((MatchTier::QualifiedSuffix, nodes))
 }
 
 /// A Rust path without its `crate::`, `self::` and `super::` roots (`crate::render::Shape`

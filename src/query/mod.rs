@@ -2,6 +2,7 @@
 //! compiler, hybrid search, ref expansion, the inspection helpers and token counting.
 
 pub mod context;
+pub mod crates;
 pub mod expand;
 pub mod glossary;
 pub mod inspect;

@@ -25,6 +25,7 @@ use crate::build::store::{Location, Store};
 use crate::config::Config;
 use crate::error::{AtlasError, Result};
 use crate::graph::reader::Graph;
+use crate::query::crates::Crates;
 use crate::query::intent::{self, Intent};
 use crate::query::profile::EvidenceClass;
 use crate::query::profile::{Profile, ProfileName};
@@ -538,6 +539,7 @@ fn limits_of(profile: &Profile, request: &ContextRequest) -> Limits {
 /// as it was (`retrieve::inputs_of`), which it leaves such names.
 fn understand(
     graph: &Graph,
+    code_root: &Path,
     request: &ContextRequest,
     search: Option<&SearchFn>,
     early: Option<Early>,
@@ -549,7 +551,7 @@ fn understand(
         let (found, (parsed, walked)) = search::beside::beside(
             || search(&text),
             || {
-                let intent = intent::parse(graph, &request.query);
+                let intent = intent::parse(graph, &Crates::of(graph, code_root), &request.query);
                 let walked = walks_early(&intent)
                     .then(|| early_walk(graph, &intent, early))
                     .flatten();
@@ -560,7 +562,7 @@ fn understand(
         reject_a_lone_ambiguous_name(graph, request, &parsed)?;
         return settle_understood(graph, request, parsed, Some(found), walked);
     }
-    let intent = intent::parse(graph, &request.query);
+    let intent = intent::parse(graph, &Crates::of(graph, code_root), &request.query);
     reject_a_lone_ambiguous_name(graph, request, &intent)?;
     let searches = wants_search(&intent);
     let Some(early) = beside.filter(|_| searches && search.is_some() && walks_early(&intent))
@@ -756,7 +758,8 @@ fn compile_context_with(
         profile: request.profile,
         spine: spine_budget,
     });
-    let (intent, search_hits, mut diagnostics, walked) = understand(graph, request, search, early)?;
+    let (intent, search_hits, mut diagnostics, walked) =
+        understand(graph, code_root, request, search, early)?;
     let mut retrieval = match walked {
         Some(retrieval) => retrieval,
         None => retrieve::retrieve(graph, &intent, request.profile, spine_budget),

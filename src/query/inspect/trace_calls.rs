@@ -19,6 +19,7 @@ use crate::error::{AtlasError, Result};
 use crate::graph::codes::{EdgeKind, Provenance, Resolution};
 use crate::graph::ids::{FileId, NodeId};
 use crate::graph::reader::{Direction, EdgeRef, Graph};
+use crate::query::crates::Crates;
 use crate::query::intent::{self, unique_name};
 use crate::syntax::facts::RefRole;
 
@@ -159,11 +160,12 @@ pub struct TraceCallsOutput {
     pub truncated: Option<Truncated>,
 }
 
-/// The call tree of `request.symbol` in `graph`. `_root` is unused: the tree is the
-/// graph's, no file is read.
+/// The call tree of `request.symbol` in `graph`. The tree is the graph's: no source is
+/// read, only the crates' manifests under `root` when the symbol starts with a crate's
+/// name (`query::crates`).
 pub fn trace_calls(
     graph: &Graph,
-    _root: &Path,
+    root: &Path,
     request: &TraceCallsRequest,
 ) -> Result<TraceCallsOutput> {
     let max_bytes = ceiling(request.max_bytes)?;
@@ -180,7 +182,7 @@ pub fn trace_calls(
         DEFAULT_MAX_EDGES,
         1..=MAX_EDGES,
     )?;
-    let (anchor, tier) = resolve(graph, request)?;
+    let (anchor, tier) = resolve(graph, root, request)?;
     let mut walk = Walk::new(graph, request.direction, max_fanout);
     let (root_fanout, root_frontier) = walk.run(anchor, depth);
     let root = RootOut {
@@ -216,7 +218,11 @@ pub fn trace_calls(
 }
 
 /// The node `request.symbol` names, as `context` matches a lone name about calls.
-fn resolve(graph: &Graph, request: &TraceCallsRequest) -> Result<(NodeId, &'static str)> {
+fn resolve(
+    graph: &Graph,
+    root: &Path,
+    request: &TraceCallsRequest,
+) -> Result<(NodeId, &'static str)> {
     let symbol = request.symbol.trim();
     if symbol.is_empty() || symbol.contains(char::is_whitespace) {
         return Err(AtlasError::InvalidInput {
@@ -225,7 +231,7 @@ fn resolve(graph: &Graph, request: &TraceCallsRequest) -> Result<(NodeId, &'stat
         });
     }
     // The relation word makes a shared name mean its callables, as in `context … calls`.
-    let intent = intent::parse(graph, &format!("{symbol} calls"));
+    let intent = intent::parse(graph, &Crates::of(graph, root), &format!("{symbol} calls"));
     if let Some(ambiguity) = intent.ambiguities.first() {
         let listed: Vec<NodeId> = ambiguity.nodes.iter().copied().take(LISTED).collect();
         return Err(AtlasError::ContextAmbiguous {

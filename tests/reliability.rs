@@ -660,6 +660,98 @@ fn a_reader_that_goes_away_is_not_an_error_message() {
     }
 }
 
+#[test]
+fn a_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_repository() {
+    // `daemon start` and `watch` run where the user stands; a graph named by `--graph`
+    // is served from the root its last build recorded, as direct reads take it, never
+    // from the working directory (which the daemon used to serve and rebuild from).
+    let s = Sandbox::with_fixture("python");
+    let graph = s.path().join("graph");
+    let g = graph.to_str().unwrap();
+    s.atlas(&["--graph", g, "build", "--no-search"]).success();
+    let recorded = std::fs::read_to_string(graph.join("ROOT")).unwrap();
+    let current = std::fs::read_to_string(graph.join("CURRENT")).unwrap();
+    let elsewhere = s.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        elsewhere.join("outside.py"),
+        "def outside_marker():\n    pass\n",
+    )
+    .unwrap();
+    let started = run_in(
+        &elsewhere,
+        &["--graph", g, "daemon", "start", "--format", "json"],
+    );
+    let started = started.success().json();
+    let stop = || run_in(&elsewhere, &["--graph", g, "daemon", "stop"]);
+    let served = started["code_root"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let worker = |query: &str| {
+        run_in(
+            &elsewhere,
+            &[
+                "--graph",
+                g,
+                "context",
+                query,
+                "--profile",
+                "symbol",
+                "--format",
+                "json",
+                "--execution",
+                "worker",
+            ],
+        )
+    };
+    let outside = worker("outside_marker");
+    let checkout = worker("checkout");
+    stop();
+    assert_eq!(served, recorded.trim(), "{started}");
+    outside.failure(7, "atlas-context-no-match");
+    let answer = checkout.success().json();
+    assert!(
+        answer["intent"]["anchors"][0]["symbol"]
+            .as_str()
+            .is_some_and(|symbol| symbol.ends_with("checkout")),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(graph.join("ROOT")).unwrap(),
+        recorded
+    );
+    assert_eq!(
+        std::fs::read_to_string(graph.join("CURRENT")).unwrap(),
+        current
+    );
+    // Moved away, the repository is missing for both, as for a direct read.
+    moved(&s, "repo2");
+    let daemon = run_in(
+        &elsewhere,
+        &["--graph", g, "daemon", "start", "--format", "json"],
+    );
+    if daemon.code == 0 {
+        stop();
+    }
+    daemon.failure(3, "atlas-code-missing");
+    // Bounded: a watcher that took the working directory would run until killed.
+    let watch = std::process::Command::new("timeout")
+        .args(["60", env!("CARGO_BIN_EXE_atlas")])
+        .args(["--graph", g, "watch", "--format", "json"])
+        .current_dir(&elsewhere)
+        .env_remove("ATLAS_GRAPH_DIR")
+        .output()
+        .unwrap();
+    let error: serde_json::Value = serde_json::from_slice(&watch.stdout).unwrap_or_default();
+    assert_eq!(watch.status.code(), Some(3), "{error}");
+    assert_eq!(error["error"]["code"], "atlas-code-missing", "{error}");
+    assert_eq!(
+        std::fs::read_to_string(graph.join("ROOT")).unwrap(),
+        recorded
+    );
+}
+
 fn moved(s: &Sandbox, to: &str) -> PathBuf {
     let target = s.path().join(to);
     std::fs::rename(s.repo(), &target).unwrap();

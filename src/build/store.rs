@@ -133,6 +133,16 @@ impl Location {
     }
 }
 
+impl Location {
+    /// This location with the code root reads take (`read_root`), for a process that
+    /// serves or refreshes a graph named from elsewhere (the daemon and its clients,
+    /// `watch`): it serves the graph's repository, never the directory it was started in.
+    pub fn for_reads(self, store: &Store) -> Result<Location, AtlasError> {
+        let code_root = self.read_root(store)?;
+        Ok(Location { code_root, ..self })
+    }
+}
+
 /// Whether `dir` holds the committed graph's files: at least half of up to 64 of them,
 /// spread over its file table, are files under it (by `stat`; nothing is read).
 fn holds_files_of(dir: &Path, store: &Store) -> bool {

@@ -120,6 +120,13 @@ impl Command {
             Command::RepoMap(args) => args.format,
             Command::TraceCalls(args) => args.format,
             Command::CheckFreshness(args) => args.format,
+            Command::Watch(args) => args.format,
+            Command::Daemon(args) => match &args.command {
+                daemon::DaemonCommand::Start(start) => start.format,
+                daemon::DaemonCommand::Stop(status) | daemon::DaemonCommand::Status(status) => {
+                    status.format
+                }
+            },
             _ => Format::Text,
         }
     }

@@ -41,6 +41,14 @@ impl Call {
         ))
     }
 
+    /// `location`, with the code root reads take (`Location::for_reads`): for the
+    /// daemon, its clients and `watch`, which serve a graph named from elsewhere.
+    pub fn read_location(&self) -> Result<Location, AtlasError> {
+        let location = self.location()?;
+        let store = store::Store::new(&location.graph_dir);
+        location.for_reads(&store)
+    }
+
     /// How the repository was found (R-GEN-1, and the MCP client's roots).
     pub fn index_resolution(&self, location: &Location) -> &'static str {
         if let Some(how) = self.index_resolution {

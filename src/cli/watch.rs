@@ -35,7 +35,7 @@ pub fn start(
     search: bool,
     isolated: bool,
 ) -> Result<Watch, AtlasError> {
-    let location = call.location()?;
+    let location = call.read_location()?;
     let mut build =
         BuildOptions::configured(&location.code_root, &location.graph_dir, &call.config);
     // Indexers are for explicit builds: a save must not start scip-python.

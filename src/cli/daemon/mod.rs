@@ -175,7 +175,7 @@ fn print_status(probe: &Probe, format: Format) -> Result<()> {
 }
 
 fn run_start(call: &Call, args: &StartArgs) -> Result<()> {
-    let location = call.location()?;
+    let location = call.read_location()?;
     let limits = Limits {
         workers: usize::from(args.query_workers),
         queue: usize::from(args.queue),
@@ -392,7 +392,7 @@ struct Attempt {
 /// `{"atlas_execution": …}` line on stderr; stdout only ever carries one complete answer.
 /// Returns the exit code.
 pub fn context(call: &Call, args: &ContextArgs) -> Result<i32> {
-    let location = call.location()?;
+    let location = call.read_location()?;
     let mut wire = ContextCall {
         v: PROTOCOL_VERSION,
         query: args.query.clone(),

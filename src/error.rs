@@ -118,7 +118,9 @@ pub enum AtlasError {
     /// The reader of stdout went away (`atlas … | head`): reported quietly.
     #[error("stdout was closed by its reader")]
     BrokenPipe,
-    #[error("ref {reference} is stale: the file changed since it was issued; search again")]
+    #[error(
+        "ref {reference} is stale: the file changed or was removed since it was issued; search again"
+    )]
     ExpandStale { reference: String },
     #[error("ref `{}` names no file of the committed generation", clipped(.reference))]
     RefUnknown { reference: String },

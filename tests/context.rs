@@ -1018,6 +1018,36 @@ fn a_pasted_ref_anchors_the_definition_it_points_into() {
     for query in ["/etc/passwd:1", "shop/models.py:NoSuchName"] {
         no_match(&s, query);
     }
+    // A line past the file's end (a ref from another version of it) anchors the file, and
+    // the answer says so; a line inside it that no definition holds is no such case.
+    let lines = std::fs::read_to_string(s.repo().join("shop/models.py"))
+        .unwrap()
+        .lines()
+        .count();
+    for (query, past_end) in [
+        ("shop/models.py:99999".to_string(), true),
+        ("shop/models.py#L900-L910@0123abcd".to_string(), true),
+        ("shop/models.py#L99999999999999999999".to_string(), true),
+        (format!("shop/models.py:{}", lines + 1), true),
+        // The last line (inside `Cart._audit`).
+        (format!("shop/models.py:{lines}"), false),
+        ("shop/models.py:1".to_string(), false),
+        ("shop/models.py:0".to_string(), false),
+    ] {
+        let out = frozen_json(&s, &query, "symbol");
+        if past_end {
+            assert_eq!(out.anchor_symbols(), ["shop/models.py"], "{query}");
+        }
+        let diagnostic = out.diagnostic("atlas-context-line-past-end");
+        assert_eq!(diagnostic.is_some(), past_end, "{query}");
+        if let Some(diagnostic) = diagnostic {
+            assert!(
+                diagnostic.message.contains(&format!("({lines} lines")),
+                "{}",
+                diagnostic.message
+            );
+        }
+    }
 }
 
 /// Paths pasted from elsewhere — absolute, another checkout's, a URL, Windows-style, an

@@ -661,10 +661,10 @@ fn a_reader_that_goes_away_is_not_an_error_message() {
 }
 
 #[test]
-fn a_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_repository() {
-    // `daemon start` and `watch` run where the user stands; a graph named by `--graph`
-    // is served from the root its last build recorded, as direct reads take it, never
-    // from the working directory (which the daemon used to serve and rebuild from).
+fn a_build_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_repository() {
+    // `build`, `daemon start` and `watch` run where the user stands; a graph named by
+    // `--graph` is built and served from the root its last build recorded, as direct reads
+    // take it, never from the working directory (which they used to build and serve).
     let s = Sandbox::with_fixture("python");
     let graph = s.path().join("graph");
     let g = graph.to_str().unwrap();
@@ -708,6 +708,15 @@ fn a_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_reposi
     let outside = worker("outside_marker");
     let checkout = worker("checkout");
     stop();
+    // `build` too builds the graph's repository, and says which.
+    let build = run_in(&elsewhere, &["--graph", g, "build", "--no-search"]).success();
+    assert!(
+        build
+            .stdout
+            .contains(&format!("code root {}", recorded.trim())),
+        "{}",
+        build.stdout
+    );
     assert_eq!(served, recorded.trim(), "{started}");
     outside.failure(7, "atlas-context-no-match");
     let answer = checkout.success().json();
@@ -735,6 +744,8 @@ fn a_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_reposi
         stop();
     }
     daemon.failure(3, "atlas-code-missing");
+    run_in(&elsewhere, &["--graph", g, "build", "--format", "json"])
+        .failure(3, "atlas-code-missing");
     // Bounded: a watcher that took the working directory would run until killed.
     let watch = std::process::Command::new("timeout")
         .args(["60", env!("CARGO_BIN_EXE_atlas")])

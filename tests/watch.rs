@@ -386,6 +386,27 @@ fn a_graph_directory_deleted_under_its_watcher_is_rebuilt_and_keeps_one_watcher(
 }
 
 #[test]
+fn a_repository_moved_under_its_watcher_is_not_made_again_at_its_old_path() {
+    // The graph lives in the repository: moving the repository takes the graph (and the
+    // watcher's lock) away. The watcher used to take the lock again where it had been,
+    // making the old path anew, and publish an empty graph there.
+    let sandbox = Sandbox::with_fixture("python");
+    let mut watcher = Watcher::start(&sandbox, &["--debounce-ms", "100"], &[]);
+    let current = std::fs::read_to_string(sandbox.graph().join("CURRENT")).unwrap();
+    let moved = sandbox.path().join("moved");
+    std::fs::rename(sandbox.repo(), &moved).unwrap();
+    // The lock is checked every second; a build would follow at once.
+    std::thread::sleep(Duration::from_millis(3500));
+    let made_again = sandbox.repo().exists();
+    watcher.kill();
+    assert!(!made_again, "{} was made again", sandbox.repo().display());
+    assert_eq!(
+        std::fs::read_to_string(moved.join(".agent-spec/graph/CURRENT")).unwrap(),
+        current
+    );
+}
+
+#[test]
 fn a_watching_daemon_answers_an_edit_without_scanning_the_tree() {
     let sandbox = Sandbox::with_fixture("python");
     sandbox.atlas(&["build", "--no-search"]).success();

@@ -730,6 +730,12 @@ impl Loop {
         if still_holds(&self.lock, &path) {
             return LockCheck::Held;
         }
+        // The repository moved or was deleted (with a graph inside it): making the graph
+        // directory again would make a directory at its old path, and the next build would
+        // publish an empty graph there. Nothing is made while the code root is gone.
+        if !self.root.is_dir() {
+            return LockCheck::Held;
+        }
         // A directory that cannot be made again (a read-only mount) is tried next time.
         if std::fs::create_dir_all(&self.graph_dir).is_err() {
             return LockCheck::Held;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::build::inventory::InventoryLimits;
 use crate::build::pipeline::{self, BuildOptions, BuildReport, LockWait, Progress};
+use crate::build::store::GraphDirRule;
 use crate::error::AtlasError;
 use crate::query::search::IndexCompanion;
 
@@ -69,7 +70,8 @@ pub struct BuildArgs {
 }
 
 pub fn run(call: &Call, args: &BuildArgs) -> Result<(), AtlasError> {
-    let location = call.location()?;
+    // A graph named from elsewhere is built from its own repository, as reads take it.
+    let location = call.read_location()?;
     let mut options =
         BuildOptions::configured(&location.code_root, &location.graph_dir, &call.config);
     options.strict = args.strict;
@@ -97,7 +99,25 @@ pub fn run(call: &Call, args: &BuildArgs) -> Result<(), AtlasError> {
     let report = pipeline::build(&options)?;
     match args.format {
         Format::Json => print_json(&report),
-        Format::Text => print_stdout(&render(&report)),
+        Format::Text => {
+            let mut text = render(&report);
+            let cwd = std::env::current_dir().ok();
+            let named_elsewhere = matches!(
+                location.rule,
+                GraphDirRule::Flag | GraphDirRule::EnvGraphDir | GraphDirRule::EnvIndexDir
+            );
+            if call.code.is_none()
+                && named_elsewhere
+                && cwd.as_deref() != Some(location.code_root.as_path())
+            {
+                // Said where it is not the obvious place: the graph's recorded repository.
+                text.push_str(&format!(
+                    "  code root {} (the graph's; --code builds another tree)\n",
+                    location.code_root.display()
+                ));
+            }
+            print_stdout(&text)
+        }
     }
 }
 

@@ -1459,6 +1459,29 @@ fn split_line_ref(text: &str) -> Option<(&str, u32)> {
     }
 }
 
+/// The line of a ref anchored on its file that lies past the file's end (`a.py:99999`,
+/// `a.py#L900`, a frame of another version of the file), with the file's line count: the
+/// ref names the file, and the answer says why.
+pub fn line_past_end(graph: &Graph, anchor: &Anchor) -> Option<(u32, u32)> {
+    if graph.kind(anchor.node) != SymbolKind::File {
+        return None;
+    }
+    let term = anchor.term.trim_end_matches('/');
+    let line = match term.split_once("#L") {
+        Some((_, lines)) => {
+            // Digits beyond any line count (`#L99999999999999999999`) are past the end.
+            let digits = lines.split(['-', '@']).next()?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse::<u32>().unwrap_or(u32::MAX)
+        }
+        None => split_line_ref(term)?.1,
+    };
+    let lines = graph.file_of(anchor.node)?.lines.to_native();
+    (line > lines).then_some((line, lines))
+}
+
 /// The definitions of the file whose node is `file_node`: a file's definitions follow
 /// its node (graph-schema/README.md, "Node order").
 fn definitions_of(graph: &Graph, file_node: NodeId) -> impl Iterator<Item = NodeId> + '_ {

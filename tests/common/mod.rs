@@ -559,6 +559,8 @@ pub fn value_after<'s>(argv: &'s [String], flag: &str) -> Option<&'s str> {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Diagnostic {
     pub code: String,
+    #[serde(default)]
+    pub message: String,
     pub path: Option<String>,
     #[serde(default)]
     pub candidates: Vec<Choice>,

@@ -711,6 +711,20 @@ fn settle(
             suggestions: anchor::near_names(graph, intent, request),
         });
     }
+    for anchor in &intent.anchors {
+        if let Some((line, lines)) = intent::line_past_end(graph, anchor) {
+            let path = graph.label(anchor.node);
+            diagnostics.push(Diagnostic {
+                code: DiagnosticCode::LinePastEnd,
+                message: format!(
+                    "`{}`: line {line} is past the end of {path} ({lines} lines in this generation); the file is anchored",
+                    anchor.term
+                ),
+                path: Some(path),
+                candidates: Vec::new(),
+            });
+        }
+    }
     Ok((hits, diagnostics))
 }
 

@@ -163,6 +163,10 @@ pub enum DiagnosticCode {
     /// A code-shaped term of the query matched nothing.
     #[serde(rename = "atlas-context-unused-term")]
     UnusedTerm,
+    /// A ref's line lies past the end of its file (pasted from another version of it):
+    /// the file anchored.
+    #[serde(rename = "atlas-context-line-past-end")]
+    LinePastEnd,
     /// Answered from a graph older than the working tree (`--frozen`).
     #[serde(rename = "atlas-context-stale-graph")]
     StaleGraph,
@@ -177,6 +181,7 @@ impl DiagnosticCode {
             DiagnosticCode::Ambiguous => "atlas-context-ambiguous",
             DiagnosticCode::StaleSource => "atlas-context-stale-source",
             DiagnosticCode::UnusedTerm => "atlas-context-unused-term",
+            DiagnosticCode::LinePastEnd => "atlas-context-line-past-end",
             DiagnosticCode::StaleGraph => "atlas-context-stale-graph",
             DiagnosticCode::Refreshed => "atlas-context-refreshed",
         }

@@ -1329,12 +1329,16 @@ fn a_rust_path_from_a_crates_name_is_read_in_that_crate() {
     s.write("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n");
     s.write(
         "crates/core/Cargo.toml",
-        "[package]\nname = \"shape-core\"\nversion = \"0.1.0\"\n",
+        "[package]\nname = \"shape-core\"\nversion = \"0.1.0\"\n\n[[bin]]\nname = \"shaper\"\npath = \"src/main.rs\"\n",
     );
     s.write(
         "crates/core/src/lib.rs",
         "pub mod geometry;\npub use geometry::Shape;\n",
     );
+    s.write("crates/core/src/main.rs", "fn main() {}\n");
+    // Crates of their own, which the package's names do not reach.
+    s.write("crates/core/build.rs", "fn main() {}\n");
+    s.write("crates/core/tests/it.rs", "pub fn area_check() {}\n");
     s.write("crates/core/src/geometry.rs", shape("0.0"));
     s.write(
         "crates/draw/Cargo.toml",
@@ -1355,6 +1359,8 @@ fn a_rust_path_from_a_crates_name_is_read_in_that_crate() {
         // Re-exported at the crate's root, as its docs print it.
         ("shape_core::Shape", "crates/core/src/geometry.rs::Shape"),
         ("canvas::geometry", "crates/draw/src/geometry.rs"),
+        // A binary's name, as its backtraces print it.
+        ("shaper::main", "crates/core/src/main.rs::main"),
     ] {
         let out = frozen_json(&s, query, "symbol");
         assert_eq!(out.anchor_symbols(), [symbol], "{query}");
@@ -1364,6 +1370,9 @@ fn a_rust_path_from_a_crates_name_is_read_in_that_crate() {
         "draw::geometry::Shape::area",
         "shape_core::geometry::Circle",
         "Shape_core::Shape",
+        "shape_core::area_check",
+        // An item at the crate's root, not a method anywhere in it.
+        "shape_core::area",
     ] {
         no_match(&s, query);
     }

@@ -81,8 +81,9 @@ impl<'a> Crates<'a> {
             .collect()
     }
 
-    /// The directory of the crate whose sources hold `path`: the nearest enclosing
-    /// directory with a crate's manifest.
+    /// The directory of the crate whose library or binaries hold `path`: the nearest
+    /// enclosing directory with a crate's manifest. A package's `build.rs`, `tests/`,
+    /// `examples/` and `benches/` are crates of their own, which no crate name reaches.
     pub fn crate_dir_of(&self, path: &str) -> Option<&str> {
         let crates = self.all();
         let mut dir = path;
@@ -93,7 +94,16 @@ impl<'a> Crates<'a> {
                 None => "",
             };
             if let Some(found) = crates.iter().find(|c| c.dir == dir) {
-                return Some(found.dir.as_str());
+                let within = if dir.is_empty() {
+                    path
+                } else {
+                    &path[dir.len() + 1..]
+                };
+                let own_target = within == "build.rs"
+                    || ["tests/", "examples/", "benches/"]
+                        .iter()
+                        .any(|target| within.starts_with(target));
+                return (!own_target).then_some(found.dir.as_str());
             }
             if dir.is_empty() {
                 return None;
@@ -113,12 +123,13 @@ fn read_crates(graph: &Graph, root: &Path) -> Vec<Crate> {
                 "" => "",
                 dir => dir.strip_suffix('/')?,
             };
-            let name = crate_name(&committed_text(graph, root, file)?)?;
-            Some(Crate {
+            let names = crate_names(&committed_text(graph, root, file)?);
+            Some(names.into_iter().map(move |name| Crate {
                 name,
                 dir: dir.to_string(),
-            })
+            }))
         })
+        .flatten()
         .collect()
 }
 
@@ -136,6 +147,8 @@ fn committed_text(graph: &Graph, root: &Path, file: FileId) -> Option<String> {
 struct Manifest {
     package: Option<Named>,
     lib: Option<Named>,
+    #[serde(default)]
+    bin: Vec<Named>,
 }
 
 #[derive(Deserialize)]
@@ -143,40 +156,58 @@ struct Named {
     name: Option<String>,
 }
 
-/// The name a manifest's library is written by in paths: `[lib] name`, else the package's
-/// name with `-` read as `_`. A workspace's manifest without a package names none.
-fn crate_name(text: &str) -> Option<String> {
-    let manifest: Manifest = toml::from_str(text).ok()?;
-    let name = manifest
-        .lib
-        .and_then(|lib| lib.name)
-        .or(manifest.package.and_then(|package| package.name))?;
-    let name = name.replace('-', "_");
-    Crates::is_crate_shaped(&name).then_some(name)
+/// The names a manifest's crates are written by in paths (`-` read as `_`): its library's
+/// (`[lib] name`, else the package's name), then its binaries' (`[[bin]] name`, which a
+/// binary's backtraces print: `rg::search::…`). A workspace's manifest without a package
+/// names none; a manifest that is not TOML names none.
+fn crate_names(text: &str) -> Vec<String> {
+    let Ok(manifest) = toml::from_str::<Manifest>(text) else {
+        return Vec::new();
+    };
+    let Some(package) = manifest.package.and_then(|package| package.name) else {
+        return Vec::new();
+    };
+    let library = manifest.lib.and_then(|lib| lib.name).unwrap_or(package);
+    let binaries = manifest.bin.into_iter().filter_map(|bin| bin.name);
+    let mut names: Vec<String> = Vec::new();
+    for name in std::iter::once(library).chain(binaries) {
+        let name = name.replace('-', "_");
+        if Crates::is_crate_shaped(&name) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 #[cfg(test)]
 mod tests {
-    use super::crate_name;
+    use super::crate_names;
 
     #[test]
-    fn a_manifest_names_its_library_as_paths_write_it() {
+    fn a_manifest_names_its_library_and_binaries_as_paths_write_them() {
         let package = "[package]\nname = \"grep-searcher\"\nversion = \"0.1.0\"\n";
-        assert_eq!(crate_name(package).as_deref(), Some("grep_searcher"));
-        let renamed =
-            "[package]\nname = \"serde-json\"\n\n[lib]\nname = \"json\"\npath = \"src/lib.rs\"\n";
-        assert_eq!(crate_name(renamed).as_deref(), Some("json"));
+        assert_eq!(crate_names(package), ["grep_searcher"]);
+        let renamed = "[package]\nname = \"serde-json\"\n[lib]\nname = \"json\"\n";
+        assert_eq!(crate_names(renamed), ["json"]);
         // A `[lib]` table without a name keeps the package's.
         let lib = "[package]\nname = \"globset\"\n[lib]\nbench = false\n";
-        assert_eq!(crate_name(lib).as_deref(), Some("globset"));
+        assert_eq!(crate_names(lib), ["globset"]);
+        let binaries =
+            "[package]\nname = \"ripgrep\"\n[[bin]]\nname = \"rg\"\n[[bin]]\npath = \"x.rs\"\n";
+        assert_eq!(crate_names(binaries), ["ripgrep", "rg"]);
     }
 
     #[test]
     fn a_workspace_or_a_damaged_manifest_names_no_crate() {
-        assert_eq!(crate_name("[workspace]\nmembers = [\"crates/*\"]\n"), None);
-        assert_eq!(crate_name("[package\nname = \"x\""), None);
-        assert_eq!(crate_name("[package]\nname = 3\n"), None);
-        assert_eq!(crate_name("[package]\nname = \"Not A Crate\"\n"), None);
-        assert_eq!(crate_name(""), None);
+        for text in [
+            "[workspace]\nmembers = [\"crates/*\"]\n",
+            "[lib]\nname = \"orphan\"\n",
+            "[package\nname = \"x\"",
+            "[package]\nname = 3\n",
+            "[package]\nname = \"Not A Crate\"\n",
+            "",
+        ] {
+            assert!(crate_names(text).is_empty(), "{text}");
+        }
     }
 }

@@ -1129,10 +1129,22 @@ fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchT
             .crate_dir_of(path)
             .is_some_and(|dir| dirs.contains(&dir))
     };
+    // `krate::name` is an item at the crate's root, or one re-exported there: a top-level
+    // definition of the crate (`grep_searcher::search_path` is no method's path).
+    let top_level = |node: &NodeId| {
+        rest.contains("::") || {
+            let parent = graph.node(*node).parent();
+            parent.is_none() || matches!(graph.kind(parent), SymbolKind::File | SymbolKind::Module)
+        }
+    };
     if let Some((tier, nodes)) =
         strong_match(graph, rest).filter(|(tier, _)| *tier != MatchTier::CaseInsensitive)
     {
-        let nodes: Vec<NodeId> = nodes.into_iter().filter(in_crate).collect();
+        let nodes: Vec<NodeId> = nodes
+            .into_iter()
+            .filter(in_crate)
+            .filter(top_level)
+            .collect();
         if !nodes.is_empty() {
             return Some((tier, nodes));
         }

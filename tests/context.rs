@@ -1313,6 +1313,55 @@ fn rust_crate_paths_and_typescript_imports_name_their_symbols() {
     }
 }
 
+/// Rust paths as backtraces and panics print them — a qualified self type, generic
+/// arguments, closures, a symbol hash — name what their plain path names; the standard
+/// library's words in a panic (`` `Result::unwrap()` on an `Err` value ``) name nothing.
+#[test]
+fn a_rust_path_printed_by_a_backtrace_names_its_definition() {
+    let rust = built("rust");
+    for (query, symbol) in [
+        (
+            "<shapes::geometry::Circle as shapes::geometry::Shape>::area",
+            "src/geometry.rs::Circle::area",
+        ),
+        (
+            "<shapes::geometry::Circle>::new",
+            "src/geometry.rs::Circle::new",
+        ),
+        (
+            "shapes::geometry::Circle::new::{{closure}}::{{closure}}",
+            "src/geometry.rs::Circle::new",
+        ),
+        (
+            "shapes::geometry::Circle::new::h0123456789abcdef",
+            "src/geometry.rs::Circle::new",
+        ),
+        (
+            "shapes::geometry::Circle::new::<f64>",
+            "src/geometry.rs::Circle::new",
+        ),
+        (
+            "   4: <shapes::geometry::Square as shapes::geometry::Shape>::area\n             at ./src/geometry.rs:43:9",
+            "src/geometry.rs::Square::area",
+        ),
+    ] {
+        let out = frozen_json(&rust, query, "symbol");
+        assert_eq!(out.anchor_symbols(), [symbol], "{query}");
+    }
+    // A repository whose own enum has an `Err`: the panic's words are the standard
+    // library's `Result`, not it.
+    let s = Sandbox::new();
+    s.write("Cargo.toml", "[package]\nname = \"app\"\n");
+    s.write(
+        "src/lib.rs",
+        "pub enum Parsed {\n    Ok(u32),\n    Err(String),\n}\n\npub fn parse(text: &str) -> u32 {\n    text.parse().unwrap()\n}\n",
+    );
+    s.build_json();
+    let panic = "thread 'main' panicked at src/lib.rs:7:19:\ncalled `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }";
+    let out = frozen_json(&s, panic, "symbol");
+    assert_eq!(out.anchor_symbols(), ["src/lib.rs::parse"]);
+}
+
 /// A Rust path as the crate's users, docs and backtraces write it starts with the crate's
 /// name, which its `Cargo.toml` gives (`[lib] name`, else the package's with `-` as `_`):
 /// the rest is read from that crate's root, among its files only. A first segment that is

@@ -258,6 +258,9 @@ fn is_code_shaped(token: &str) -> bool {
 pub fn words(query: &str) -> Vec<Word> {
     let diff = diff_as_refs(query);
     let query = diff.as_deref().unwrap_or(query);
+    // A backtrace's `<A as T>::f::{{closure}}` is the path `A::f` (`demangle`).
+    let plain = crate::query::demangle::plain_rust_paths(query);
+    let query: &str = &plain;
     let mut out = Vec::new();
     let mut previous = "";
     for raw in query.split_whitespace() {
@@ -513,7 +516,8 @@ pub fn may_search(query: &str) -> bool {
 /// What hybrid search is asked for `query` (`Intent::search_text`): the query without
 /// its relation words.
 fn search_text_of(query: &str) -> String {
-    let mut search_words: Vec<&str> = query
+    let plain = crate::query::demangle::plain_rust_paths(query);
+    let mut search_words: Vec<&str> = plain
         .split_whitespace()
         .filter(|w| Relation::parse(&w.to_lowercase()).is_none())
         .collect();

@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod crates;
+pub mod demangle;
 pub mod expand;
 pub mod glossary;
 pub mod inspect;

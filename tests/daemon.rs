@@ -518,6 +518,36 @@ fn start_detaches_and_stop_ends_the_daemon() {
     assert_eq!(status["stale_socket"], false);
 }
 
+#[test]
+fn a_daemon_whose_graph_directory_moved_stops_by_itself_when_asked() {
+    // The daemon wakes its accept loop by connecting to its socket's path; moved with the
+    // repository, that path is gone, and the stopper waited out its patience and killed it.
+    let sandbox = built("python");
+    let mut daemon = Daemon::start(&sandbox, &["--deadline-ms", "1000"], &[]);
+    let moved = sandbox.path().join("moved");
+    std::fs::rename(sandbox.repo(), &moved).unwrap();
+    let graph = moved.join(".agent-spec/graph");
+    let stopped = sandbox
+        .run_bin(
+            env!("CARGO_BIN_EXE_atlas"),
+            &[
+                "--graph",
+                graph.to_str().unwrap(),
+                "daemon",
+                "stop",
+                "--format",
+                "json",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(stopped["stopped"], true, "{stopped}");
+    let mut child = daemon.child.take().unwrap();
+    let ended = child.wait().unwrap();
+    // Ended by itself (exit 0), not by the stopper's SIGKILL.
+    assert!(ended.success(), "{ended:?}");
+}
+
 /// A raw status exchange, as a client in another language would do it.
 #[test]
 fn the_protocol_is_one_json_line_each_way() {

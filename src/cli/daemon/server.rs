@@ -121,9 +121,26 @@ struct Shared {
     memory_ceiling: u64,
     watch: Option<Watch>,
     fingerprint: Mutex<Option<String>>,
+    /// The listening socket, duplicated: shut down to wake the accept loop (`stop`).
+    listening: Option<UnixListener>,
 }
 
 impl Shared {
+    /// No new requests: the flag, then the accept loop woken to see it. Connecting to the
+    /// socket's path wakes it; shutting the listening socket down wakes it too when that
+    /// path is gone (the graph directory was moved or deleted under the daemon).
+    fn stop(&self, socket: &Path) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if UnixStream::connect(socket).is_ok() {
+            return;
+        }
+        if let Some(listening) = &self.listening {
+            use std::os::fd::AsRawFd;
+            // SAFETY: the descriptor is this struct's own duplicate, open while it lives.
+            unsafe { libc::shutdown(listening.as_raw_fd(), libc::SHUT_RD) };
+        }
+    }
+
     fn count(&self, outcome: Outcome) {
         *self
             .outcomes
@@ -231,8 +248,7 @@ fn on_terminate(shared: &Arc<Shared>, socket: &Path) -> Result<()> {
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
-            shared.stopping.store(true, Ordering::SeqCst);
-            let _ = UnixStream::connect(&socket);
+            shared.stop(&socket);
         })
         .map(|_| ())
         .map_err(|e| AtlasError::io("<signal thread>", e))
@@ -332,6 +348,7 @@ pub fn serve(
         memory_ceiling,
         watch,
         fingerprint: Mutex::new(None),
+        listening: listener.try_clone().ok(),
     });
     let (died, deaths) = std::sync::mpsc::channel::<usize>();
     for index in 0..shared.limits.workers {
@@ -667,8 +684,7 @@ fn connection(shared: &Arc<Shared>, stream: UnixStream, socket: &Path) {
         Request::Shutdown => {
             shared.stopping.store(true, Ordering::SeqCst);
             send(&stream, &shared.status(socket));
-            // Wake the accept loop so that it sees the flag.
-            let _ = UnixStream::connect(socket);
+            shared.stop(socket);
         }
         Request::Context(call) => {
             let reply = admit(shared, *call, &stream);

@@ -666,18 +666,8 @@ fn a_build_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_
     // `--graph` is built and served from the root its last build recorded, as direct reads
     // take it, never from the working directory (which they used to build and serve).
     let s = Sandbox::with_fixture("python");
-    let graph = s.path().join("graph");
+    let (graph, recorded, current, elsewhere) = graph_apart(&s, &["--no-search"]);
     let g = graph.to_str().unwrap();
-    s.atlas(&["--graph", g, "build", "--no-search"]).success();
-    let recorded = std::fs::read_to_string(graph.join("ROOT")).unwrap();
-    let current = std::fs::read_to_string(graph.join("CURRENT")).unwrap();
-    let elsewhere = s.path().join("elsewhere");
-    std::fs::create_dir_all(&elsewhere).unwrap();
-    std::fs::write(
-        elsewhere.join("outside.py"),
-        "def outside_marker():\n    pass\n",
-    )
-    .unwrap();
     let started = run_in(
         &elsewhere,
         &["--graph", g, "daemon", "start", "--format", "json"],
@@ -763,6 +753,26 @@ fn a_build_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_
     );
 }
 
+/// The fixture built (`build <extra>`) into a graph beside it, named by `--graph`, and a
+/// directory elsewhere holding an unrelated `outside_marker`: the graph directory, its
+/// `ROOT` and `CURRENT` as built, and that directory.
+fn graph_apart(s: &Sandbox, extra: &[&str]) -> (PathBuf, String, String, PathBuf) {
+    let graph = s.path().join("graph");
+    let mut args = vec!["--graph", graph.to_str().unwrap(), "build"];
+    args.extend_from_slice(extra);
+    s.atlas(&args).success();
+    let recorded = std::fs::read_to_string(graph.join("ROOT")).unwrap();
+    let current = std::fs::read_to_string(graph.join("CURRENT")).unwrap();
+    let elsewhere = s.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        elsewhere.join("outside.py"),
+        "def outside_marker():\n    pass\n",
+    )
+    .unwrap();
+    (graph, recorded, current, elsewhere)
+}
+
 fn moved(s: &Sandbox, to: &str) -> PathBuf {
     let target = s.path().join(to);
     std::fs::rename(s.repo(), &target).unwrap();
@@ -826,19 +836,9 @@ fn a_graph_named_by_flag_whose_repository_moved_reads_no_other_directory() {
     // moves, and a read runs in another tree. It must not take that tree for the code:
     // neither answer from it nor refresh the graph with it.
     let s = Sandbox::with_fixture("python");
-    let graph = s.path().join("graph");
+    let (graph, recorded, current, elsewhere) = graph_apart(&s, &[]);
     let g = graph.to_str().unwrap();
-    s.atlas(&["--graph", g, "build"]).success();
-    let recorded = std::fs::read_to_string(graph.join("ROOT")).unwrap();
-    let current = std::fs::read_to_string(graph.join("CURRENT")).unwrap();
     let target = moved(&s, "repo2");
-    let elsewhere = s.path().join("elsewhere");
-    std::fs::create_dir_all(&elsewhere).unwrap();
-    std::fs::write(
-        elsewhere.join("outside.py"),
-        "def outside_marker():\n    pass\n",
-    )
-    .unwrap();
     for args in [
         &[
             "--graph",

@@ -1580,6 +1580,31 @@ fn a_misspelt_name_is_no_match_with_the_nearest_names_and_their_argv() {
         .error();
     assert!(error.details().suggestions.is_empty());
     assert!(!error.message.contains("did you mean"), "{}", error.message);
+    // Only the first eight names that matched nothing are looked up: a pasted log of
+    // thousands of names took seconds. A typo after them gets no suggestion.
+    let far: Vec<String> = (0..8).map(|i| format!("xyzzy_frob_{i}")).collect();
+    for (before, suggested) in [(7, true), (8, false)] {
+        let query = format!("{} Item.totl", far[..before].join(" "));
+        let error = s
+            .context(&query)
+            .profile("symbol")
+            .frozen()
+            .format("json")
+            .run()
+            .failure(7, "atlas-context-no-match")
+            .error();
+        let names: Vec<&str> = error
+            .details()
+            .suggestions
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(
+            names.contains(&"Item.total"),
+            suggested,
+            "{query}: {names:?}"
+        );
+    }
 }
 
 #[test]

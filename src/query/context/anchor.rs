@@ -97,20 +97,31 @@ pub fn ambiguity_error(
 
 /// Names offered when nothing matched.
 const OFFERED: usize = 3;
+/// Names that matched nothing looked up for suggestions, in query order (docs/CLI.md).
+const SUGGESTED_TERMS: usize = 8;
 
 /// Names near the query's names that matched nothing (a typo: `Rationl`), each with the
 /// argv that asks again with it: code-shaped words, and a plain word asked alone.
 pub fn near_names(graph: &Graph, intent: &Intent, request: &ContextRequest) -> Vec<NearName> {
     let mut out: Vec<NearName> = Vec::new();
+    let unmatched: std::collections::HashSet<&str> =
+        intent.free_terms.iter().map(String::as_str).collect();
+    let mut looked_up: Vec<String> = Vec::new();
     for word in words(&request.query) {
         let term = match word {
             Word::Code(term) => term,
             Word::Plain(term) if intent.single_name => term,
             _ => continue,
         };
-        if !intent.free_terms.contains(&term) || out.iter().any(|n| n.term == term) {
+        if !unmatched.contains(term.as_str()) || looked_up.contains(&term) {
             continue;
         }
+        // Each lookup measures the term against every name of the graph: a pasted log of
+        // thousands of names took seconds. Names past the first few get no suggestion.
+        if looked_up.len() == SUGGESTED_TERMS {
+            break;
+        }
+        looked_up.push(term.clone());
         for name in crate::query::intent::near_names(graph, &term, OFFERED - out.len()) {
             out.push(NearName {
                 argv: request.argv_for_query(&replace_term(&request.query, &term, &name)),

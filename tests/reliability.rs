@@ -716,14 +716,7 @@ fn a_build_daemon_or_watcher_started_away_from_a_graph_named_by_flag_serves_its_
             .is_some_and(|symbol| symbol.ends_with("checkout")),
         "{answer}"
     );
-    assert_eq!(
-        std::fs::read_to_string(graph.join("ROOT")).unwrap(),
-        recorded
-    );
-    assert_eq!(
-        std::fs::read_to_string(graph.join("CURRENT")).unwrap(),
-        current
-    );
+    assert_untouched(&graph, &recorded, &current);
     // Moved away, the repository is missing for both, as for a direct read.
     moved(&s, "repo2");
     let daemon = run_in(
@@ -771,6 +764,19 @@ fn graph_apart(s: &Sandbox, extra: &[&str]) -> (PathBuf, String, String, PathBuf
     )
     .unwrap();
     (graph, recorded, current, elsewhere)
+}
+
+/// The graph still records the root and generation it was built with.
+#[track_caller]
+fn assert_untouched(graph: &Path, recorded: &str, current: &str) {
+    assert_eq!(
+        std::fs::read_to_string(graph.join("ROOT")).unwrap(),
+        recorded
+    );
+    assert_eq!(
+        std::fs::read_to_string(graph.join("CURRENT")).unwrap(),
+        current
+    );
 }
 
 fn moved(s: &Sandbox, to: &str) -> PathBuf {
@@ -871,14 +877,7 @@ fn a_graph_named_by_flag_whose_repository_moved_reads_no_other_directory() {
         );
         assert!(!run.stdout.contains("outside"), "{}", run.stdout);
     }
-    assert_eq!(
-        std::fs::read_to_string(graph.join("ROOT")).unwrap(),
-        recorded
-    );
-    assert_eq!(
-        std::fs::read_to_string(graph.join("CURRENT")).unwrap(),
-        current
-    );
+    assert_untouched(&graph, &recorded, &current);
     // Status still answers, naming the root it was built from.
     let status = run_in(&elsewhere, &["--graph", g, "status", "--format", "json"])
         .success()

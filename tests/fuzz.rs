@@ -17,6 +17,7 @@ use atlas::query::profile::ProfileName;
 use atlas::syntax::lang::Language;
 use common::{Run, Sandbox};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("ATLAS_FUZZ_CASES")
@@ -210,6 +211,86 @@ fn the_mutation_harness_reaches_past_the_checksums() {
     ));
 }
 
+/// One damaged fact cache entry (`edits` to the entry `index` picks, its checksums
+/// recomputed when `rehash`): read whole and lazily, trusted alike, and resolved without
+/// a panic, to the same graph either way.
+fn damaged_cache_entry_case(
+    index: usize,
+    edits: &[(usize, u8)],
+    rehash: bool,
+) -> Result<(), TestCaseError> {
+    let b = built();
+    let entries = cache_entries(&b.sandbox.graph());
+    let entry = &entries[index % entries.len()];
+    let mut bytes = std::fs::read(entry).unwrap();
+    mutate(&mut bytes, FACT_HEADER, edits);
+    if rehash {
+        // Parts altered with their checksums recomputed: only validation stands.
+        reseal(&mut bytes);
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let store = atlas::build::store::Store::new(temp.path());
+    let name = entry.file_name().unwrap().to_string_lossy().to_string();
+    let shard = entry
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let key =
+        blake3::Hash::from_hex(format!("{shard}{}", name.trim_end_matches(".facts"))).unwrap();
+    std::fs::create_dir_all(temp.path().join("cache").join(&shard)).unwrap();
+    std::fs::write(temp.path().join("cache").join(&shard).join(&name), &bytes).unwrap();
+    let whole = store.load_facts(&key);
+    let lazy = store.load_facts_lazily(&key);
+    // Both reads trust the same entries: the lazy one checks its head when it reads
+    // it and its body when it decodes it, as the whole one checks both.
+    let lazy_trusted = match &lazy {
+        atlas::build::store::Cached::Hit((_, lazy)) => {
+            lazy.references();
+            lazy.damage().is_none()
+        }
+        _ => false,
+    };
+    prop_assert_eq!(
+        matches!(whole, atlas::build::store::Cached::Hit(_)),
+        lazy_trusted
+    );
+    if let atlas::build::store::CachedFacts::Hit(facts) = whole {
+        let units = [atlas::build::resolve::SourceUnit {
+            path: "a.py",
+            language: Some(Language::Python),
+            facts: Some(&facts),
+            lazy: None,
+        }];
+        let resolved = atlas::build::resolve::resolve(&units, None);
+        if let atlas::build::store::Cached::Hit((head, lazy)) = lazy {
+            prop_assert_eq!(lazy.references(), facts.refs.as_slice());
+            prop_assert_eq!(lazy.bindings(), facts.bindings.as_slice());
+            let units = [atlas::build::resolve::SourceUnit {
+                path: "a.py",
+                language: Some(Language::Python),
+                facts: Some(&head),
+                lazy: Some(&lazy),
+            }];
+            let again = atlas::build::resolve::resolve(&units, None);
+            prop_assert_eq!(&again.nodes, &resolved.nodes);
+            prop_assert_eq!(&again.edges, &resolved.edges);
+            prop_assert_eq!(&again.frontier, &resolved.frontier);
+            prop_assert_eq!(again.external_references, resolved.external_references);
+        }
+    }
+    Ok(())
+}
+
+/// A binding's value scope out of range (found by the fuzz case below, in CI): the entry
+/// is damaged, never indexed past the definitions by the resolver.
+#[test]
+fn a_binding_value_scope_out_of_range_is_damage_not_a_panic() {
+    damaged_cache_entry_case(11971945883791992896, &[(2119954069256325836, 4)], true).unwrap();
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -279,61 +360,7 @@ proptest! {
         edits in mutations(),
         rehash in any::<bool>(),
     ) {
-        let b = built();
-        let entries = cache_entries(&b.sandbox.graph());
-        let entry = &entries[index % entries.len()];
-        let mut bytes = std::fs::read(entry).unwrap();
-        mutate(&mut bytes, FACT_HEADER, &edits);
-        if rehash {
-            // Parts altered with their checksums recomputed: only validation stands.
-            reseal(&mut bytes);
-        }
-        let temp = tempfile::tempdir().unwrap();
-        let store = atlas::build::store::Store::new(temp.path());
-        let name = entry.file_name().unwrap().to_string_lossy().to_string();
-        let shard = entry.parent().unwrap().file_name().unwrap().to_string_lossy().to_string();
-        let key = blake3::Hash::from_hex(format!("{shard}{}", name.trim_end_matches(".facts"))).unwrap();
-        std::fs::create_dir_all(temp.path().join("cache").join(&shard)).unwrap();
-        std::fs::write(temp.path().join("cache").join(&shard).join(&name), &bytes).unwrap();
-        let whole = store.load_facts(&key);
-        let lazy = store.load_facts_lazily(&key);
-        // Both reads trust the same entries: the lazy one checks its head when it reads
-        // it and its body when it decodes it, as the whole one checks both.
-        let lazy_trusted = match &lazy {
-            atlas::build::store::Cached::Hit((_, lazy)) => {
-                lazy.references();
-                lazy.damage().is_none()
-            }
-            _ => false,
-        };
-        prop_assert_eq!(
-            matches!(whole, atlas::build::store::Cached::Hit(_)),
-            lazy_trusted
-        );
-        if let atlas::build::store::CachedFacts::Hit(facts) = whole {
-            let units = [atlas::build::resolve::SourceUnit {
-                path: "a.py",
-                language: Some(Language::Python),
-                facts: Some(&facts),
-                lazy: None,
-            }];
-            let resolved = atlas::build::resolve::resolve(&units, None);
-            if let atlas::build::store::Cached::Hit((head, lazy)) = lazy {
-                prop_assert_eq!(lazy.references(), facts.refs.as_slice());
-                prop_assert_eq!(lazy.bindings(), facts.bindings.as_slice());
-                let units = [atlas::build::resolve::SourceUnit {
-                    path: "a.py",
-                    language: Some(Language::Python),
-                    facts: Some(&head),
-                    lazy: Some(&lazy),
-                }];
-                let again = atlas::build::resolve::resolve(&units, None);
-                prop_assert_eq!(&again.nodes, &resolved.nodes);
-                prop_assert_eq!(&again.edges, &resolved.edges);
-                prop_assert_eq!(&again.frontier, &resolved.frontier);
-                prop_assert_eq!(again.external_references, resolved.external_references);
-            }
-        }
+        damaged_cache_entry_case(index, &edits, rehash)?;
     }
 
     #[test]

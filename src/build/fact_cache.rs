@@ -284,7 +284,7 @@ fn read_body(file: &mut File, layout: &Layout, head: &FileFacts) -> Result<Body,
         }
     }
     for (at, b) in body.bindings.iter().enumerate() {
-        if !ordered(&b.site) || !in_range(b.scope) {
+        if !ordered(&b.site) || !in_range(b.scope) || !in_range(b.value_scope) {
             return Err(damaged(format!("binding {at} is out of range")));
         }
     }

@@ -315,7 +315,7 @@ impl FileFacts {
         if let Some(at) = self
             .bindings
             .iter()
-            .position(|b| !in_range(b.scope) || !ordered(&b.site))
+            .position(|b| !in_range(b.scope) || !in_range(b.value_scope) || !ordered(&b.site))
         {
             return Err(InconsistentFacts(format!("binding {at} is out of range")));
         }

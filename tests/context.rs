@@ -299,6 +299,125 @@ fn required_evidence_that_cannot_fit_is_a_typed_error() {
     assert_eq!(below.error().details().needs_bytes, Some(needs));
 }
 
+/// A long query (a pasted traceback, an issue's text) is repeated in the answer's `query`
+/// and in every continuation argv. Under the profile's default ceiling those echoes are
+/// not charged to the required evidence: the ceiling is raised by them, and the answer
+/// says so. A ceiling given by `--max-bytes` is kept, and its error names a ceiling that
+/// holds the answer when asked for.
+#[test]
+fn a_long_query_raises_the_default_ceiling_by_its_echoes_and_a_given_one_is_kept() {
+    let s = built("python");
+    let prose = "why is the amount due wrong when the cart holds many items ".repeat(110);
+    let query = format!("checkout {prose}");
+    assert!(query.len() > 6_000, "{}", query.len());
+    let out = frozen_json(&s, &query, "symbol");
+    assert_eq!(out.anchor_symbols(), ["shop/pricing.py::checkout"]);
+    let raised = out
+        .diagnostic("atlas-context-ceiling-raised")
+        .expect("a raised ceiling is said");
+    assert!(raised.message.contains("16000"), "{}", raised.message);
+    let limits = &out.receipt.limits;
+    assert!(limits.max_bytes > 16_000, "{}", limits.max_bytes);
+    assert!(limits.overridden.is_empty(), "{:?}", limits.overridden);
+    assert!(out.receipt.serialized_bytes <= limits.max_bytes);
+    assert!(out.receipt.serialized_bytes > 16_000);
+    // Each continuation asks the same query under the same rule.
+    assert!(!out.omissions.is_empty());
+    for omission in &out.omissions {
+        if omission.reason != "policy" {
+            assert_eq!(omission.argv[2], query);
+        }
+        s.replay(&omission.argv).success();
+    }
+    // A short question is never raised.
+    let short = frozen_json(&s, "checkout", "symbol");
+    assert!(short.diagnostic("atlas-context-ceiling-raised").is_none());
+    assert_eq!(short.receipt.limits.max_bytes, 16_000);
+
+    // Given, the ceiling is kept: a typed error, whose ceiling then holds the answer.
+    let over = s
+        .context(&query)
+        .profile("symbol")
+        .frozen()
+        .max_bytes(16_000)
+        .json()
+        .run()
+        .failure(8, "atlas-context-required-budget");
+    let needs = over.error().details().needs_bytes.expect("needs_bytes");
+    let fits = s
+        .context(&query)
+        .profile("symbol")
+        .frozen()
+        .max_bytes(needs)
+        .json()
+        .run()
+        .success()
+        .context();
+    assert!(fits.receipt.serialized_bytes <= needs);
+    assert!(fits.diagnostic("atlas-context-ceiling-raised").is_none());
+}
+
+/// Required evidence over the default ceiling, raised or not: the error's ceiling is the
+/// one `--max-bytes` then asks for, which every continuation argv carries too, so the
+/// retry it advises holds the answer.
+#[test]
+fn the_ceiling_a_required_budget_error_advises_holds_the_answer() {
+    let s = Sandbox::new();
+    // Eight big functions, each called, referenced and calling: the page that holds all
+    // eight declarations leaves out callers, callees and references, three groups whose
+    // argv the retry lengthens with its `--max-bytes`.
+    let body: String = (0..50)
+        .map(|i| {
+            format!(
+                "    x{i} = helper_{}({i})  # padding to make each body big\n",
+                i % 3
+            )
+        })
+        .collect();
+    let mut code: String = (0..3)
+        .map(|i| format!("def helper_{i}(v):\n    return v\n\n"))
+        .collect();
+    for f in 0..8 {
+        code.push_str(&format!("def big_{f}():\n{body}    return 1\n\n"));
+        for c in 0..6 {
+            code.push_str(&format!("def call_{f}_{c}():\n    return big_{f}()\n\n"));
+            code.push_str(&format!(
+                "def keep_{f}_{c}():\n    handler = big_{f}\n    return handler\n\n"
+            ));
+        }
+    }
+    s.write("big.py", code);
+    s.build_json();
+    let query: String = (0..8).map(|f| format!("big_{f} ")).collect();
+    let over = s
+        .context(&query)
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(8, "atlas-context-required-budget");
+    let needs = over.error().details().needs_bytes.expect("needs_bytes");
+    assert!(needs > 16_000, "{needs}");
+    let fits = s
+        .context(&query)
+        .profile("symbol")
+        .frozen()
+        .max_bytes(needs)
+        .json()
+        .run()
+        .success()
+        .context();
+    assert!(fits.receipt.serialized_bytes <= needs);
+    assert!(fits.omissions.len() >= 3, "{:?}", fits.omissions);
+    assert!(
+        fits.omissions
+            .iter()
+            .all(|o| o.flag("--max-bytes").is_some()),
+        "{:?}",
+        fits.omissions
+    );
+}
+
 #[test]
 fn required_runtime_boundaries_over_the_slice_cap_fail_typed() {
     let s = Sandbox::new();
@@ -822,6 +941,27 @@ fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
         let out = s.replay(&choice.argv).success().context();
         assert_eq!(out.intent.anchors[0].symbol, choice.symbol);
     }
+    // A file whose name is no identifier (`search-stdin.rs`, `test-examples/`): its
+    // dotted id would not read back as one name, so the argv names it by its label.
+    let s = Sandbox::new();
+    s.write("examples/search-stdin.py", "def main():\n    return 1\n");
+    s.write("app/cli.py", "def main():\n    return 2\n");
+    s.write("app/simple.py", "def search():\n    return 3\n");
+    s.build_json();
+    let run = s
+        .context("main")
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(7, "atlas-context-ambiguous");
+    let error = run.error();
+    let choices = &error.details().choices;
+    assert_eq!(choices.len(), 2, "{choices:?}");
+    for choice in choices {
+        let out = s.replay(&choice.argv).success().context();
+        assert_eq!(out.anchor_symbols(), [choice.symbol.as_str()], "{choice:?}");
+    }
 }
 
 #[test]
@@ -999,6 +1139,12 @@ fn a_pasted_ref_anchors_the_definition_it_points_into() {
             "shop/models.py::Item.total",
         ),
         ("./shop/models.py:Item.total", "shop/models.py::Item.total"),
+        // GitHub's columns, tsc's `(line,col)`.
+        ("shop/models.py#L23C9-L24C20", "shop/models.py::Item.total"),
+        (
+            "shop/models.py(23,9): error TS2345: Argument of type",
+            "shop/models.py::Item.total",
+        ),
         (
             "why is shop/models.py:23 wrong?",
             "shop/models.py::Item.total",
@@ -1087,6 +1233,11 @@ fn a_path_pasted_from_elsewhere_names_the_inventoried_file_it_ends_with() {
         // An import's spelling: a module path without its extension.
         ("shop/models".into(), "shop/models.py"),
         ("./models".into(), "shop/models.py"),
+        // A link's query string comes before its fragment (`?plain=1#L23`).
+        (
+            "https://github.com/o/r/blob/main/shop/models.py?plain=1#L23-L24".into(),
+            "shop/models.py::Item.total",
+        ),
         // A traceback's frame is its file and line; its `in total` names the same anchor.
         (
             r#"File "/home/someone/checkout/shop/models.py", line 24, in total"#.into(),
@@ -1157,6 +1308,55 @@ fn a_traceback_anchors_the_repositorys_frames_and_not_the_users_functions() {
         let out = frozen_json(&s, frame, "symbol");
         assert_eq!(out.anchor_symbols(), [symbol], "{frame}");
     }
+}
+
+/// A traceback's source lines are the code at its frames, not names the user asks about:
+/// a call on one names the callee the graph has at its frame's line, and nothing else
+/// (`apply_discount(…)` under a frame at another line, `print(…)`, `main()` are searched,
+/// never anchors), indented or flattened. Without a search index, its many unused terms
+/// are one diagnostic.
+#[test]
+fn a_tracebacks_source_lines_are_searched_and_never_anchor() {
+    let s = Sandbox::with_fixture("python");
+    s.call("build").arg("--no-search").run().success();
+    let trace = "Traceback (most recent call last):\n  File \"/home/me/tool/run.py\", line 5, in <module>\n    main()\n  File \"/home/me/tool/run.py\", line 3, in main\n    print(quick_cart(names))\n  File \"/ci/checkout/shop/pricing.py\", line 10, in checkout\n    amount = apply_discount(amount, 0.1)\n  File \"/ci/checkout/shop/models.py\", line 37, in total\n    return round_money(sum(item.total(1) for item in self.items))\nTypeError: unsupported operand type(s) for +: 'int' and 'NoneType'";
+    let flattened: String = trace
+        .lines()
+        .map(|line| format!("{}\n", line.trim_start()))
+        .collect();
+    for query in [trace, flattened.as_str()] {
+        let out = frozen_json(&s, query, "flow");
+        assert_eq!(
+            out.anchor_symbols(),
+            ["shop/pricing.py::checkout", "shop/models.py::Cart.total"],
+            "{query}"
+        );
+        let free = &out.intent.free_terms;
+        for term in ["print", "apply_discount", "round_money"] {
+            assert!(free.iter().any(|t| t == term), "{term}: {free:?}");
+        }
+        let unused: Vec<_> = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "atlas-context-unused-term")
+            .collect();
+        assert_eq!(unused.len(), 1, "{unused:?}");
+        assert!(
+            unused[0].message.contains("more terms"),
+            "{}",
+            unused[0].message
+        );
+    }
+    // A source line's call that the graph has at its frame's line names that callee.
+    let at_its_line = "Traceback (most recent call last):\n  File \"/ci/checkout/shop/pricing.py\", line 9, in checkout\n    amount = util.apply_discount(amount, 0.1)\nTypeError: unsupported operand";
+    let out = frozen_json(&s, at_its_line, "flow");
+    assert_eq!(
+        out.anchor_symbols(),
+        ["shop/pricing.py::checkout", "shop/util.py::apply_discount"]
+    );
+    // The same call asked as a question is a name.
+    let asked = frozen_json(&s, "why does round_money(amount) round down", "symbol");
+    assert_eq!(asked.anchor_symbols(), ["shop/util.py::round_money"]);
 }
 
 /// A Node.js stack: each `at f (path:line:column)` in the repository anchors its
@@ -1993,18 +2193,30 @@ fn a_below_relevance_continuation_shows_the_band_under_the_threshold() {
     assert_eq!(earlier.flag("--max-score"), None);
 }
 
+/// A policy group's argv names its top symbol: asked again, in any profile, that test's
+/// body comes back whole.
 #[test]
-fn naming_a_test_files_path_shows_its_bodies() {
+fn a_policy_groups_argv_shows_its_top_symbols_body() {
     let s = built("python");
-    let first = frozen_json(&s, "checkout", "symbol");
-    let policy = first.omission("policy").expect("a policy group");
-    assert_eq!(policy.argv[2], "tests/test_pricing.py");
-    // The argv names the path: its tests come back whole, with no policy group again.
-    let named = s.replay(&policy.argv).success().context();
-    let tests: Vec<_> = named.of_class("member").collect();
-    assert!(!tests.is_empty(), "{:?}", named.ids());
-    assert!(tests.iter().all(|e| e.projection == "full"), "{tests:?}");
-    assert!(named.omission("policy").is_none(), "{:?}", named.omissions);
+    let mut seen = 0;
+    for profile in ["symbol", "flow", "impact", "architecture"] {
+        let first = frozen_json(&s, "checkout", profile);
+        let Some(policy) = first.omission("policy") else {
+            continue;
+        };
+        seen += 1;
+        let top = policy.top.symbol.as_deref().expect("a top symbol");
+        assert!(top.starts_with("tests/test_pricing.py::"), "{top}");
+        assert_eq!(policy.argv[2], top, "{profile}");
+        let named = s.replay(&policy.argv).success().context();
+        let shown = named
+            .evidence
+            .iter()
+            .find(|e| e.symbol.as_deref() == Some(top))
+            .unwrap_or_else(|| panic!("{profile}: {top} not in {:?}", named.ids()));
+        assert_eq!(shown.projection, "full", "{profile}: {shown:?}");
+    }
+    assert!(seen >= 1, "no profile left a test body out by policy");
 }
 
 #[test]

@@ -1289,35 +1289,47 @@ fn a_store_the_reader_cannot_write_answers_from_its_committed_generation() {
     let s = built("python");
     s.write("shop/util.py", {
         let old = std::fs::read_to_string(s.repo().join("shop/util.py")).unwrap();
-        old + "\n# edited after the build\n"
+        old + "\n# edited after the build\ndef added_later():\n    return 0\n"
     });
     let euid = std::process::Command::new("id").arg("-u").output().unwrap();
     let as_root = String::from_utf8_lossy(&euid.stdout).trim() == "0";
     let repo = s.repo();
     let atlas = env!("CARGO_BIN_EXE_atlas");
-    let query = [
-        "--code",
-        repo.to_str().unwrap(),
-        "context",
-        "checkout",
-        "--profile",
-        "symbol",
-        "--format",
-        "json",
-    ];
-    let run = if as_root {
-        // Root writes anywhere: the reader is `nobody`, for whom the root-owned store is
-        // read-only (the sandbox is opened for reading to it).
-        std::fs::set_permissions(s.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut argv = vec!["--reuid=65534", "--regid=65534", "--clear-groups", atlas];
-        argv.extend(query);
-        s.run_bin("setpriv", &argv)
-    } else {
-        set_writable(&s.graph(), false);
-        let run = s.run_bin(atlas, &query);
-        set_writable(&s.graph(), true);
-        run
+    let read = |name: &str| {
+        let query = [
+            "--code",
+            repo.to_str().unwrap(),
+            "context",
+            name,
+            "--profile",
+            "symbol",
+            "--format",
+            "json",
+        ];
+        if as_root {
+            // Root writes anywhere: the reader is `nobody`, for whom the root-owned store
+            // is read-only (the sandbox is opened for reading to it).
+            std::fs::set_permissions(s.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+            let mut argv = vec!["--reuid=65534", "--regid=65534", "--clear-groups", atlas];
+            argv.extend(query);
+            s.run_bin("setpriv", &argv)
+        } else {
+            set_writable(&s.graph(), false);
+            let run = s.run_bin(atlas, &query);
+            set_writable(&s.graph(), true);
+            run
+        }
     };
+    // A name added since the build is no match in the committed generation; the error
+    // says why the graph is stale, on stderr, as an answer does in its diagnostics.
+    let added = read("added_later").failure(7, "atlas-context-no-match");
+    assert!(
+        added.stderr.contains("warning[atlas-context-stale-graph]")
+            && added.stderr.contains("cannot be written"),
+        "{}",
+        added.stderr
+    );
+    let run = read("checkout");
     let run = run.success();
     let out: Value = serde_json::from_str(&run.stdout).unwrap();
     let codes: Vec<&str> = out["diagnostics"]

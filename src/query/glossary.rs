@@ -47,6 +47,7 @@ const GLOSSARY: &[(&str, &str)] = &[
     ("aviso", "warning"),
     ("banco", "database"),
     ("biblioteca", "library"),
+    ("binario", "binary"),
     ("buscar", "search"),
     ("cabecalho", "header"),
     ("cadeia", "string"),
@@ -78,6 +79,7 @@ const GLOSSARY: &[(&str, &str)] = &[
     ("copiar", "copy"),
     ("criar", "create"),
     ("dado", "data"),
+    ("decidir", "decide"),
     ("declarar", "declare"),
     ("definicao", "definition"),
     ("definir", "define"),
@@ -86,6 +88,7 @@ const GLOSSARY: &[(&str, &str)] = &[
     ("derivar", "differentiate"),
     ("desconto", "discount"),
     ("desenhar", "draw"),
+    ("detectar", "detect"),
     ("diretorio", "directory"),
     ("dividir", "divide"),
     ("divisao", "division"),
@@ -240,16 +243,32 @@ fn has_portuguese_letter(word: &str) -> bool {
     })
 }
 
-/// Whether `words` read as a Portuguese question.
+/// Question words and forms no English text writes: one of them with a word of the
+/// glossary marks a question typed without accents (`como o sympy calcula a derivada`).
+const STRONG_MARKERS: &[&str] = &[
+    "como", "essa", "esse", "isso", "nao", "onde", "pela", "pelo", "porque", "quais", "qual",
+    "quando", "quem", "sao", "sobre", "uma",
+];
+
+/// Whether `words` read as a Portuguese question: a letter only Portuguese writes, two
+/// small words of it, or one question word of it and a word of the glossary.
 fn is_portuguese(words: &[&str]) -> bool {
+    let bare = |word: &str| {
+        word.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
     let marker = |word: &str| {
-        let word = word
-            .trim_matches(|c: char| !c.is_alphanumeric())
-            .to_lowercase();
+        let word = bare(word);
         matches!(word.as_str(), "é" | "à" | "às") || MARKERS.contains(&folded(&word).as_str())
+    };
+    let strong = |word: &str| STRONG_MARKERS.contains(&folded(&bare(word)).as_str());
+    let in_glossary = |word: &str| {
+        let word = folded(&bare(word));
+        word.chars().count() >= 3 && forms(&word).iter().any(|form| lookup(form).is_some())
     };
     words.iter().any(|w| has_portuguese_letter(w))
         || words.iter().filter(|w| marker(w)).count() >= 2
+        || (words.iter().any(|w| strong(w)) && words.iter().any(|w| in_glossary(w)))
 }
 
 fn lookup(form: &str) -> Option<&'static str> {
@@ -395,7 +414,7 @@ mod tests {
         for (pt, _) in GLOSSARY {
             assert_eq!(folded(pt), *pt, "{pt} is written folded");
         }
-        for marker in MARKERS {
+        for marker in MARKERS.iter().chain(STRONG_MARKERS) {
             assert_eq!(folded(marker), *marker, "{marker} is written folded");
         }
     }
@@ -417,6 +436,15 @@ mod tests {
         assert_eq!(
             english("onde o arquivo de configuração é lido"),
             ["file", "configuration", "read"]
+        );
+        // Typed without accents: a question word and a word of the glossary.
+        assert_eq!(
+            english("como o sympy calcula a derivada?"),
+            ["calculation", "derivative"]
+        );
+        assert_eq!(
+            english("onde o ripgrep detecta arquivos binarios?"),
+            ["detect", "file", "binary"]
         );
     }
 

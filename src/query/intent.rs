@@ -193,6 +193,10 @@ pub enum Word {
     /// Written as code: `snake_case`, `CamelCase`/`mixedCase`, dotted or `::`-qualified,
     /// backticked, or a call `f()`.
     Code(String),
+    /// A name written as code on a traceback's source line (`util.apply_discount(…)`
+    /// under its frame): it names the callee at the frame's line, when the graph has that
+    /// call there, and nothing else.
+    SourceName(String),
     /// A plain word: a name only alone, or as a unique strong match.
     Plain(String),
     /// Never a name: stop words, numbers, punctuation.
@@ -263,74 +267,143 @@ pub fn words(query: &str) -> Vec<Word> {
     let query: &str = &plain;
     let mut out = Vec::new();
     let mut previous = "";
-    for raw in query.split_whitespace() {
-        // A Rust panic's `thread 'main' panicked at …`: the quotes name a thread.
-        let thread_name = previous == "thread" && raw.starts_with('\'');
-        previous = raw;
-        if thread_name {
-            out.push(Word::Free(raw.trim_matches('\'').to_string()));
-            continue;
-        }
-        // A traceback's `<module>`, `<lambda>`, `<listcomp>`: no function's name (a JSX
-        // tag, `<UserBadge>`, is one).
-        if raw.len() > 2
-            && raw.starts_with('<')
-            && raw.ends_with('>')
-            && raw[1..raw.len() - 1]
-                .bytes()
-                .all(|b| b.is_ascii_lowercase())
-        {
-            out.push(Word::Free(raw.to_string()));
-            continue;
-        }
-        // Backticks, and the single quotes of an error message (`'Rational' and 'str'`),
-        // mark code.
-        let bare = raw.trim_end_matches([',', ';', ':', '.', '?', '!', ')']);
-        let quoted = raw.starts_with('`')
-            || raw.ends_with('`')
-            || (bare.len() > 2 && bare.starts_with('\'') && bare.ends_with('\''));
-        // Sentence punctuation around a word is not part of it (`registered?`, `(see`).
-        let mut token = raw.trim_matches(|c: char| {
-            matches!(
-                c,
-                '"' | '\'' | '`' | ',' | ';' | ':' | '?' | '!' | '[' | ']' | '{' | '}' | '<' | '>'
-            )
-        });
-        token = token.trim_start_matches('(');
-        // A call: `f()`, `Session.send(…)`.
-        let called = token.find('(').filter(|&at| at > 0);
-        // A JVM stack frame names its file and line in the call's parentheses
-        // (`com.x.Foo.bar(Foo.java:42)`): that ref is a word of its own.
-        let mut frame = None;
-        if let Some(at) = called {
-            let inside = token[at + 1..].trim_end_matches(')');
-            if inside.contains(':') && !inside.contains(['(', ' ']) && is_path_shaped(inside) {
-                frame = Some(Word::Path(inside.to_string()));
+    let source_lines = traceback_source_lines(query);
+    let tokens = query
+        .lines()
+        .zip(source_lines)
+        .flat_map(|(line, source)| line.split_whitespace().map(move |raw| (raw, source)));
+    for (raw, source) in tokens {
+        // A traceback's source line is the code at its frame, not what the user asks
+        // about: its names (`print(simplify(expr))`, `rv = F(rv)`) name only the calls the
+        // graph has at that line (`SourceName`); the rest is searched.
+        if source {
+            let at = out.len();
+            word_of(raw, &mut previous, &mut out);
+            for word in &mut out[at..] {
+                *word = match std::mem::replace(word, Word::Free(String::new())) {
+                    Word::Code(text) => Word::SourceName(text),
+                    Word::Plain(text) | Word::Path(text) => Word::Free(text),
+                    other => other,
+                };
             }
-            token = &token[..at];
-        }
-        let token = token.trim_end_matches(')').trim_end_matches('.');
-        if token.is_empty() {
-            out.extend(frame);
             continue;
         }
-        if let Some(relation) = Relation::parse(&token.to_lowercase()) {
-            out.push(Word::Relation(relation));
-        } else if is_path_shaped(token) {
-            out.push(Word::Path(token.to_string()));
-        } else if !is_identifier_shaped(token) {
-            out.push(Word::Free(token.to_string()));
-        } else if quoted || called.is_some() || is_code_shaped(token) {
-            out.push(Word::Code(token.to_string()));
-        } else if is_stop_word(token) {
-            out.push(Word::Free(token.to_string()));
-        } else {
-            out.push(Word::Plain(token.to_string()));
-        }
-        out.extend(frame);
+        word_of(raw, &mut previous, &mut out);
     }
     frames_as_refs(&mut out);
     out
+}
+
+/// For each line of `query`, whether it is a Python traceback's source line: the line
+/// after a frame's `File "…", line N` that is indented deeper, or, in a paste that lost
+/// its indentation, any line there but another frame or the exception (`TypeError: …`).
+fn traceback_source_lines(query: &str) -> Vec<bool> {
+    let lines: Vec<&str> = query.lines().collect();
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let is_frame = |line: &str| {
+        let line = line.trim_start();
+        line.starts_with("File \"") && line.contains("\", line ")
+    };
+    let is_exception = |line: &str| {
+        let head = line.trim().split(':').next().unwrap_or("");
+        line.trim().contains(':')
+            && !head.is_empty()
+            && head
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    };
+    let mut source = vec![false; lines.len()];
+    for at in 1..lines.len() {
+        let (frame, line) = (lines[at - 1], lines[at]);
+        if !is_frame(frame) || line.trim().is_empty() || is_frame(line) {
+            continue;
+        }
+        source[at] = indent(line) > indent(frame)
+            || (indent(line) == indent(frame)
+                && !is_exception(line)
+                && !line.trim_start().starts_with("Traceback"));
+    }
+    source
+}
+
+/// Reads one whitespace-separated word of a query into `out` (a call whose parentheses
+/// hold a JVM frame's ref adds that ref too); `previous` is the word before it.
+fn word_of<'q>(raw: &'q str, previous: &mut &'q str, out: &mut Vec<Word>) {
+    // A Rust panic's `thread 'main' panicked at …`: the quotes name a thread.
+    let thread_name = *previous == "thread" && raw.starts_with('\'');
+    *previous = raw;
+    if thread_name {
+        out.push(Word::Free(raw.trim_matches('\'').to_string()));
+        return;
+    }
+    // A traceback's `<module>`, `<lambda>`, `<listcomp>`: no function's name (a JSX
+    // tag, `<UserBadge>`, is one).
+    if raw.len() > 2
+        && raw.starts_with('<')
+        && raw.ends_with('>')
+        && raw[1..raw.len() - 1]
+            .bytes()
+            .all(|b| b.is_ascii_lowercase())
+    {
+        out.push(Word::Free(raw.to_string()));
+        return;
+    }
+    // Backticks, and the single quotes of an error message (`'Rational' and 'str'`),
+    // mark code.
+    let bare = raw.trim_end_matches([',', ';', ':', '.', '?', '!', ')']);
+    let quoted = raw.starts_with('`')
+        || raw.ends_with('`')
+        || (bare.len() > 2 && bare.starts_with('\'') && bare.ends_with('\''));
+    // Sentence punctuation around a word is not part of it (`registered?`, `(see`).
+    let mut token = raw.trim_matches(|c: char| {
+        matches!(
+            c,
+            '"' | '\'' | '`' | ',' | ';' | ':' | '?' | '!' | '[' | ']' | '{' | '}' | '<' | '>'
+        )
+    });
+    token = token.trim_start_matches('(');
+    // A call: `f()`, `Session.send(…)`.
+    let called = token.find('(').filter(|&at| at > 0);
+    // A JVM stack frame names its file and line in the call's parentheses
+    // (`com.x.Foo.bar(Foo.java:42)`): that ref is a word of its own.
+    let mut frame = None;
+    if let Some(at) = called {
+        let inside = token[at + 1..].trim_end_matches(')');
+        // tsc's and MSBuild's `src/a.ts(11,8)`: the file at that line.
+        let (line, column) = inside.split_once(',').unwrap_or((inside, "0"));
+        let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        if digits(line) && digits(column) && is_path_shaped(&token[..at]) {
+            out.push(Word::Path(format!("{}:{line}", &token[..at])));
+            return;
+        }
+        if inside.contains(':') && !inside.contains(['(', ' ']) && is_path_shaped(inside) {
+            frame = Some(Word::Path(inside.to_string()));
+        }
+        token = &token[..at];
+    }
+    // A quoted name at a sentence's end (`'User'.`): its closing quote after the stop.
+    let token = token
+        .trim_end_matches(')')
+        .trim_end_matches('.')
+        .trim_end_matches(['\'', '"', '`']);
+    if token.is_empty() {
+        out.extend(frame);
+        return;
+    }
+    if let Some(relation) = Relation::parse(&token.to_lowercase()) {
+        out.push(Word::Relation(relation));
+    } else if is_path_shaped(token) {
+        out.push(Word::Path(token.to_string()));
+    } else if !is_identifier_shaped(token) {
+        out.push(Word::Free(token.to_string()));
+    } else if quoted || called.is_some() || is_code_shaped(token) {
+        out.push(Word::Code(token.to_string()));
+    } else if is_stop_word(token) {
+        out.push(Word::Free(token.to_string()));
+    } else {
+        out.push(Word::Plain(token.to_string()));
+    }
+    out.extend(frame);
 }
 
 /// A stack frame is one word, its ref and the function it names (`Word::Frame`): a Python
@@ -504,7 +577,11 @@ pub fn may_search(query: &str) -> bool {
         .filter(|w| {
             matches!(
                 w,
-                Word::Path(_) | Word::Frame { .. } | Word::Code(_) | Word::Plain(_)
+                Word::Path(_)
+                    | Word::Frame { .. }
+                    | Word::Code(_)
+                    | Word::Plain(_)
+                    | Word::SourceName(_)
             )
         })
         .count();
@@ -615,8 +692,11 @@ pub fn parse(graph: &Graph, crates: &Crates, query: &str) -> Intent {
             _ => None,
         })
         .collect();
+    // The definitions the last frame points into, and its line: what its source line's
+    // names are calls from.
+    let mut last_frame: Option<(Vec<NodeId>, u32)> = None;
     for (word, frame) in names.into_iter().zip(frames) {
-        if let Word::Code(text) | Word::Plain(text) = word
+        if let Word::Code(text) | Word::Plain(text) | Word::SourceName(text) = word
             && outside.contains(text.as_str())
         {
             matcher.intent.free_terms.push(text.clone());
@@ -624,11 +704,22 @@ pub fn parse(graph: &Graph, crates: &Crates, query: &str) -> Intent {
         }
         match word {
             Word::Frame { at, function } => match frame.flatten() {
-                Some((tier, nodes)) => matcher.push(at, tier, nodes),
+                Some((tier, nodes)) => {
+                    last_frame = split_line_ref(at).map(|(_, line)| (nodes.clone(), line));
+                    matcher.push(at, tier, nodes);
+                }
                 None => {
+                    last_frame = None;
                     matcher.intent.free_terms.push(at.clone());
                     matcher.intent.free_terms.extend(function.clone());
                 }
+            },
+            Word::SourceName(text) => match last_frame
+                .as_ref()
+                .and_then(|(nodes, line)| callee_at(graph, nodes, *line, text))
+            {
+                Some(callee) => matcher.push(text, MatchTier::ExactId, vec![callee]),
+                None => matcher.intent.free_terms.push(text.clone()),
             },
             Word::Path(text) => {
                 let path = text.trim_start_matches("./").trim_end_matches('/');
@@ -1244,14 +1335,22 @@ fn full_id(graph: &Graph, node: NodeId) -> String {
     }
 }
 
-/// The words that name `node` alone when a query is asked again: its exact id when that
-/// matches it alone, else its label (`path::Qualified` for files and modules' paths).
+/// The words that name `node` alone when a query is asked again: its exact id (dotted)
+/// when that reads back as one name, else its label (`path::Qualified`), as for a file
+/// whose name is no identifier (`search-stdin.rs`); files and modules by their paths.
 pub fn unique_name(graph: &Graph, node: NodeId) -> String {
     match graph.kind(node) {
         SymbolKind::Module | SymbolKind::File => {
             graph.str(graph.node(node).qualified()).to_string()
         }
-        _ => full_id(graph, node),
+        _ => {
+            let id = full_id(graph, node);
+            if is_identifier_shaped(&id) {
+                id
+            } else {
+                graph.label(node)
+            }
+        }
     }
 }
 
@@ -1344,7 +1443,7 @@ fn label_nodes(graph: &Graph, label: &str) -> Option<Vec<NodeId>> {
 /// generation's tables are read; the path must be an inventoried file.
 fn pasted_ref_nodes(graph: &Graph, text: &str) -> Option<Vec<NodeId>> {
     let (path, rest, link) = match text.split_once("#L") {
-        Some((path, lines)) => (path, lines.split(['-', '@']).next().unwrap_or(""), true),
+        Some((path, lines)) => (path, link_line(lines), true),
         None => text
             .split_once(':')
             .map(|(path, rest)| (path, rest, false))?,
@@ -1363,6 +1462,20 @@ fn pasted_ref_nodes(graph: &Graph, text: &str) -> Option<Vec<NodeId>> {
         return Some(vec![first]);
     }
     label_nodes(graph, &format!("{path}::{rest}"))
+}
+
+/// The definition that `name` (its last segment) calls at the 1-based `line` of one of
+/// `callers`: a source line's call, as the graph resolved it at that site.
+fn callee_at(graph: &Graph, callers: &[NodeId], line: u32, name: &str) -> Option<NodeId> {
+    let last = name.rsplit(['.', ':']).next().unwrap_or(name);
+    callers
+        .iter()
+        .flat_map(|&caller| graph.out_edges(caller))
+        .filter(|edge| {
+            edge.kind == EdgeKind::Calls as u8 && edge.site.start_line.to_native() + 1 == line
+        })
+        .map(|edge| edge.node())
+        .find(|&callee| graph.str(graph.node(callee).name()) == last)
 }
 
 /// The definitions a stack frame (`at` is its `path:line`, `function` the name it gives)
@@ -1462,6 +1575,20 @@ fn name_segments(text: &str) -> Vec<&str> {
     text.split(['.', ':']).filter(|s| !s.is_empty()).collect()
 }
 
+/// The first line of a link's `#L…` fragment (what follows `#L`): `10`, `10-L20`,
+/// `10@hash`, and GitHub's columns `10C5-L20C6`.
+fn link_line(lines: &str) -> &str {
+    let first = lines.split(['-', '@']).next().unwrap_or("");
+    match first.split_once('C') {
+        Some((line, column))
+            if !column.is_empty() && column.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            line
+        }
+        _ => first,
+    }
+}
+
 /// A ref's path and line: `path:line`, or `path:line:column`.
 fn split_line_ref(text: &str) -> Option<(&str, u32)> {
     let (rest, last) = text.rsplit_once(':')?;
@@ -1486,7 +1613,7 @@ pub fn line_past_end(graph: &Graph, anchor: &Anchor) -> Option<(u32, u32)> {
     let line = match term.split_once("#L") {
         Some((_, lines)) => {
             // Digits beyond any line count (`#L99999999999999999999`) are past the end.
-            let digits = lines.split(['-', '@']).next()?;
+            let digits = link_line(lines);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
@@ -1536,13 +1663,22 @@ enum Elsewhere {
 fn path_elsewhere(graph: &Graph, text: &str) -> Option<Elsewhere> {
     let text = text.replace('\\', "/");
     let mut text = text.as_str();
+    let without_query: String;
     if let Some((scheme, rest)) = text.split_once("://")
         && !scheme.is_empty()
         && scheme.bytes().all(|b| b.is_ascii_alphabetic())
     {
-        // The host is never a repository directory; a query string is no part of a path.
+        // The host is never a repository directory; a query string is no part of a path,
+        // but the fragment after it is the line (`a.py?plain=1#L10-L20`).
         let rest = rest.split_once('/').map_or("", |(_, path)| path);
-        text = rest.split(['?']).next().unwrap_or(rest);
+        without_query = match rest.split_once('?') {
+            Some((path, query)) => match query.split_once('#') {
+                Some((_, fragment)) => format!("{path}#{fragment}"),
+                None => path.to_string(),
+            },
+            None => rest.to_string(),
+        };
+        text = &without_query;
     }
     // The path ends at the first `:` or `#` after its last `/` (`C:/proj/a.py:42`).
     let last_slash = text.rfind('/').map_or(0, |at| at + 1);
@@ -1858,6 +1994,12 @@ mod tests {
             ]
         );
         assert!(shapes("why does <UserBadge> render twice").contains(&Code("UserBadge".into())));
+        // A quoted name at a sentence's end; tsc's `file(line,col)` is the file's line.
+        assert!(shapes("not assignable to type 'User'.").contains(&Code("User".into())));
+        assert_eq!(
+            shapes("src/api/handler.ts(11,8): error")[0],
+            Path("src/api/handler.ts:11".into())
+        );
         // A pseudo function name is none; a frame without `in` has no function.
         assert_eq!(
             shapes(r#"File "run.py", line 3, in <module> main()"#),

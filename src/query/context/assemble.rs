@@ -4,6 +4,7 @@
 use super::*;
 
 /// What a context response is assembled from besides its projection.
+#[derive(Clone, Copy)]
 pub(super) struct Assembly<'a> {
     pub(super) request: &'a ContextRequest,
     pub(super) fingerprint: &'a str,

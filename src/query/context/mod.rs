@@ -8,6 +8,7 @@
 
 pub mod anchor;
 mod assemble;
+mod fit;
 pub mod project;
 pub mod retrieve;
 pub mod spine;
@@ -31,6 +32,7 @@ use crate::query::profile::EvidenceClass;
 use crate::query::profile::{Profile, ProfileName};
 use crate::query::search;
 use assemble::Assembly;
+use fit::{ECHO_SLACK, Fit, Page, fit_page, query_echoes, required_budget};
 use project::{Diagnostic, EvidenceItem, Limits, Omission, ProjectInput, RelationOut};
 pub use project::{DiagnosticCode, OmissionReason};
 
@@ -499,7 +501,14 @@ pub fn run(
         freshness_ms,
         started,
     };
-    let mut result = compile_context_with(&open, request, Some(&search), config.early_retrieval)?;
+    let mut result = compile_context_with(&open, request, Some(&search), config.early_retrieval)
+        .inspect_err(|_| {
+            // An answer says so in a diagnostic; an error (a name added since the build is
+            // a no-match) says it here, or the reason would be lost.
+            if let Some(reason) = &stale {
+                eprintln!("warning[atlas-context-stale-graph]: {reason}");
+            }
+        })?;
     result.relevance = relevance.into_inner();
     Ok(result)
 }
@@ -680,12 +689,10 @@ fn settle(
         None => {}
         Some(Ok(found)) => hits = found,
         Some(Err(error)) => {
-            for term in &intent.free_terms {
+            if !intent.free_terms.is_empty() {
                 diagnostics.push(Diagnostic {
                     code: DiagnosticCode::UnusedTerm,
-                    message: format!(
-                        "`{term}` names no symbol or path, and hybrid search is unavailable: {error}"
-                    ),
+                    message: unused_terms_message(&intent.free_terms, &error),
                     path: None,
                     candidates: Vec::new(),
                 });
@@ -726,6 +733,30 @@ fn settle(
         }
     }
     Ok((hits, diagnostics))
+}
+
+/// How many unused terms one `atlas-context-unused-term` diagnostic names; it counts the
+/// rest. A pasted traceback has dozens, and the page's bytes are the evidence's.
+const UNUSED_TERMS_NAMED: usize = 12;
+
+/// The one diagnostic for the free terms search could not take: the first
+/// `UNUSED_TERMS_NAMED` of them named, the rest counted, and why search is unavailable.
+fn unused_terms_message(terms: &[String], error: &AtlasError) -> String {
+    let named: Vec<String> = terms
+        .iter()
+        .take(UNUSED_TERMS_NAMED)
+        .map(|term| format!("`{term}`"))
+        .collect();
+    let more = terms.len().saturating_sub(UNUSED_TERMS_NAMED);
+    let (subject, verb) = match (terms.len(), more) {
+        (1, _) => (named.join(", "), "names"),
+        (_, 0) => (named.join(", "), "name"),
+        (_, more) => (
+            format!("{} and {more} more terms", named.join(", ")),
+            "name",
+        ),
+    };
+    format!("{subject} {verb} no symbol or path, and hybrid search is unavailable: {error}")
 }
 
 /// Compiles the context of `request` over an open graph.
@@ -825,98 +856,62 @@ fn compile_context_with(
         paths_traversed: retrieval.paths_traversed,
         refreshed,
     };
-    let assemble =
-        |projection: &project::Projection,
-         omissions: &[Omission],
-         timings: TimingsOut,
-         bytes: usize| { assembly.output(projection, omissions.to_vec(), timings, bytes) };
-    // Widest timings and byte count: fitting decisions must not depend on clock digits.
-    let widest = || TimingsOut {
-        freshness: 99_999.999,
-        retrieval: 99_999.999,
-        projection: 99_999.999,
-        total: 99_999.999,
-    };
-
-    // The envelope: everything but evidence, with the omission groups of earlier pages
-    // (`after-cursor`), which are known before anything is projected.
-    let start = project::cursor_start(&retrieval.candidates, request.after.as_deref())?;
-    let empty = project::project(&input, &retrieval.candidates[..start], 0)?;
-    let envelope = json_of(&assemble(
-        &empty,
-        &assembly.omissions(&empty),
-        widest(),
-        1_000_000,
-    ))?
-    .len();
-    // Omission groups and the evidence array's own punctuation are not known yet.
-    let reserve = envelope + 300;
-    let budget = limits.max_bytes.saturating_sub(reserve);
-    // Required evidence over the ceiling: the error says the ceiling that holds it, the
-    // length of the answer with every optional candidate left out (measured only here).
-    let required_budget = |id: String| -> AtlasError {
-        let measured = (|| -> Result<usize> {
-            let mut minimal = project::project(&input, &retrieval.candidates, usize::MAX / 4)?;
-            while minimal.drop_last_optional().is_some() {}
-            let lengths = minimal
-                .evidence
-                .iter()
-                .map(|item| json_of(item).map(|json| json.len()))
-                .collect::<Result<Vec<usize>>>()?;
-            let omissions = assembly.omissions(&minimal);
-            let frame = json_of(&assembly.frame(&minimal, omissions, widest(), 1_000_000))?;
-            // Continuation argv at a higher ceiling carry longer numbers.
-            Ok(assemble::fitted_length(frame.len(), &lengths) + 64)
-        })();
-        match measured {
-            Ok(needs) => AtlasError::ContextRequiredBudget {
-                max_bytes: limits.max_bytes,
-                id,
-                needs,
-            },
-            Err(err) => err,
-        }
-    };
-    let mut projection = project::project(&input, &retrieval.candidates, budget)?;
-    // Each item is rendered once; each try measures the rest (`assemble::fitted_length`).
-    let mut item_lengths = projection
-        .evidence
-        .iter()
-        .map(|item| json_of(item).map(|json| json.len()))
-        .collect::<Result<Vec<usize>>>()?;
-    // Settling measures the page without its evidence; continuations depend on it (one
-    // that could not fit at the top of the next page asks for a larger ceiling).
-    let mut settles = 0;
-    let mut omissions = assembly.omissions(&projection);
-    loop {
-        let frame = assembly.frame(&projection, omissions.clone(), widest(), 1_000_000);
-        let frame = json_of(&frame)?.len();
-        let size = assemble::fitted_length(frame, &item_lengths);
-        if size <= limits.max_bytes {
-            if settles < 3 && projection.settle_frame(frame) {
-                settles += 1;
-                // Measured again only when the settled page's groups differ.
-                let settled = assembly.omissions(&projection);
-                if settled != omissions {
-                    omissions = settled;
-                    continue;
-                }
+    let candidates = &retrieval.candidates;
+    // Under the profile's own ceiling, a long query (a pasted traceback, an issue's text)
+    // can leave no room for its required evidence: the answer repeats the query in its
+    // `query` and in each continuation argv. The default ceiling is then raised by those
+    // echoes, and says so; a ceiling given by `--max-bytes` is kept as given.
+    let raised_limits;
+    let raised_diagnostics;
+    let raised_assembly;
+    let (assembly, page) = match fit_page(&input, &assembly, candidates)? {
+        Fit::Page(page) => (&assembly, page),
+        Fit::Over(id) => {
+            let echo = query_echoes(&input, &assembly, candidates)?;
+            if request.max_bytes.is_some() || echo.bytes == 0 {
+                return Err(required_budget(&input, &assembly, candidates, id));
             }
-            break;
+            raised_limits = Limits {
+                max_bytes: limits.max_bytes + echo.bytes + ECHO_SLACK,
+                ..limits.clone()
+            };
+            raised_diagnostics = {
+                let mut raised = diagnostics.clone();
+                raised.push(Diagnostic {
+                    code: DiagnosticCode::CeilingRaised,
+                    message: format!(
+                        "the query ({} bytes as JSON) is repeated in this answer's `query` and {} continuation argv; the profile's {}-byte ceiling could not hold the required evidence beside them and was raised to {} (--max-bytes sets a ceiling that is kept)",
+                        echo.query_bytes,
+                        echo.argvs,
+                        limits.max_bytes,
+                        raised_limits.max_bytes
+                    ),
+                    path: None,
+                    candidates: Vec::new(),
+                });
+                raised
+            };
+            let input = ProjectInput {
+                limits: &raised_limits,
+                ..input
+            };
+            raised_assembly = Assembly {
+                limits: &raised_limits,
+                diagnostics: &raised_diagnostics,
+                ..assembly
+            };
+            match fit_page(&input, &raised_assembly, candidates)? {
+                Fit::Page(page) => (&raised_assembly, page),
+                // The error's ceiling is for `--max-bytes`, which is never raised.
+                Fit::Over(_) => return Err(required_budget(&input, &assembly, candidates, id)),
+            }
         }
-        if let Some(index) = projection.drop_last_optional() {
-            item_lengths.remove(index);
-            omissions = assembly.omissions(&projection);
-        } else {
-            // The first required item the page cannot hold with those before it (none: the
-            // page holds no evidence and its envelope alone is over).
-            let over = (0..item_lengths.len()).find(|&end| {
-                assemble::fitted_length(frame, &item_lengths[..=end]) > limits.max_bytes
-            });
-            let id = over.map_or_else(String::new, |index| projection.evidence[index].id.clone());
-            return Err(required_budget(id));
-        }
-    }
+    };
+    let Page {
+        projection,
+        item_lengths,
+        omissions,
+    } = *page;
     let projection_ms = ms(stage);
     let timings = TimingsOut {
         freshness: freshness_ms,
@@ -931,7 +926,7 @@ fn compile_context_with(
         &item_lengths,
     );
     let mut bytes = assemble::self_counted_length(at_zero);
-    let mut output = assemble(&projection, &omissions, timings.clone(), bytes);
+    let mut output = assembly.output(&projection, omissions.clone(), timings.clone(), bytes);
     // One render when the count was right; the fixed point by trial otherwise.
     let mut rendered = None;
     for _ in 0..4 {
@@ -941,7 +936,7 @@ fn compile_context_with(
             break;
         }
         bytes = json.len();
-        output = assemble(&projection, &omissions, timings.clone(), bytes);
+        output = assembly.output(&projection, omissions.clone(), timings.clone(), bytes);
     }
     let json = match rendered {
         Some(json) => json,

@@ -105,6 +105,7 @@ pub struct Projection<'c> {
 }
 
 /// What the projector needs besides candidates.
+#[derive(Clone, Copy)]
 pub struct ProjectInput<'a> {
     pub graph: &'a Graph,
     pub code_root: &'a Path,
@@ -761,14 +762,13 @@ impl Projection<'_> {
                     thaw: true,
                     ..ArgvChange::default()
                 }),
-                // Policy: name the path to admit its bodies (R-PROJ-6).
-                OmissionReason::Policy => {
-                    let path = top.symbol.as_deref().and_then(|s| s.split("::").next());
-                    request.argv_with(ArgvChange {
-                        query: path,
-                        ..ArgvChange::default()
-                    })
-                }
+                // Policy: name the group's top symbol, whose body a query that names it
+                // admits (R-PROJ-6) in every profile; its path alone is answered as a
+                // file (its dependents, its modules), which need not show that body.
+                OmissionReason::Policy => request.argv_with(ArgvChange {
+                    query: top.symbol.as_deref(),
+                    ..ArgvChange::default()
+                }),
                 _ => {
                     let raised = (reason == OmissionReason::ByteCeiling)
                         .then(|| self.raised_ceiling(first, request, fingerprint, limits.max_bytes))

@@ -173,6 +173,10 @@ pub enum DiagnosticCode {
     /// The graph was rebuilt before answering.
     #[serde(rename = "atlas-context-refreshed")]
     Refreshed,
+    /// The profile's default ceiling was raised by the query's own echoes (its `query`
+    /// and continuation argv) so that the required evidence fits.
+    #[serde(rename = "atlas-context-ceiling-raised")]
+    CeilingRaised,
 }
 
 impl DiagnosticCode {
@@ -184,6 +188,7 @@ impl DiagnosticCode {
             DiagnosticCode::LinePastEnd => "atlas-context-line-past-end",
             DiagnosticCode::StaleGraph => "atlas-context-stale-graph",
             DiagnosticCode::Refreshed => "atlas-context-refreshed",
+            DiagnosticCode::CeilingRaised => "atlas-context-ceiling-raised",
         }
     }
 }

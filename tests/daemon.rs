@@ -548,6 +548,71 @@ fn a_daemon_whose_graph_directory_moved_stops_by_itself_when_asked() {
     assert!(ended.success(), "{ended:?}");
 }
 
+/// A daemon whose graph directory is deleted can no longer be reached or stopped, and a
+/// new one could start beside it for the rebuilt directory: it stops by itself.
+#[test]
+fn a_daemon_whose_graph_directory_is_deleted_stops_by_itself() {
+    let sandbox = built("python");
+    let mut daemon = Daemon::start(&sandbox, &[], &[]);
+    std::fs::remove_dir_all(sandbox.graph()).unwrap();
+    let mut child = daemon.child.take().unwrap();
+    let started = Instant::now();
+    let ended = loop {
+        if let Some(ended) = child.try_wait().unwrap() {
+            break ended;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the daemon still runs a minute after its graph directory was deleted");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(ended.success(), "{ended:?}");
+}
+
+/// `daemon start` beside a daemon that serves the graph for another code root is an error
+/// that names that root, not the other daemon's status as though it were this one's; for
+/// the same root, limits asked for that the running daemon does not have are said not to
+/// apply.
+#[test]
+fn starting_beside_a_daemon_of_another_root_is_refused_and_other_limits_are_said_unapplied() {
+    let sandbox = built("python");
+    let _daemon = Daemon::start(&sandbox, &[], &[]);
+    let other = sandbox.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("a.py"), "def a():\n    return 1\n").unwrap();
+    let graph = sandbox.graph();
+    let refused = sandbox
+        .run_bin(
+            env!("CARGO_BIN_EXE_atlas"),
+            &[
+                "--code",
+                other.to_str().unwrap(),
+                "--graph",
+                graph.to_str().unwrap(),
+                "daemon",
+                "start",
+            ],
+        )
+        .failure(15, "atlas-daemon-unavailable");
+    assert!(
+        refused.stderr.contains("already serves"),
+        "{}",
+        refused.stderr
+    );
+    let same = sandbox
+        .atlas(&["daemon", "start", "--query-workers", "1"])
+        .success();
+    assert!(same.stderr.contains("are not applied"), "{}", same.stderr);
+    assert_eq!(
+        sandbox
+            .atlas(&["daemon", "status", "--format", "json"])
+            .success()
+            .json()["limits"]["workers"],
+        2
+    );
+}
+
 /// A raw status exchange, as a client in another language would do it.
 #[test]
 fn the_protocol_is_one_json_line_each_way() {

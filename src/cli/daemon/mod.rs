@@ -174,6 +174,33 @@ fn print_status(probe: &Probe, format: Format) -> Result<()> {
     }
 }
 
+/// `daemon start` when a daemon already serves the graph: its status, when it serves this
+/// code root (the limits asked for, if they differ, are not applied: said on stderr);
+/// `atlas-daemon-unavailable` when it serves another one.
+fn already_running(
+    status: Box<DaemonStatus>,
+    code_root: &Path,
+    limits: &Limits,
+    format: Format,
+) -> Result<()> {
+    if status.code_root != code_root {
+        return Err(AtlasError::DaemonUnavailable(format!(
+            "a daemon (pid {}) already serves this graph for {}, not {}; stop it first (`atlas daemon stop`)",
+            status.pid,
+            status.code_root.display(),
+            code_root.display()
+        )));
+    }
+    let asked = serde_json::to_value(limits).unwrap_or_default();
+    if asked != status.limits {
+        eprintln!(
+            "atlas daemon: already running (pid {}) with limits {}; the limits asked for ({asked}) are not applied until it is stopped and started again",
+            status.pid, status.limits
+        );
+    }
+    print_status(&Probe::Running(status), format)
+}
+
 fn run_start(call: &Call, args: &StartArgs) -> Result<()> {
     let location = call.read_location()?;
     let limits = Limits {
@@ -197,7 +224,7 @@ fn run_start(call: &Call, args: &StartArgs) -> Result<()> {
         return server::serve(location, call.config.clone(), limits, start_watch);
     }
     if let Probe::Running(status) = query_status(&location.graph_dir) {
-        return print_status(&Probe::Running(status), args.format);
+        return already_running(status, &location.code_root, &limits, args.format);
     }
     std::fs::create_dir_all(&location.graph_dir).at(&location.graph_dir)?;
     let log_path = location.graph_dir.join(LOG_FILE);

@@ -361,6 +361,7 @@ pub fn serve(
             .spawn(move || supervise(shared, deaths, died))
             .map_err(|e| AtlasError::io("<supervisor thread>", e))?;
     }
+    keep_while_the_directory_is(&shared, &lock, &socket)?;
     eprintln!(
         "atlas daemon: pid {} serving {} with {} workers on {}",
         std::process::id(),
@@ -409,6 +410,40 @@ pub fn serve(
         std::thread::sleep(Duration::from_millis(10));
     }
     drop(lock);
+    Ok(())
+}
+
+/// How often the daemon checks that its graph directory is still there.
+const KEEPER_PERIOD: Duration = Duration::from_secs(1);
+
+/// Stops the daemon once its graph directory is deleted (the lock file it holds unlinked):
+/// nothing could reach it then, `daemon stop` finds no socket, and a new daemon could
+/// start beside it for the rebuilt directory. A directory moved whole keeps the lock's
+/// link and the socket beside it, so the daemon stays reachable and waits to be stopped.
+fn keep_while_the_directory_is(
+    shared: &Arc<Shared>,
+    lock: &std::fs::File,
+    socket: &Path,
+) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let held = lock.try_clone().at(socket)?;
+    let (shared, socket) = (shared.clone(), socket.to_path_buf());
+    std::thread::Builder::new()
+        .name("atlas-keeper".into())
+        .spawn(move || {
+            while !shared.stopping.load(Ordering::SeqCst) {
+                std::thread::sleep(KEEPER_PERIOD);
+                if held.metadata().is_ok_and(|m| m.nlink() == 0) {
+                    eprintln!(
+                        "atlas daemon: the graph directory {} was deleted; stopping",
+                        shared.location.graph_dir.display()
+                    );
+                    shared.stop(&socket);
+                    return;
+                }
+            }
+        })
+        .map_err(|e| AtlasError::io("<keeper thread>", e))?;
     Ok(())
 }
 

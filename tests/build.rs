@@ -233,6 +233,12 @@ fn unsupported_binary_non_utf8_and_huge_files_are_skipped_with_diagnostics() {
     s.write("shop/latin1.py", b"# caf\xe9\nx = 1\n");
     s.write("shop/huge.py", "x = 1\n".repeat(200_000));
     s.write("native/lib.c", "int main(void) { return 0; }\n");
+    // A source file whose name is not UTF-8 cannot be a graph path: said, not dropped.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"bad\xff\xfename.py");
+        std::fs::write(s.repo().join("shop").join(name), "def f():\n    return 1\n").unwrap();
+    }
     let report = s.build_json();
     let skipped: Vec<(String, String)> = report["skipped"]
         .as_array()
@@ -257,8 +263,15 @@ fn unsupported_binary_non_utf8_and_huge_files_are_skipped_with_diagnostics() {
         skipped.contains(&("shop/huge.py".into(), "too-large".into())),
         "{skipped:?}"
     );
+    assert!(
+        skipped.contains(&(
+            "shop/bad\u{fffd}\u{fffd}name.py".into(),
+            "unreadable".into()
+        )),
+        "{skipped:?}"
+    );
     let status = s.atlas(&["status", "--format", "json"]).success().json();
-    assert_eq!(status["coverage"]["files_skipped"], 3);
+    assert_eq!(status["coverage"]["files_skipped"], 4);
     assert_eq!(status["coverage"]["unsupported_by_extension"]["c"], 1);
     assert_eq!(
         status["staleness"]["stale"], false,

@@ -256,6 +256,19 @@ impl Found {
             return;
         }
         let Some(path) = relative_path(entry.path(), root) else {
+            // A name that is not UTF-8 cannot be a path of the graph: a source file so
+            // named is said skipped (its name shown with U+FFFD), never dropped unsaid.
+            let lossy = entry
+                .path()
+                .strip_prefix(root)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if role_of(&lossy).is_some() {
+                self.skipped.push(Skipped {
+                    path: lossy,
+                    reason: SkipReason::Unreadable("its name is not UTF-8".into()),
+                });
+            }
             return;
         };
         // A file no language or text role takes is counted, never stat'ed.

@@ -420,6 +420,53 @@ fn a_damaged_tantivy_index_is_search_corrupt_under_frozen_and_rebuilt_by_a_build
     }
 }
 
+/// A bit flipped inside a large tantivy artifact (past the size whose checksum every
+/// open read) changed a search's answer with nothing said. An index of up to 64 MiB is
+/// checksummed whole at open: a frozen search is `atlas-search-corrupt`, and a read that
+/// may write rebuilds it.
+#[test]
+fn a_flipped_bit_in_a_large_tantivy_artifact_is_damage_not_another_answer() {
+    let s = Sandbox::new();
+    for file in 0..32 {
+        let body: String = (0..250)
+            .map(|f| {
+                format!(
+                    "def handler_{file}_{f}(value):\n    \"\"\"Discount rule {f} of ledger {file}: applies rate_{f} to account_{file}_{f}.\"\"\"\n    return value * {f}\n\n"
+                )
+            })
+            .collect();
+        s.write(&format!("rules/ledger_{file}.py"), body);
+    }
+    s.build_json();
+    let tantivy = search_dir(&s).join("tantivy");
+    let largest = files_under(&tantivy, "")
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&largest).unwrap();
+    assert!(
+        bytes.len() > 256 << 10,
+        "{}: {} bytes, under the size always checksummed",
+        largest.display(),
+        bytes.len()
+    );
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&largest, bytes).unwrap();
+    let run = search_frozen(&s).failure(4, "atlas-search-corrupt");
+    assert!(
+        run.stderr.contains("does not match its checksum"),
+        "{}",
+        run.stderr
+    );
+    let out = s
+        .atlas(&["search", "discount", "--format", "json"])
+        .success()
+        .json();
+    assert!(out["arms"].get("unavailable").is_none(), "{out}");
+    search_frozen(&s).success();
+}
+
 #[test]
 fn damaged_or_missing_vectors_disable_only_the_vector_arm_and_say_so() {
     // The rows (a pack) and the row table over them.

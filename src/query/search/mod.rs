@@ -58,6 +58,11 @@ use sources::Section;
 pub const RRF_K: f64 = 60.0;
 /// Index artifacts up to this size are checksummed at every open (metadata, tables).
 const SMALL_ARTIFACT: u64 = 256 << 10;
+/// A lexical index (tantivy and the sections table) up to this size is checksummed whole
+/// at every open: a flipped bit changes answers, not only fails them (sympy's is 11 MB,
+/// about 2 ms on two cores). Larger ones check lengths and small artifacts at open, and
+/// every byte when `atlas build` or a warm process first opens them.
+const FULL_CHECK_BYTES: u64 = 64 << 20;
 /// Candidates each arm contributes to fusion.
 pub const POOL: usize = 50;
 /// Cosine below which a vector neighbour is noise, not a candidate: unrelated words
@@ -574,15 +579,17 @@ impl SearchIndex {
                 .collect(),
             ..meta.clone()
         };
-        // Every artifact has its recorded length, and the small ones (tantivy's metadata,
-        // the sections table) their checksum. The build verified every byte when it wrote
-        // them, and `atlas build` verifies them all again before it trusts an index;
-        // damage a read does not see here makes one arm fail, typed and isolated, and a
-        // read without --frozen then rebuilds (issue 10, C).
+        // Every artifact has its recorded length, and its checksum when the lexical index
+        // is at most `FULL_CHECK_BYTES` (else the small ones': tantivy's metadata, the
+        // sections table). The build verified every byte when it wrote them, and `atlas
+        // build` verifies them all again before it trusts an index; damage a read does not
+        // see here makes one arm fail, typed and isolated, and a read without --frozen
+        // then rebuilds (issue 10, C).
+        let lexical_bytes: u64 = lexical.artifacts.values().map(|a| a.bytes).sum();
         let small = |name: &str| {
             meta.artifacts
                 .get(name)
-                .is_some_and(|a| a.bytes <= SMALL_ARTIFACT)
+                .is_some_and(|a| a.bytes <= SMALL_ARTIFACT || lexical_bytes <= FULL_CHECK_BYTES)
         };
         index::verify_where(dir, &lexical, small)?;
         let sections_path = dir.join("sections.json");

@@ -962,6 +962,34 @@ fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
         let out = s.replay(&choice.argv).success().context();
         assert_eq!(out.anchor_symbols(), [choice.symbol.as_str()], "{choice:?}");
     }
+    // A ref that ends several files: each choice keeps the ref's line, and asked again
+    // names the definition there, not the file.
+    s.write("app/cli_tools.py", "X = 1\n\ndef second():\n    return 2\n");
+    s.write("lib/cli_tools.py", "Y = 1\n\ndef other():\n    return 3\n");
+    s.build_json();
+    let run = s
+        .context("cli_tools.py:3")
+        .profile("symbol")
+        .frozen()
+        .json()
+        .run()
+        .failure(7, "atlas-context-ambiguous");
+    let error = run.error();
+    let choices = &error.details().choices;
+    assert_eq!(choices.len(), 2, "{choices:?}");
+    let mut anchored: Vec<String> = choices
+        .iter()
+        .map(|choice| {
+            assert!(choice.argv[2].ends_with(".py:3"), "{choice:?}");
+            let out = s.replay(&choice.argv).success().context();
+            out.anchor_symbols()[0].to_string()
+        })
+        .collect();
+    anchored.sort();
+    assert_eq!(
+        anchored,
+        ["app/cli_tools.py::second", "lib/cli_tools.py::other"]
+    );
 }
 
 #[test]

@@ -39,15 +39,26 @@ fn choices(
     nodes
         .iter()
         .take(limit)
-        .map(|&node| Choice {
-            symbol: graph.label(node),
-            argv: request.argv_for_query(&replace_term(
-                &request.query,
-                &ambiguity.term,
-                &unique_name(graph, node),
-            )),
+        .map(|&node| {
+            let mut name = unique_name(graph, node);
+            // A ref that ends several files (`mod.rs:200`): each file keeps its line.
+            if graph.kind(node) == SymbolKind::File {
+                name.push_str(ref_tail(&ambiguity.term));
+            }
+            Choice {
+                symbol: graph.label(node),
+                argv: request.argv_for_query(&replace_term(&request.query, &ambiguity.term, &name)),
+            }
         })
         .collect()
+}
+
+/// What follows a ref's file name: its `:line[:column]` or `#L…` (empty when none).
+fn ref_tail(term: &str) -> &str {
+    let name = term.rfind(['/', '\\']).map_or(0, |at| at + 1);
+    term[name..]
+        .find([':', '#'])
+        .map_or("", |at| &term[name + at..])
 }
 
 /// The query with `term` (as typed, or as the words of a phrase) replaced by `name`.

@@ -224,6 +224,17 @@ fn strict_fails_on_partial_files_and_plain_build_reports_them() {
     s.atlas(&["build", "--strict"])
         .failure(6, "atlas-build-strict-partial");
     assert_eq!(s.current(), before, "a failed strict build commits nothing");
+    // A file cut at the nesting limit says that limit in text as in JSON, not "0 errors".
+    s.write(
+        "deep.py",
+        format!("x = {}1{}\n", "(".repeat(600), ")".repeat(600)),
+    );
+    let text = s.atlas(&["build"]).success();
+    assert!(
+        text.stdout.contains("truncated deep.py: syntax nested"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]

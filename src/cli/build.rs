@@ -187,10 +187,14 @@ fn render(r: &BuildReport) -> String {
         r.timings_ms.publish,
     ));
     for p in &r.partial {
-        out.push_str(&format!(
-            "  partial {} ({} errors, lines {:?})\n",
-            p.path, p.errors, p.lines
-        ));
+        // A truncated file has no syntax error to count: the limit it hit is its reason.
+        match &p.limit {
+            Some(limit) => out.push_str(&format!("  {} {}: {limit}\n", p.status, p.path)),
+            None => out.push_str(&format!(
+                "  {} {} ({} errors, lines {:?})\n",
+                p.status, p.path, p.errors, p.lines
+            )),
+        }
     }
     for s in &r.skipped {
         out.push_str(&format!(

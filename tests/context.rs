@@ -924,20 +924,25 @@ fn an_ambiguous_name_in_a_question_is_ranked_and_reported_not_fatal() {
     );
 }
 
-#[test]
-fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
-    let s = built("python");
+/// The choices of `query`, which must be a lone ambiguous name (`atlas-context-ambiguous`).
+#[track_caller]
+fn ambiguous_choices(s: &Sandbox, query: &str, profile: &str) -> Vec<common::Choice> {
     let run = s
-        .context("__init__")
-        .profile("flow")
+        .context(query)
+        .profile(profile)
         .frozen()
         .json()
         .run()
         .failure(7, "atlas-context-ambiguous");
-    let error = run.error();
-    let choices = &error.details().choices;
+    run.error().details().choices.clone()
+}
+
+#[test]
+fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
+    let s = built("python");
+    let choices = ambiguous_choices(&s, "__init__", "flow");
     assert_eq!(choices.len(), 2, "{choices:?}");
-    for choice in choices {
+    for choice in &choices {
         let out = s.replay(&choice.argv).success().context();
         assert_eq!(out.intent.anchors[0].symbol, choice.symbol);
     }
@@ -948,17 +953,9 @@ fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
     s.write("app/cli.py", "def main():\n    return 2\n");
     s.write("app/simple.py", "def search():\n    return 3\n");
     s.build_json();
-    let run = s
-        .context("main")
-        .profile("symbol")
-        .frozen()
-        .json()
-        .run()
-        .failure(7, "atlas-context-ambiguous");
-    let error = run.error();
-    let choices = &error.details().choices;
+    let choices = ambiguous_choices(&s, "main", "symbol");
     assert_eq!(choices.len(), 2, "{choices:?}");
-    for choice in choices {
+    for choice in &choices {
         let out = s.replay(&choice.argv).success().context();
         assert_eq!(out.anchor_symbols(), [choice.symbol.as_str()], "{choice:?}");
     }
@@ -967,15 +964,7 @@ fn a_lone_ambiguous_code_name_is_a_typed_error_with_an_argv_per_candidate() {
     s.write("app/cli_tools.py", "X = 1\n\ndef second():\n    return 2\n");
     s.write("lib/cli_tools.py", "Y = 1\n\ndef other():\n    return 3\n");
     s.build_json();
-    let run = s
-        .context("cli_tools.py:3")
-        .profile("symbol")
-        .frozen()
-        .json()
-        .run()
-        .failure(7, "atlas-context-ambiguous");
-    let error = run.error();
-    let choices = &error.details().choices;
+    let choices = ambiguous_choices(&s, "cli_tools.py:3", "symbol");
     assert_eq!(choices.len(), 2, "{choices:?}");
     let mut anchored: Vec<String> = choices
         .iter()

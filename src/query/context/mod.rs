@@ -867,10 +867,11 @@ fn compile_context_with(
     let (assembly, page) = match fit_page(&input, &assembly, candidates)? {
         Fit::Page(page) => (&assembly, page),
         Fit::Over(id) => {
-            let echo = query_echoes(&input, &assembly, candidates)?;
-            if request.max_bytes.is_some() || echo.bytes == 0 {
+            // A given ceiling is kept: its echoes are not even measured.
+            if request.max_bytes.is_some() {
                 return Err(required_budget(&input, &assembly, candidates, id));
             }
+            let echo = query_echoes(&input, &assembly, candidates)?;
             raised_limits = Limits {
                 max_bytes: limits.max_bytes + echo.bytes + ECHO_SLACK,
                 ..limits.clone()

@@ -791,6 +791,50 @@ fn impact_of_a_file_or_a_directory_is_the_impact_of_what_it_defines() {
     assert!(test_file.statement_codes().contains(&"no-dependents"));
 }
 
+/// A module declared in a file (`mod tests { … }`) is a definition of that file, labelled
+/// `path::name`, and its items are in scope inside it. It is never read as a directory:
+/// not in its label, not as a module of the architecture map's relations.
+#[test]
+fn an_inline_module_is_a_definition_of_its_file_not_a_directory() {
+    let s = Sandbox::new();
+    s.write("Cargo.toml", "[package]\nname = \"demo\"\n");
+    s.write(
+        "src/lib.rs",
+        "macro_rules! twice {\n    ($e:expr) => { $e + $e };\n}\n\n\
+         pub fn parse(x: u32) -> u32 {\n    twice!(x)\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    use super::*;\n\n    twice!(1);\n\n\
+         fn sample() -> u32 {\n        parse(1)\n    }\n\n\
+         #[test]\n    fn parses() {\n        let n = sample();\n        assert_eq!(n, 4);\n    }\n}\n",
+    );
+    s.build_json();
+    let module = frozen_json(&s, "src/lib.rs::tests", "symbol");
+    assert_eq!(module.anchor_symbols(), ["src/lib.rs::tests"]);
+    assert!(module.has("declaration", "src/lib.rs::tests"));
+    assert!(module.has("member", "src/lib.rs::tests::parses"));
+    // `sample` is the module's own item: a scope call, not a guess.
+    let sample = frozen_json(&s, "src/lib.rs::tests::sample", "symbol");
+    let caller = sample
+        .of_class("caller")
+        .find(|e| e.symbol.as_deref() == Some("src/lib.rs::tests::parses"))
+        .expect("parses calls sample");
+    assert_eq!(caller.relation.as_ref().unwrap().resolution, "scope");
+    // One directory, `src/`: no relation between modules, where the inline module read
+    // as a directory `tests/` calling `src/` (its `twice!`).
+    let map = frozen_json(&s, "src/", "architecture");
+    assert_eq!(
+        map.of_class("module-relation").count(),
+        0,
+        "{:?}",
+        map.ids()
+    );
+    let dump = s.atlas(&["graph", "dump"]).success().stdout;
+    assert!(
+        dump.contains("symbol module src/lib.rs::tests L10-24 internal test-scope"),
+        "{dump}"
+    );
+    assert!(!dump.contains(" tests/"), "{dump}");
+}
+
 #[test]
 fn a_walk_stopped_by_its_visit_cap_says_so() {
     // 20,050 callers of one function: more than a walk's 20,000 visited nodes.

@@ -798,6 +798,78 @@ fn rust_crate_paths_modules_and_same_file_calls() {
     );
 }
 
+/// A unique-name guess in Rust needs a definition the file could see. A name imported
+/// from the standard library is never the repository's, even beside an unresolved
+/// wildcard; `#[cfg(test)]` code is seen only from test code; an integration test's
+/// definitions only from its own crate. The items of an inline module are in scope
+/// inside it, before the file's imports.
+#[test]
+fn rust_unique_name_guesses_see_only_what_the_file_could() {
+    check(
+        r#"
+        //- /crates/search/src/lib.rs
+        use std::fs::File;
+        use std::collections::HashMap;
+        use other_crate::*;
+
+        pub fn open(path: &str) -> File {
+        //                         ^ frontier: File (type-use)
+            shared(path)
+        //  ^ calls: crates/flags/src/defs.rs::shared (unique-name, confidence=50)
+        }
+
+        pub fn table() -> HashMap<u32, u32> {
+        //                ^ frontier: HashMap (type-use)
+            helper();
+        //  ^ frontier: helper (call)
+            HashMap::new()
+        }
+
+        pub fn later() -> Duration {
+        //                ^ !uses-type: tests/json.rs::Duration
+            Duration
+        }
+
+        #[cfg(test)]
+        mod tests {
+            use super::*;
+
+            fn symlink() -> u32 {
+                use std::os::unix::fs::symlink;
+                symlink()
+            }
+
+            #[test]
+            fn links() {
+                symlink();
+        //      ^ calls: crates/search/src/lib.rs::tests::symlink (scope)
+                helper();
+        //      ^ calls: crates/flags/src/defs.rs::helper (unique-name, confidence=50)
+            }
+        }
+        //- /crates/flags/src/defs.rs
+        pub struct File;
+        pub struct HashMap;
+
+        pub fn shared(path: &str) -> u32 {
+            1
+        }
+
+        #[cfg(test)]
+        pub fn helper() -> u32 {
+            2
+        }
+        //- /tests/json.rs
+        pub struct Duration;
+
+        fn check() -> Duration {
+        //            ^ uses-type: tests/json.rs::Duration (scope)
+            Duration
+        }
+        "#,
+    );
+}
+
 #[test]
 fn java_same_package_and_imported_classes() {
     check(

@@ -832,15 +832,14 @@ fn cross_parts(
 }
 
 /// Module-level edges: every non-containment edge between nodes of different modules,
-/// counted by (from, to, kind), in that order.
+/// counted by (from, to, kind), in that order. A node in a file is in its file's
+/// directory, a module declared in a file (`mod tests { … }`) too.
 fn module_edges(resolved: &Resolved) -> Vec<ModuleEdgeRecord> {
     let nodes = &resolved.nodes;
     let module_of = |id: u32| -> u32 {
-        let node = &nodes[id as usize];
-        match (node.kind, node.file) {
-            (SymbolKind::Module, _) => id,
-            (_, Some(f)) => resolved.file_modules[f as usize],
-            _ => id,
+        match nodes[id as usize].file {
+            Some(f) => resolved.file_modules[f as usize],
+            None => id,
         }
     };
     let mut module_counts: HashMap<(u32, u32, u8), u32> = HashMap::default();

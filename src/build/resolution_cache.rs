@@ -17,7 +17,7 @@
 //!
 //! Layout (little-endian; "var" is LEB128, seven bits a byte, low first; a span is its
 //! start line, line count, start byte and byte length as four vars, wrapping): magic
-//! `ATLASRM1`, version `u32` (5), reserved `u32`, the builder id (`u16` length and bytes),
+//! `ATLASRM1`, version `u32` (6), reserved `u32`, the builder id (`u16` length and bytes),
 //! the files' digest (32 bytes), the fingerprint of the generation compiled from the
 //! resolution (32 bytes, zero when unknown), the digest of that generation's centrality
 //! inputs (`compile::centrality_inputs`, 32 bytes), the file count (`u32`), each file's node id
@@ -34,7 +34,8 @@
 //! pass before's, else `0` and the result: bindings (`u32` count; each a name as `u32`
 //! length and bytes, then `1` and a node `u32`, or `2` and files as `u32` count and
 //! `u32`s), wildcard files (`u32` count, `u32`s), unresolved names (`u32` count, each as
-//! `u32` length and bytes), the unresolved-wildcard flag `u8`, edges (`u32` count; target
+//! `u32` length and bytes), the unresolved-wildcard flag `u8`, the names imported from Rust's
+//! standard library (as the unresolved names; version 6), edges (`u32` count; target
 //! `u32` and site as four `u32`s: start byte, end byte, start line, end line)). Last, the
 //! blake3 of everything before it (32 bytes).
 //!
@@ -68,7 +69,7 @@ const DELTA_MAGIC: &[u8; 8] = b"ATLASRD1";
 /// again (and the next read decodes one file).
 const DELTA_SHARE: usize = 8;
 /// Bumped when the layout, or what resolution records (`resolve::reads`), changes.
-const VERSION: u32 = 5;
+const VERSION: u32 = 6;
 
 /// The memo `graph_dir` holds for this atlas build (`builder`), if any verifies, with
 /// the entries of a delta that extends it; `None` as well once `stop` is set (a build
@@ -481,6 +482,10 @@ fn put_file<O: Out>(out: &mut O, index: usize, file: &FileMemo, names: &NameTabl
             text(out, name);
         }
         out.put(&[u8::from(result.unresolved_wildcard)]);
+        out.put(&(result.external.len() as u32).to_le_bytes());
+        for name in &result.external {
+            text(out, name);
+        }
         out.put(&(result.edges.len() as u32).to_le_bytes());
         for &(target, site) in &result.edges {
             out.put(&target.to_le_bytes());
@@ -770,6 +775,8 @@ fn decode_imports(r: &mut Reader) -> Option<FileImports> {
         1 => true,
         _ => return None,
     };
+    let n = r.len_of(4)?;
+    let external = (0..n).map(|_| text(r)).collect::<Option<_>>()?;
     let n = r.len_of(20)?;
     let mut edges = Vec::with_capacity(n);
     for _ in 0..n {
@@ -789,6 +796,7 @@ fn decode_imports(r: &mut Reader) -> Option<FileImports> {
         wildcards,
         unresolved,
         unresolved_wildcard,
+        external,
         edges,
     })
 }
@@ -889,6 +897,7 @@ mod tests {
             wildcards: vec![1],
             unresolved: ["missing".to_string()].into_iter().collect(),
             unresolved_wildcard: true,
+            external: ["HashMap".to_string()].into_iter().collect(),
             edges: vec![(8, site)],
         });
         let mut third = (*first).clone();

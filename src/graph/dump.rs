@@ -32,7 +32,7 @@ pub fn dump(graph: &Graph) -> String {
     for id in graph.nodes() {
         let node = graph.node(id);
         let kind = graph.kind(id);
-        if matches!(kind, SymbolKind::Module | SymbolKind::File) {
+        if kind == SymbolKind::File || graph.is_directory(id) {
             continue;
         }
         let vis = crate::syntax::facts::Visibility::from_code(node.visibility)

@@ -628,6 +628,14 @@ impl Graph {
         SymbolKind::from_code(self.node(id).kind).unwrap_or(SymbolKind::Variable)
     }
 
+    /// Whether `id` is a directory's module node (the root `.` among them). A module
+    /// declared in a file (Rust's `mod m { … }` and `mod m;`, TypeScript's `namespace`)
+    /// is a definition of that file like any other: labelled `path::name`, its module
+    /// the file's.
+    pub fn is_directory(&self, id: NodeId) -> bool {
+        self.kind(id) == SymbolKind::Module && self.node(id).file() == FileId::NONE
+    }
+
     pub fn file_of(&self, id: NodeId) -> Option<FileRef<'_>> {
         self.file(self.node(id).file())
     }
@@ -752,7 +760,7 @@ impl Graph {
         let node = self.node(id);
         let qualified = self.str(node.qualified());
         match SymbolKind::from_code(node.kind).unwrap_or(SymbolKind::Variable) {
-            SymbolKind::Module => [qualified, "/", ""],
+            SymbolKind::Module if node.file() == FileId::NONE => [qualified, "/", ""],
             SymbolKind::File => [qualified, "", ""],
             _ => [self.file_path(node.file()), "::", qualified],
         }

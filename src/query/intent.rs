@@ -1337,12 +1337,14 @@ fn full_id(graph: &Graph, node: NodeId) -> String {
 
 /// The words that name `node` alone when a query is asked again: its exact id (dotted)
 /// when that reads back as one name, else its label (`path::Qualified`), as for a file
-/// whose name is no identifier (`search-stdin.rs`); files and modules by their paths.
+/// whose name is no identifier (`search-stdin.rs`); files and directories by their paths.
 pub fn unique_name(graph: &Graph, node: NodeId) -> String {
     match graph.kind(node) {
-        SymbolKind::Module | SymbolKind::File => {
+        SymbolKind::File => graph.str(graph.node(node).qualified()).to_string(),
+        SymbolKind::Module if graph.is_directory(node) => {
             graph.str(graph.node(node).qualified()).to_string()
         }
+        SymbolKind::Module => graph.label(node),
         _ => {
             let id = full_id(graph, node);
             if is_identifier_shaped(&id) {

@@ -357,6 +357,12 @@ impl<'a> Resolver<'a> {
             h.write_u8(0xff);
         }
         h.write_u8(u8::from(imports.unresolved_wildcard));
+        let mut names: Vec<&String> = imports.external.iter().collect();
+        names.sort_unstable();
+        for name in names {
+            h.write(name.as_bytes());
+            h.write_u8(0xff);
+        }
         h.finish()
     }
 
@@ -726,6 +732,7 @@ impl Translation<'_> {
             wildcards: imports.wildcards.clone(),
             unresolved: imports.unresolved.clone(),
             unresolved_wildcard: imports.unresolved_wildcard,
+            external: imports.external.clone(),
             edges: imports
                 .edges
                 .iter()

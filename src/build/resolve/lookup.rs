@@ -15,7 +15,9 @@ impl<'a> Resolver<'a> {
     /// A unique definition of the name in the whole graph — only for names the file
     /// imports from somewhere we could not follow (an unresolved import or wildcard):
     /// in every supported language a bare name from another file must be imported, so
-    /// anything else would be a guess.
+    /// anything else would be a guess. Test code (`#[cfg(test)]`) is a candidate only
+    /// for a reference from test code: nothing else is compiled beside it; nor is a Rust
+    /// integration test, bench or example a candidate outside its own crate.
     pub(super) fn unique_global(&self, file: u32, r: &Reference) -> Result<Outcome, u32> {
         let Some(ids) = self.named(r.name.as_str()) else {
             return Err(0);
@@ -23,12 +25,18 @@ impl<'a> Resolver<'a> {
         if !self.opaquely_imported(file, r.name.as_str()) {
             return Err(self.candidate_count(r));
         }
+        let from_test = r
+            .from
+            .and_then(|from| self.facts(file)?.defs.get(from as usize))
+            .is_some_and(|def| def.in_test_scope);
         // A bare name never means a member: methods and fields need a receiver.
         let compatible: Vec<u32> = ids
             .iter()
             .copied()
             .filter(|&id| self.compatible(r.role, id))
             .filter(|&id| !matches!(self.node(id).kind, SymbolKind::Method | SymbolKind::Field))
+            .filter(|&id| from_test || !self.node(id).in_test_scope)
+            .filter(|&id| self.importable_crate(file, id))
             .collect();
         let compatible = self.distinct_symbols(compatible);
         match compatible.as_slice() {
@@ -38,6 +46,36 @@ impl<'a> Resolver<'a> {
                 confidence: 50,
             }),
             other => Err(other.len() as u32),
+        }
+    }
+
+    /// Whether Rust code in `file` could name `id`: not when `id` is in a crate that
+    /// nothing imports (an integration test, bench or example: `tests/`, `benches/`,
+    /// `examples/` with no `src/` below) and `file` is outside it. Always in other
+    /// languages.
+    fn importable_crate(&self, file: u32, id: u32) -> bool {
+        let Some(target) = self.node(id).file else {
+            return true;
+        };
+        if self.language(file) != Some(Language::Rust) || target == file {
+            return true;
+        }
+        let target = self.units[target as usize].path;
+        let segments: Vec<&str> = target.split('/').collect();
+        let dirs = &segments[..segments.len() - 1];
+        let own_crate = dirs
+            .iter()
+            .rposition(|s| matches!(*s, "tests" | "benches" | "examples"))
+            .filter(|&at| !dirs[at..].contains(&"src"));
+        match own_crate {
+            Some(at) => {
+                let dir = dirs[..=at].join("/");
+                self.units[file as usize]
+                    .path
+                    .strip_prefix(dir.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            }
+            None => true,
         }
     }
 

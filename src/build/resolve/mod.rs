@@ -54,7 +54,7 @@ use values::{
 };
 
 /// Bumped whenever resolution output changes for the same facts; part of the fingerprint.
-pub const RESOLVER_VERSION: u32 = 4;
+pub const RESOLVER_VERSION: u32 = 5;
 
 /// One inventoried file as resolution sees it.
 pub struct SourceUnit<'a> {
@@ -184,6 +184,9 @@ pub struct FileImports {
     pub unresolved: HashSet<String>,
     /// A wildcard import whose module is not in the graph.
     pub unresolved_wildcard: bool,
+    /// Names imported from Rust's standard library: never the repository's definitions,
+    /// whatever an unresolved wildcard may bring.
+    pub external: HashSet<String>,
     /// (target node, import site) for `imports` edges.
     pub edges: Vec<(u32, Span)>,
 }
@@ -690,11 +693,14 @@ impl<'a> Resolver<'a> {
             scope = def.parent;
         }
 
-        // 1. Local scope: enclosing functions' nested definitions, then the file's top level.
+        // 1. Local scope: enclosing functions' nested definitions and the items of
+        // enclosing inline modules (`mod tests { … }`, a TypeScript `namespace`), then
+        // the file's top level.
         let mut scope = r.from;
         while let Some(s) = scope {
             let def = &facts.defs[s as usize];
             let allow_members = def.kind.is_callable()
+                || def.kind == SymbolKind::Module
                 || (language == Language::Java && def.kind.is_type_container());
             if allow_members
                 && let Some(ids) = self.children.get(&(base + s, r.name.as_str()))

@@ -242,19 +242,23 @@ impl<'a> Resolver<'a> {
         let mut edges = Vec::new();
         let mut unresolved = HashSet::default();
         let mut unresolved_wildcard = false;
+        let mut external = HashSet::default();
         let Some(facts) = self.facts(file) else {
             return FileImports {
                 bindings: super::Bindings::from_map(bindings),
                 wildcards,
                 unresolved,
                 unresolved_wildcard,
+                external,
                 edges,
             };
         };
         for import in &facts.imports {
             let files = self.module_files(file, &import.module);
+            let standard = self.language(file) == Some(Language::Rust)
+                && RUST_STANDARD_CRATES.contains(&rust_crate_of(&import.module));
             if import.wildcard {
-                unresolved_wildcard |= files.is_empty();
+                unresolved_wildcard |= files.is_empty() && !standard;
                 for &f in &files {
                     edges.push((self.out.file_nodes[f as usize], import.site));
                 }
@@ -263,8 +267,13 @@ impl<'a> Resolver<'a> {
             }
             let target = self.import_target(file, import, &files);
             let Some(target) = target else {
+                // A name from Rust's standard library is known not to be the repository's.
                 if let Some(local) = import.local_name() {
-                    unresolved.insert(local.to_string());
+                    if standard {
+                        external.insert(local.to_string());
+                    } else {
+                        unresolved.insert(local.to_string());
+                    }
                 }
                 continue;
             };
@@ -288,6 +297,7 @@ impl<'a> Resolver<'a> {
             wildcards,
             unresolved,
             unresolved_wildcard,
+            external,
             edges,
         }
     }
@@ -326,4 +336,14 @@ impl<'a> Resolver<'a> {
         let sub_files = self.module_files(file, &sub);
         (!sub_files.is_empty()).then_some(Target::Files(sub_files))
     }
+}
+
+/// The crates of Rust's standard library: what a `use` names under them is never a
+/// definition of the repository.
+const RUST_STANDARD_CRATES: [&str; 4] = ["std", "core", "alloc", "proc_macro"];
+
+/// The crate a Rust `use` path starts at (`std` of `::std::time`).
+fn rust_crate_of(module: &str) -> &str {
+    let path = module.trim_start_matches("::");
+    path.split("::").next().unwrap_or(path)
 }

@@ -186,9 +186,10 @@ impl<'a> Resolver<'a> {
     /// a wildcard import that did not).
     pub(super) fn opaquely_imported(&self, file: u32, name: &str) -> bool {
         bindings_read(file);
-        self.imports
-            .get(file as usize)
-            .is_some_and(|imports| imports.unresolved_wildcard || imports.unresolved.contains(name))
+        self.imports.get(file as usize).is_some_and(|imports| {
+            imports.unresolved.contains(name)
+                || (imports.unresolved_wildcard && !imports.external.contains(name))
+        })
     }
 
     /// Whether another definition shares the node's (file, qualified name, kind).

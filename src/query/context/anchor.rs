@@ -237,9 +237,9 @@ fn search_anchor(graph: &Graph, intent: &Intent, hit: &Hit, node: NodeId) -> Anc
 }
 
 fn module_of(graph: &Graph, node: NodeId) -> NodeId {
-    match graph.kind(node) {
-        SymbolKind::Module => node,
-        _ => graph.file_of(node).map_or(node, |f| f.module()),
+    match graph.file_of(node) {
+        Some(file) => file.module(),
+        None => node,
     }
 }
 

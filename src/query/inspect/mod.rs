@@ -201,7 +201,7 @@ pub(crate) fn definitions_of(graph: &Graph, file: FileId) -> Vec<NodeId> {
             let child = edge.node();
             if edge.kind == contains
                 && graph.node(child).file() == file
-                && !matches!(graph.kind(child), SymbolKind::File | SymbolKind::Module)
+                && graph.kind(child) != SymbolKind::File
                 && seen.insert(child)
             {
                 out.push(child);

@@ -232,6 +232,62 @@ fn rust_use_trees_are_flattened() {
     check("rust/src/render.rs");
 }
 
+/// Test code outside a `#[cfg(test)] mod`: a `#[test]` function (also `#[tokio::test]`,
+/// and with more attributes after it) and any item under `#[cfg(test)]` is test scope,
+/// with its members; a function under another attribute is not.
+#[test]
+fn rust_test_functions_and_cfg_test_items_are_test_scope() {
+    let source = "\
+#[cfg(test)]
+#[test]
+fn flagged() {}
+
+#[test]
+#[should_panic]
+fn panics() {}
+
+#[tokio::test]
+async fn awaits() {}
+
+#[cfg(test)]
+fn helper() -> u32 { 1 }
+
+#[cfg(test)]
+impl Probe {
+    fn probe(&self) {}
+}
+
+#[inline]
+fn shipped() {}
+
+#[cfg(feature = \"x\")]
+fn featured() {}
+
+struct Probe;
+";
+    let facts = extract(Language::Rust, source).expect("extracts");
+    let scope: Vec<(&str, bool)> = facts
+        .defs
+        .iter()
+        .map(|d| (d.qualified.as_str(), d.in_test_scope))
+        .collect();
+    assert_eq!(
+        scope,
+        [
+            ("flagged", true),
+            ("panics", true),
+            ("awaits", true),
+            ("helper", true),
+            ("impl Probe", true),
+            ("Probe::probe", true),
+            ("shipped", false),
+            ("featured", false),
+            ("Probe", false),
+        ],
+        "{scope:?}"
+    );
+}
+
 #[test]
 fn typescript_interfaces_classes_and_heritage() {
     let facts = check("typescript/src/model.ts");

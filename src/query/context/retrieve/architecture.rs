@@ -4,9 +4,9 @@
 use super::*;
 
 pub(super) fn module_of(graph: &Graph, node: NodeId) -> NodeId {
-    match graph.kind(node) {
-        SymbolKind::Module => node,
-        _ => graph.file_of(node).map_or(node, |f| f.module()),
+    match graph.file_of(node) {
+        Some(file) => file.module(),
+        None => node,
     }
 }
 
@@ -18,7 +18,7 @@ pub(super) fn architecture(b: &mut Builder, intent: &Intent) {
     for anchor in &intent.anchors {
         let module = module_of(graph, anchor.node);
         named_modules.insert(module);
-        if graph.kind(anchor.node) != SymbolKind::Module {
+        if !graph.is_directory(anchor.node) {
             b.declaration(anchor.node, anchor.describe());
         }
     }
@@ -281,13 +281,13 @@ pub(super) fn impact(b: &mut Builder, intent: &Intent) {
     }
 }
 
-/// The nodes whose dependents are `node`'s: `node` itself, and for a file every
-/// definition it contains, for a directory those of the files directly in it. In node
-/// order.
+/// The nodes whose dependents are `node`'s: `node` itself, and for a file (or a module
+/// declared in one) every definition it contains, for a directory those of the files
+/// directly in it. In node order.
 fn impact_seeds(b: &Builder, node: NodeId) -> Vec<NodeId> {
     let graph = b.graph;
     let containers: Vec<NodeId> = match graph.kind(node) {
-        SymbolKind::File => vec![node],
+        SymbolKind::File | SymbolKind::Module if !graph.is_directory(node) => vec![node],
         SymbolKind::Module => graph
             .files()
             .filter_map(|f| graph.file(f))

@@ -1628,6 +1628,65 @@ fn a_rust_path_printed_by_a_backtrace_names_its_definition() {
 /// the rest is read from that crate's root, among its files only. A first segment that is
 /// no crate of the repository (`fs::`, a package renamed by `[lib]`), or a manifest edited
 /// since the build, names nothing.
+/// A facade crate (`grep` re-exports `grep_searcher as searcher`): its users' paths
+/// (`grep::searcher::Searcher`) are read in the crate it re-exports, as the compiler
+/// reads them; a path through no re-export, or through one of a crate the repository
+/// does not hold, matches nothing.
+#[test]
+fn a_facade_crates_path_is_read_in_the_crate_it_re_exports() {
+    let s = Sandbox::new();
+    s.write("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n");
+    s.write(
+        "crates/searcher/Cargo.toml",
+        "[package]\nname = \"grep-searcher\"\n",
+    );
+    s.write(
+        "crates/searcher/src/lib.rs",
+        "pub mod sink;\npub struct Searcher;\nimpl Searcher {\n    pub fn search_path(&self) {}\n}\n",
+    );
+    s.write("crates/searcher/src/sink.rs", "pub struct SinkMatch;\n");
+    s.write(
+        "crates/printer/Cargo.toml",
+        "[package]\nname = \"printer\"\n",
+    );
+    s.write("crates/printer/src/lib.rs", "pub struct Standard;\n");
+    s.write("crates/grep/Cargo.toml", "[package]\nname = \"grep\"\n");
+    s.write(
+        "crates/grep/src/lib.rs",
+        "//! A facade.\npub extern crate grep_searcher as searcher;\npub use printer;\npub extern crate serde_json as json;\n",
+    );
+    s.build_json();
+    for (query, symbol) in [
+        (
+            "grep::searcher::Searcher",
+            "crates/searcher/src/lib.rs::Searcher",
+        ),
+        (
+            "grep::searcher::Searcher::search_path",
+            "crates/searcher/src/lib.rs::Searcher::search_path",
+        ),
+        (
+            "grep::searcher::sink::SinkMatch",
+            "crates/searcher/src/sink.rs::SinkMatch",
+        ),
+        (
+            "grep::printer::Standard",
+            "crates/printer/src/lib.rs::Standard",
+        ),
+    ] {
+        let out = frozen_json(&s, query, "symbol");
+        assert_eq!(out.anchor_symbols(), [symbol], "{query}");
+    }
+    for query in [
+        "grep::sink::SinkMatch",
+        "grep::json::Value",
+        "grep::grep_searcher::Searcher",
+        "grep::searcher::Standard",
+    ] {
+        no_match(&s, query);
+    }
+}
+
 #[test]
 fn a_rust_path_from_a_crates_name_is_read_in_that_crate() {
     let s = Sandbox::new();

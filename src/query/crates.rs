@@ -112,6 +112,70 @@ impl<'a> Crates<'a> {
     }
 }
 
+impl Crates<'_> {
+    /// The crates that crate `name` re-exports at its root under `alias`, as a facade
+    /// crate does (`pub extern crate grep_searcher as searcher;`, `pub use
+    /// grep_searcher as searcher;`, or without `as`, under its own name): read from the
+    /// root file (`src/lib.rs`) of each of its directories, when that file is still the
+    /// generation's. Only names that are crates of the repository are returned.
+    pub fn reexported(&self, name: &str, alias: &str) -> Vec<String> {
+        let Some(root) = self.root else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = Vec::new();
+        for dir in self.dirs_of(name) {
+            let lib = if dir.is_empty() {
+                "src/lib.rs".to_string()
+            } else {
+                format!("{dir}/src/lib.rs")
+            };
+            let Some(text) = self
+                .graph
+                .file_index(&lib)
+                .and_then(|file| committed_text(self.graph, root, file))
+            else {
+                continue;
+            };
+            for (target, named) in crate_reexports(&text) {
+                if named == alias
+                    && !self.dirs_of(target).is_empty()
+                    && !out.iter().any(|t| t == target)
+                {
+                    out.push(target.to_string());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The `(crate, name)` pairs a crate root re-exports whole, one item per line:
+/// `pub extern crate a as b;`, `pub extern crate a;`, `pub use a as b;`, `pub use ::a;`.
+fn crate_reexports(text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(item) = line.trim().strip_prefix("pub ") else {
+            continue;
+        };
+        let Some(body) = item
+            .strip_prefix("extern crate ")
+            .or_else(|| item.strip_prefix("use "))
+            .and_then(|body| body.trim().strip_suffix(';'))
+        else {
+            continue;
+        };
+        let body = body.trim().trim_start_matches("::");
+        let (target, named) = match body.split_once(" as ") {
+            Some((target, named)) => (target.trim(), named.trim()),
+            None => (body, body),
+        };
+        if Crates::is_crate_shaped(target) && Crates::is_crate_shaped(named) {
+            out.push((target, named));
+        }
+    }
+    out
+}
+
 /// Every crate a manifest of the generation names, in path order.
 fn read_crates(graph: &Graph, root: &Path) -> Vec<Crate> {
     graph
@@ -181,7 +245,30 @@ fn crate_names(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::crate_names;
+    use super::{crate_names, crate_reexports};
+
+    #[test]
+    fn a_facade_crate_root_re_exports_crates_whole() {
+        let root = "//! A facade.\n\
+                    pub extern crate grep_cli as cli;\n\
+                    #[cfg(feature = \"pcre2\")]\n\
+                    pub extern crate grep_pcre2 as pcre2;\n\
+                    pub use grep_regex as regex;\n\
+                    pub use ::globset;\n\
+                    pub use crate::inner::Thing;\n\
+                    pub use grep_matcher::{Match, Matcher};\n\
+                    extern crate private_one as hidden;\n\
+                    pub mod local;\n";
+        assert_eq!(
+            crate_reexports(root),
+            [
+                ("grep_cli", "cli"),
+                ("grep_pcre2", "pcre2"),
+                ("grep_regex", "regex"),
+                ("globset", "globset"),
+            ]
+        );
+    }
 
     #[test]
     fn a_manifest_names_its_library_and_binaries_as_paths_write_them() {

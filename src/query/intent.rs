@@ -1207,7 +1207,9 @@ fn qualified_module(graph: &Graph, token: &str) -> Vec<NodeId> {
 /// with a crate's name, which no module path in the graph holds. When that first segment
 /// names a crate of the repository (its `Cargo.toml`'s), the rest is read as a path from
 /// the crate's root, among that crate's files only, by the case-sensitive strong tiers and
-/// module paths. Any other first segment (`fs::write`, `std::…`) leaves the path unmatched.
+/// module paths; through a facade crate's re-export (`grep::searcher::Searcher`), in the
+/// crate re-exported. Any other first segment (`fs::write`, `std::…`) leaves the path
+/// unmatched.
 fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
     let (krate, rest) = token.split_once("::")?;
     let rest = rest.trim_start_matches(':');
@@ -1248,7 +1250,16 @@ fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchT
         .into_iter()
         .filter(in_crate)
         .collect();
-    (!nodes.is_empty()).then_some((MatchTier::QualifiedSuffix, nodes))
+    if !nodes.is_empty() {
+        return Some((MatchTier::QualifiedSuffix, nodes));
+    }
+    // A facade crate's path (`grep::searcher::Searcher`): the crate it re-exports under
+    // the next segment, and the rest of the path in that one (each step is shorter).
+    let (alias, deeper) = rest.split_once("::")?;
+    crates
+        .reexported(krate, alias)
+        .iter()
+        .find_map(|target| in_named_crate(graph, crates, &format!("{target}::{deeper}")))
 }
 
 /// A Rust path without its `crate::`, `self::` and `super::` roots (`crate::render::Shape`

@@ -549,6 +549,23 @@ fn issue_text_names_and_traceback_frames_feed_the_graph_arm() {
     assert!(top.found_by("graph"), "{top:?}");
 }
 
+/// A Rust path in a text (a crate's name first, as users write it) is a qualified
+/// mention: the graph arm reads it by the longest tail the graph holds.
+#[test]
+fn a_rust_path_in_a_text_feeds_the_graph_arm() {
+    let s = Sandbox::with_fixture("rust");
+    s.build_json();
+    let graph_only = s
+        .search("since 0.2, geometry::Square::area returns the wrong value")
+        .json()
+        .top_k(3)
+        .env("ATLAS_SEARCH_ARMS", "graph")
+        .run()
+        .success()
+        .search();
+    assert_eq!(graph_only.symbols(), ["Square::area"]);
+}
+
 #[test]
 fn a_wrong_search_setting_is_a_typed_error() {
     let s = Sandbox::with_fixture("python");

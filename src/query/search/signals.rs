@@ -5,7 +5,8 @@
 //! - stack-trace frames (`File "…/pkg/mod.py", line 12, in name`): the innermost symbol at
 //!   that line of the repository file whose path ends the frame's path;
 //! - qualified mentions (`Class.method`, `pkg.mod.func`) matched against the qualified-name
-//!   suffix table;
+//!   suffix table; a Rust path (`grep_searcher::Searcher::search_path`) by its longest
+//!   tail the table holds (a crate's name is no module path of the graph);
 //! - identifier mentions (`snake_case`, `camelCase`, `` `quoted` ``, `name(`) matched
 //!   against exact names, weighted by how rare the name is (a name defined 40 times says
 //!   little about which definition is meant).
@@ -256,6 +257,20 @@ pub fn rank(graph: &Graph, query: &str, limit: usize) -> Vec<NodeId> {
         }
     }
 
+    for path in rust_paths(query) {
+        let segments: Vec<&str> = path.split('.').collect();
+        let found = (0..segments.len().saturating_sub(1)).find_map(|from| {
+            let nodes = graph.lookup(NameTable::Suffix, &segments[from..].join("."));
+            (!nodes.is_empty() && nodes.len() <= MAX_DEFINITIONS).then_some(nodes)
+        });
+        if let Some(nodes) = found {
+            let weight = QUALIFIED_WEIGHT / (nodes.len() as f64).sqrt();
+            for node in nodes.into_iter().filter(|&n| searchable(n)) {
+                *scores.entry(node).or_default() += weight * kind_weight(graph, node);
+            }
+        }
+    }
+
     let mut counts: HashMap<&str, (usize, bool)> = HashMap::new();
     for mention in mentions(query) {
         let entry = counts.entry(mention.text).or_default();
@@ -426,6 +441,48 @@ fn innermost_at(graph: &Graph, file: FileId, line: u32, name: &str) -> Option<No
 }
 
 /// Words of the query that could name code, with whether they are written as code.
+/// The Rust paths of a text (`grep_searcher::Searcher::search_path`, `crate::a::B`), each
+/// once, dotted as the suffix table keys them, without a `crate`/`self`/`super` root. A
+/// path that continues a file name (pytest's `tests/test_a.py::TestA::test_b`) is a
+/// test id, not a Rust path.
+fn rust_paths(query: &str) -> Vec<String> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = query;
+    while let Some(at) = rest.find("::") {
+        let head = &rest[..at];
+        let start = head.trim_end_matches(is_ident).len();
+        let preceded = head[..start].chars().next_back();
+        let mut segments: Vec<&str> = vec![&head[start..]];
+        let mut tail = &rest[at..];
+        while let Some(after) = tail.strip_prefix("::") {
+            let end = after.find(|c: char| !is_ident(c)).unwrap_or(after.len());
+            if end == 0 {
+                break;
+            }
+            segments.push(&after[..end]);
+            tail = &after[end..];
+        }
+        rest = tail.strip_prefix("::").unwrap_or(tail);
+        if matches!(preceded, Some('.' | '/' | '\\')) {
+            continue;
+        }
+        while segments
+            .first()
+            .is_some_and(|s| s.is_empty() || matches!(*s, "crate" | "self" | "super"))
+        {
+            segments.remove(0);
+        }
+        if segments.len() >= 2 {
+            let path = segments.join(".");
+            if !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
 fn mentions(query: &str) -> Vec<Mention<'_>> {
     let bytes = query.as_bytes();
     let mut out = Vec::new();
@@ -501,6 +558,24 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn rust_paths_are_dotted_without_their_root_and_never_test_ids() {
+        assert_eq!(
+            rust_paths(
+                "why does grep_searcher::Searcher::search_path skip `crate::lines::locate()`, \
+                 unlike grep_searcher::Searcher::search_path; see ::std::fs::read and \
+                 tests/test_a.py::TestA::test_b or x:: or ::"
+            ),
+            [
+                "grep_searcher.Searcher.search_path",
+                "lines.locate",
+                "std.fs.read"
+            ]
+        );
+        assert!(rust_paths("a plain sentence: no path").is_empty());
+        assert!(rust_paths("super::x").is_empty());
     }
 
     #[test]

@@ -1631,7 +1631,8 @@ fn a_rust_path_printed_by_a_backtrace_names_its_definition() {
 /// A facade crate (`grep` re-exports `grep_searcher as searcher`): its users' paths
 /// (`grep::searcher::Searcher`) are read in the crate it re-exports, as the compiler
 /// reads them; a path through no re-export, or through one of a crate the repository
-/// does not hold, matches nothing.
+/// does not hold, matches nothing. Of two items of one name, `krate::Name` is the one the
+/// crate's root re-exports.
 #[test]
 fn a_facade_crates_path_is_read_in_the_crate_it_re_exports() {
     let s = Sandbox::new();
@@ -1642,9 +1643,13 @@ fn a_facade_crates_path_is_read_in_the_crate_it_re_exports() {
     );
     s.write(
         "crates/searcher/src/lib.rs",
-        "pub mod sink;\npub struct Searcher;\nimpl Searcher {\n    pub fn search_path(&self) {}\n}\n",
+        "pub mod sink;\nmod buffer;\nmod detect;\npub use crate::detect::Mode;\n\
+         pub struct Searcher;\nimpl Searcher {\n    pub fn search_path(&self) {}\n}\n",
     );
     s.write("crates/searcher/src/sink.rs", "pub struct SinkMatch;\n");
+    // Two `Mode`s: the crate's root re-exports one, the other is internal.
+    s.write("crates/searcher/src/detect.rs", "pub struct Mode;\n");
+    s.write("crates/searcher/src/buffer.rs", "pub struct Mode;\n");
     s.write(
         "crates/printer/Cargo.toml",
         "[package]\nname = \"printer\"\n",
@@ -1672,6 +1677,11 @@ fn a_facade_crates_path_is_read_in_the_crate_it_re_exports() {
         (
             "grep::printer::Standard",
             "crates/printer/src/lib.rs::Standard",
+        ),
+        ("grep_searcher::Mode", "crates/searcher/src/detect.rs::Mode"),
+        (
+            "grep::searcher::Mode",
+            "crates/searcher/src/detect.rs::Mode",
         ),
     ] {
         let out = frozen_json(&s, query, "symbol");

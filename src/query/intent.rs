@@ -1237,11 +1237,42 @@ fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchT
     if let Some((tier, nodes)) =
         strong_match(graph, rest).filter(|(tier, _)| *tier != MatchTier::CaseInsensitive)
     {
-        let nodes: Vec<NodeId> = nodes
+        let mut nodes: Vec<NodeId> = nodes
             .into_iter()
             .filter(in_crate)
             .filter(top_level)
             .collect();
+        if nodes.len() > 1 && !rest.contains("::") {
+            // `krate::Name` is what the crate's root holds: of several `Name`s, the one
+            // its `src/lib.rs` defines or imports (re-exports), as the compiler reads it.
+            let roots: Vec<NodeId> = dirs
+                .iter()
+                .filter_map(|dir| {
+                    let lib = if dir.is_empty() {
+                        "src/lib.rs".to_string()
+                    } else {
+                        format!("{dir}/src/lib.rs")
+                    };
+                    graph.file_index(&lib).and_then(|f| graph.file(f))
+                })
+                .map(|file| file.node())
+                .collect();
+            let at_root: Vec<NodeId> = nodes
+                .iter()
+                .copied()
+                .filter(|&node| {
+                    roots.contains(&graph.node(node).parent())
+                        || roots.iter().any(|&root| {
+                            graph.out_edges(root).any(|edge| {
+                                edge.kind == EdgeKind::Imports as u8 && edge.node() == node
+                            })
+                        })
+                })
+                .collect();
+            if !at_root.is_empty() {
+                nodes = at_root;
+            }
+        }
         if !nodes.is_empty() {
             return Some((tier, nodes));
         }

@@ -1644,7 +1644,8 @@ fn a_facade_crates_path_is_read_in_the_crate_it_re_exports() {
     s.write(
         "crates/searcher/src/lib.rs",
         "pub mod sink;\nmod buffer;\nmod detect;\npub use crate::detect::Mode;\n\
-         pub struct Searcher;\nimpl Searcher {\n    pub fn search_path(&self) {}\n}\n",
+         pub struct Searcher;\nimpl Searcher {\n    pub fn search_path(&self) {}\n}\n\
+         #[cfg(test)]\nmod tests {\n    fn helper() {}\n}\n",
     );
     s.write("crates/searcher/src/sink.rs", "pub struct SinkMatch;\n");
     // Two `Mode`s: the crate's root re-exports one, the other is internal.
@@ -1692,6 +1693,8 @@ fn a_facade_crates_path_is_read_in_the_crate_it_re_exports() {
         "grep::json::Value",
         "grep::grep_searcher::Searcher",
         "grep::searcher::Standard",
+        // An inline module's item is not at the crate's root.
+        "grep_searcher::helper",
     ] {
         no_match(&s, query);
     }

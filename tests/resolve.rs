@@ -818,6 +818,11 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
         //  ^ calls: crates/flags/src/defs.rs::shared (unique-name, confidence=50)
         }
 
+        pub fn fixture() -> u32 {
+            fixture_value()
+        //  ^ calls: crates/flags/src/parse/tests/values.rs::fixture_value (unique-name, confidence=50)
+        }
+
         pub fn table() -> HashMap<u32, u32> {
         //                ^ frontier: HashMap (type-use)
             helper();
@@ -858,6 +863,10 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
         #[cfg(test)]
         pub fn helper() -> u32 {
             2
+        }
+        //- /crates/flags/src/parse/tests/values.rs
+        pub fn fixture_value() -> u32 {
+            3
         }
         //- /tests/json.rs
         pub struct Duration;

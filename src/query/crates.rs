@@ -124,14 +124,9 @@ impl Crates<'_> {
         };
         let mut out: Vec<String> = Vec::new();
         for dir in self.dirs_of(name) {
-            let lib = if dir.is_empty() {
-                "src/lib.rs".to_string()
-            } else {
-                format!("{dir}/src/lib.rs")
-            };
             let Some(text) = self
                 .graph
-                .file_index(&lib)
+                .file_index(&library_root(dir))
                 .and_then(|file| committed_text(self.graph, root, file))
             else {
                 continue;
@@ -146,6 +141,15 @@ impl Crates<'_> {
             }
         }
         out
+    }
+}
+
+/// The root file of the library whose manifest is in `dir` (`""` at the repository's root).
+pub fn library_root(dir: &str) -> String {
+    if dir.is_empty() {
+        "src/lib.rs".to_string()
+    } else {
+        format!("{dir}/src/lib.rs")
     }
 }
 

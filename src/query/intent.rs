@@ -1211,6 +1211,19 @@ fn qualified_module(graph: &Graph, token: &str) -> Vec<NodeId> {
 /// crate re-exported. Any other first segment (`fs::write`, `std::…`) leaves the path
 /// unmatched.
 fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchTier, Vec<NodeId>)> {
+    in_named_crate_within(graph, crates, token, FACADE_HOPS)
+}
+
+/// Facade re-exports followed for one path at most (`grep::searcher::…` is one): crates
+/// that re-export each other (a dev-dependency cycle) end there.
+const FACADE_HOPS: usize = 4;
+
+fn in_named_crate_within(
+    graph: &Graph,
+    crates: &Crates,
+    token: &str,
+    hops: usize,
+) -> Option<(MatchTier, Vec<NodeId>)> {
     let (krate, rest) = token.split_once("::")?;
     let rest = rest.trim_start_matches(':');
     if rest.is_empty() {
@@ -1231,7 +1244,7 @@ fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchT
     let top_level = |node: &NodeId| {
         rest.contains("::") || {
             let parent = graph.node(*node).parent();
-            parent.is_none() || matches!(graph.kind(parent), SymbolKind::File | SymbolKind::Module)
+            parent.is_none() || graph.kind(parent) == SymbolKind::File || graph.is_directory(parent)
         }
     };
     if let Some((tier, nodes)) =
@@ -1248,12 +1261,9 @@ fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchT
             let roots: Vec<NodeId> = dirs
                 .iter()
                 .filter_map(|dir| {
-                    let lib = if dir.is_empty() {
-                        "src/lib.rs".to_string()
-                    } else {
-                        format!("{dir}/src/lib.rs")
-                    };
-                    graph.file_index(&lib).and_then(|f| graph.file(f))
+                    graph
+                        .file_index(&crate::query::crates::library_root(dir))
+                        .and_then(|f| graph.file(f))
                 })
                 .map(|file| file.node())
                 .collect();
@@ -1287,10 +1297,10 @@ fn in_named_crate(graph: &Graph, crates: &Crates, token: &str) -> Option<(MatchT
     // A facade crate's path (`grep::searcher::Searcher`): the crate it re-exports under
     // the next segment, and the rest of the path in that one (each step is shorter).
     let (alias, deeper) = rest.split_once("::")?;
-    crates
-        .reexported(krate, alias)
-        .iter()
-        .find_map(|target| in_named_crate(graph, crates, &format!("{target}::{deeper}")))
+    let hops = hops.checked_sub(1)?;
+    crates.reexported(krate, alias).iter().find_map(|target| {
+        in_named_crate_within(graph, crates, &format!("{target}::{deeper}"), hops)
+    })
 }
 
 /// A Rust path without its `crate::`, `self::` and `super::` roots (`crate::render::Shape`

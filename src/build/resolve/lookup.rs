@@ -51,7 +51,7 @@ impl<'a> Resolver<'a> {
 
     /// Whether Rust code in `file` could name `id`: not when `id` is in a crate that
     /// nothing imports (an integration test, bench or example: `tests/`, `benches/`,
-    /// `examples/` with no `src/` below) and `file` is outside it. Always in other
+    /// `examples/`, no `src/` on the path) and `file` is outside it. Always in other
     /// languages.
     fn importable_crate(&self, file: u32, id: u32) -> bool {
         let Some(target) = self.node(id).file else {
@@ -66,7 +66,7 @@ impl<'a> Resolver<'a> {
         let own_crate = dirs
             .iter()
             .rposition(|s| matches!(*s, "tests" | "benches" | "examples"))
-            .filter(|&at| !dirs[at..].contains(&"src"));
+            .filter(|_| !dirs.contains(&"src"));
         match own_crate {
             Some(at) => {
                 let dir = dirs[..=at].join("/");

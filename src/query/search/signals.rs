@@ -440,7 +440,6 @@ fn innermost_at(graph: &Graph, file: FileId, line: u32, name: &str) -> Option<No
     best.map(|(_, _, node)| node)
 }
 
-/// Words of the query that could name code, with whether they are written as code.
 /// The Rust paths of a text (`grep_searcher::Searcher::search_path`, `crate::a::B`), each
 /// once, dotted as the suffix table keys them, without a `crate`/`self`/`super` root. A
 /// path that continues a file name (pytest's `tests/test_a.py::TestA::test_b`) is a
@@ -483,6 +482,7 @@ fn rust_paths(query: &str) -> Vec<String> {
     out
 }
 
+/// Words of the query that could name code, with whether they are written as code.
 fn mentions(query: &str) -> Vec<Mention<'_>> {
     let bytes = query.as_bytes();
     let mut out = Vec::new();

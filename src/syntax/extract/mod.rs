@@ -498,6 +498,24 @@ impl<'s, 't> Collector<'s, 't> {
         });
         raw.dedup_by(|b, a| a.node.id() == b.node.id() && a.name == b.name);
 
+        // A span is in test scope when some scope starts at or before it and ends at or
+        // after it: by start, the furthest end so far decides (a file of thousands of
+        // `#[test]` functions is as many scopes).
+        let mut scopes: Vec<(u32, u32)> = self
+            .test_scopes
+            .iter()
+            .map(|t| (t.start_byte, t.end_byte))
+            .collect();
+        scopes.sort_unstable();
+        let mut furthest = 0;
+        for scope in &mut scopes {
+            furthest = furthest.max(scope.1);
+            scope.1 = furthest;
+        }
+        let in_a_test_scope = |span: &Span| {
+            let before = scopes.partition_point(|&(start, _)| start <= span.start_byte);
+            before > 0 && scopes[before - 1].1 >= span.end_byte
+        };
         let mut defs: Vec<Definition> = Vec::with_capacity(raw.len());
         let mut stack: Vec<usize> = Vec::new();
         for r in &raw {
@@ -545,8 +563,8 @@ impl<'s, 't> Collector<'s, 't> {
             let mut full_span = span_of(outer);
             full_span.end_byte = full_span.end_byte.max(span.end_byte);
             full_span.end_line = full_span.end_line.max(span.end_line);
-            let in_test_scope = self.test_scopes.iter().any(|t| t.contains(&span))
-                || parent.is_some_and(|p| defs[p as usize].in_test_scope);
+            let in_test_scope =
+                in_a_test_scope(&span) || parent.is_some_and(|p| defs[p as usize].in_test_scope);
             defs.push(Definition {
                 kind,
                 name: r.name.clone(),

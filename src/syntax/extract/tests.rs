@@ -253,6 +253,10 @@ async fn awaits() {}
 fn helper() -> u32 { 1 }
 
 #[cfg(test)]
+#[allow(dead_code)]
+fn unused_helper() {}
+
+#[cfg(test)]
 impl Probe {
     fn probe(&self) {}
 }
@@ -278,6 +282,7 @@ struct Probe;
             ("panics", true),
             ("awaits", true),
             ("helper", true),
+            ("unused_helper", true),
             ("impl Probe", true),
             ("Probe::probe", true),
             ("shipped", false),

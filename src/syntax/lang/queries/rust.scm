@@ -18,8 +18,26 @@
 (field_declaration name: (field_identifier) @name) @def.field
 
 ; Test code: an item under `#[cfg(test)]`, and a `#[test]` function (also `#[tokio::test]`
-; and the like) with up to two more attributes after that one.
+; and the like), each with up to two more attributes after that one.
 ((attribute_item (attribute (identifier) @_cfg arguments: (token_tree (identifier) @_test)))
+  .
+  [(mod_item) (function_item) (impl_item) (struct_item) (enum_item) (trait_item) (const_item)
+   (static_item) (type_item) (macro_definition)] @test.scope
+  (#eq? @_cfg "cfg")
+  (#eq? @_test "test"))
+((attribute_item (attribute (identifier) @_cfg arguments: (token_tree (identifier) @_test)))
+  .
+  (attribute_item)
+  .
+  [(mod_item) (function_item) (impl_item) (struct_item) (enum_item) (trait_item) (const_item)
+   (static_item) (type_item) (macro_definition)] @test.scope
+  (#eq? @_cfg "cfg")
+  (#eq? @_test "test"))
+((attribute_item (attribute (identifier) @_cfg arguments: (token_tree (identifier) @_test)))
+  .
+  (attribute_item)
+  .
+  (attribute_item)
   .
   [(mod_item) (function_item) (impl_item) (struct_item) (enum_item) (trait_item) (const_item)
    (static_item) (type_item) (macro_definition)] @test.scope

@@ -810,6 +810,67 @@ fn edits_along_a_re_export_chain_rebind_imports_as_a_cold_build_does() {
 }
 
 #[test]
+fn a_crate_renamed_in_its_manifest_rebinds_paths_into_it_as_a_cold_build_does() {
+    // `app` calls `helper` through `use core_lib::helper`; two crates define `helper`,
+    // so only the crate table (read from the manifests) decides which one. Renaming the
+    // crates changes no source file: the reused resolution must not keep the old binding.
+    let sandbox = Sandbox::new();
+    let manifest = |name: &str| format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\n");
+    sandbox.write("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n");
+    sandbox.write("crates/core/Cargo.toml", manifest("core-lib"));
+    sandbox.write(
+        "crates/core/src/lib.rs",
+        "pub fn helper() -> u32 {\n    1\n}\n",
+    );
+    sandbox.write("crates/other/Cargo.toml", manifest("other-lib"));
+    sandbox.write(
+        "crates/other/src/lib.rs",
+        "pub fn helper() -> u32 {\n    2\n}\n",
+    );
+    sandbox.write("crates/app/Cargo.toml", manifest("app"));
+    sandbox.write(
+        "crates/app/src/lib.rs",
+        "use core_lib::helper;\n\npub fn run() -> u32 {\n    helper()\n}\n",
+    );
+    let graph = sandbox.path().join("graph");
+    drop(atlas(&sandbox, &graph, &["build", "--no-search"]).success());
+    let edits: [(&[(&str, String)], &str); 3] = [
+        (
+            &[(
+                "crates/core/src/lib.rs",
+                "// a comment\npub fn helper() -> u32 {\n    1\n}\n".to_string(),
+            )],
+            "crates/core/src/lib.rs::helper",
+        ),
+        (
+            &[
+                ("crates/core/Cargo.toml", manifest("core-old")),
+                ("crates/other/Cargo.toml", manifest("core_lib")),
+            ],
+            "crates/other/src/lib.rs::helper",
+        ),
+        (
+            &[
+                ("crates/core/Cargo.toml", manifest("core-lib")),
+                ("crates/other/Cargo.toml", manifest("other-lib")),
+            ],
+            "crates/core/src/lib.rs::helper",
+        ),
+    ];
+    for (step, (writes, target)) in edits.into_iter().enumerate() {
+        for (path, text) in writes {
+            sandbox.write(path, text);
+        }
+        let report = build_json(&sandbox, &graph);
+        let cold = sandbox.path().join(format!("cold-{step}"));
+        let context = format!("edit {step}");
+        let (_, dump) = assert_equals_cold(&sandbox, &graph, &report, &cold, &context);
+        let call = format!("edge calls crates/app/src/lib.rs::run -> {target}");
+        assert!(dump.stdout.contains(&call), "{context}: {}", dump.stdout);
+    }
+}
+
+#[test]
 fn a_resolution_memo_of_another_generation_lends_it_no_segment_by_place() {
     // A segment whose files resolution left unchanged is taken from the committed
     // generation without a digest only when the memo was that generation's. Here the

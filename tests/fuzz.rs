@@ -264,7 +264,8 @@ fn damaged_cache_entry_case(
             facts: Some(&facts),
             lazy: None,
         }];
-        let resolved = atlas::build::resolve::resolve(&units, None);
+        let crates = atlas::build::resolve::RustCrates::default();
+        let resolved = atlas::build::resolve::resolve(&units, &crates, None);
         if let atlas::build::store::Cached::Hit((head, lazy)) = lazy {
             prop_assert_eq!(lazy.references(), facts.refs.as_slice());
             prop_assert_eq!(lazy.bindings(), facts.bindings.as_slice());
@@ -274,7 +275,7 @@ fn damaged_cache_entry_case(
                 facts: Some(&head),
                 lazy: Some(&lazy),
             }];
-            let again = atlas::build::resolve::resolve(&units, None);
+            let again = atlas::build::resolve::resolve(&units, &crates, None);
             prop_assert_eq!(&again.nodes, &resolved.nodes);
             prop_assert_eq!(&again.edges, &resolved.edges);
             prop_assert_eq!(&again.frontier, &resolved.frontier);
@@ -350,7 +351,7 @@ proptest! {
                 facts: Some(&head),
                 lazy: Some(&lazy),
             }];
-            atlas::build::resolve::resolve(&units, None);
+            atlas::build::resolve::resolve(&units, &Default::default(), None);
         }
     }
 

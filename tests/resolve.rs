@@ -879,6 +879,93 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
     );
 }
 
+/// A path into another crate of the repository is read by the name its `Cargo.toml`
+/// gives the crate (`grep-searcher` is `grep_searcher`, a `[lib] name` wins): `use`,
+/// qualified paths through the crate root's re-exports and inline modules, and an
+/// integration test naming its own library all bind what the compiler binds, where a
+/// name defined in two crates left a unique-name guess nothing to bind. A name imported
+/// from a crate the repository does not hold (a dependency) is never guessed to be one
+/// of its definitions.
+#[test]
+fn rust_paths_into_another_crate_follow_its_manifest_name() {
+    check(
+        r#"
+        //- /Cargo.toml
+        [workspace]
+        members = ["crates/*"]
+        //- /crates/searcher/Cargo.toml
+        [package]
+        name = "grep-searcher"
+        version = "0.1.0"
+        //- /crates/searcher/src/lib.rs
+        pub use crate::searcher::Searcher;
+
+        mod searcher;
+
+        pub mod sinks {
+            pub fn utf8() -> u32 {
+                1
+            }
+        }
+        //- /crates/searcher/src/searcher.rs
+        pub struct Searcher;
+
+        impl Searcher {
+            pub fn new() -> Searcher {
+                Searcher
+            }
+        }
+        //- /crates/searcher/tests/it.rs
+        use grep_searcher::Searcher;
+        //                 ^ imports: crates/searcher/src/searcher.rs::Searcher (import)
+
+        fn integration() -> Searcher {
+        //                  ^ uses-type: crates/searcher/src/searcher.rs::Searcher (import)
+            Searcher::new()
+        //            ^ calls: crates/searcher/src/searcher.rs::Searcher::new (import)
+        }
+        //- /crates/json/Cargo.toml
+        [package]
+        name = "serde-json-fork"
+        [lib]
+        name = "json"
+        //- /crates/json/src/lib.rs
+        pub fn to_string() -> u32 {
+            2
+        }
+
+        pub struct Searcher;
+
+        pub struct Serialize;
+        //- /crates/printer/Cargo.toml
+        [package]
+        name = "grep-printer"
+        //- /crates/printer/src/lib.rs
+        use grep_searcher::Searcher;
+        use serde::Serialize;
+
+        pub fn print(searcher: &Searcher) -> u32 {
+        //                      ^ uses-type: crates/searcher/src/searcher.rs::Searcher (import)
+            grep_searcher::sinks::utf8() + json::to_string()
+        //                        ^ calls: crates/searcher/src/lib.rs::sinks::utf8 (qualified)
+        //                                       ^ calls: crates/json/src/lib.rs::to_string (qualified)
+        }
+
+        pub fn fresh() -> grep_searcher::Searcher {
+        //                               ^ uses-type: crates/searcher/src/searcher.rs::Searcher (qualified)
+            grep_searcher::Searcher::new()
+        //                           ^ calls: crates/searcher/src/searcher.rs::Searcher::new (qualified)
+        }
+
+        pub fn encode(value: &Serialize) -> u32 {
+        //                    ^ frontier: Serialize (type-use)
+        //                    ^ !uses-type: crates/json/src/lib.rs::Serialize
+            0
+        }
+        "#,
+    );
+}
+
 #[test]
 fn java_same_package_and_imported_classes() {
     check(

@@ -2,6 +2,7 @@
 //! resolution, compilation, the store and its generations, the pipeline that runs them,
 //! and the reading sessions that open (and refresh) a generation.
 
+pub mod cargo;
 pub mod compile;
 mod fact_cache;
 mod heads_pack;

@@ -381,6 +381,7 @@ fn attempt(
             .spawn(move || Previous::load(&store))
     };
     let units = source_units(&files);
+    let crates = rust_crates(&files, &options.code_root);
     let scip_facts = if scip_paths.is_empty() {
         None
     } else {
@@ -419,8 +420,13 @@ fn attempt(
         prior_generation = prior.as_ref().map(|p| (p.generation, p.centrality_inputs));
         prior
     };
-    let (resolved, mut memo, redone, tables) =
-        super::resolve::resolve_incremental(&units, &digests, scip_facts.as_ref(), take_prior);
+    let (resolved, mut memo, redone, tables) = super::resolve::resolve_incremental(
+        &units,
+        &crates,
+        &digests,
+        scip_facts.as_ref(),
+        take_prior,
+    );
     if let Some(damaged) = damaged_bodies(options, store, &files) {
         return Ok(damaged);
     }
@@ -1677,6 +1683,17 @@ fn source_units(files: &[Loaded]) -> Vec<SourceUnit<'_>> {
         .collect()
 }
 
+/// The Rust library crates the loaded manifests name (`cargo::RustCrates::read`).
+fn rust_crates(files: &[Loaded], code_root: &Path) -> super::cargo::RustCrates {
+    super::cargo::RustCrates::read(
+        code_root,
+        files
+            .iter()
+            .filter(|f| f.class == crate::graph::codes::FileClass::Manifest)
+            .map(|f| (f.path.as_str(), f.size, &f.hash)),
+    )
+}
+
 /// Ingests SCIP indexes for the compiled (extracted) files, reading their current text.
 fn ingest_scip(
     paths: &[PathBuf],
@@ -1822,7 +1839,8 @@ pub fn evaluate_edges(options: &BuildOptions) -> Result<EdgeReport> {
         .collect();
     let scip = ingest_scip(&options.scip, &files, &options.code_root)?;
     let units = source_units(&files);
-    let evaluation = super::resolve::evaluate_against_scip(&units, &scip);
+    let crates = rust_crates(&files, &options.code_root);
+    let evaluation = super::resolve::evaluate_against_scip(&units, &crates, &scip);
     Ok(EdgeReport {
         scip: scip.stats.clone(),
         diagnostics: scip.diagnostics.clone(),

@@ -10,13 +10,10 @@
 use std::cell::OnceCell;
 use std::path::Path;
 
-use serde::Deserialize;
-
+use crate::build::cargo::{crate_names, is_crate_shaped, manifest_dir};
 use crate::graph::codes::FileClass;
 use crate::graph::ids::FileId;
 use crate::graph::reader::Graph;
-
-const MANIFEST: &str = "Cargo.toml";
 
 /// One crate: its name as paths write it (`-` read as `_`) and its directory (`""` at
 /// the repository's root).
@@ -59,19 +56,10 @@ impl<'a> Crates<'a> {
         })
     }
 
-    /// Whether `name` could be a crate's name at all: a Rust identifier in lower case (what
-    /// no manifest is read for: `Shape::new`, `os.path`).
-    fn is_crate_shaped(name: &str) -> bool {
-        name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-    }
-
     /// The directories of the crates named `name` (several crates may share a name: a
     /// fixture crate beside the real one).
     pub fn dirs_of(&self, name: &str) -> Vec<&str> {
-        if !Self::is_crate_shaped(name) || self.graph.file_count() == 0 {
+        if !is_crate_shaped(name) || self.graph.file_count() == 0 {
             return Vec::new();
         }
         self.all()
@@ -173,7 +161,7 @@ fn crate_reexports(text: &str) -> Vec<(&str, &str)> {
             Some((target, named)) => (target.trim(), named.trim()),
             None => (body, body),
         };
-        if Crates::is_crate_shaped(target) && Crates::is_crate_shaped(named) {
+        if is_crate_shaped(target) && is_crate_shaped(named) {
             out.push((target, named));
         }
     }
@@ -187,10 +175,7 @@ fn read_crates(graph: &Graph, root: &Path) -> Vec<Crate> {
         .filter(|&file| graph.file_class(file) == Some(FileClass::Manifest))
         .filter_map(|file| {
             let path = graph.file_path(file);
-            let dir = match path.strip_suffix(MANIFEST)? {
-                "" => "",
-                dir => dir.strip_suffix('/')?,
-            };
+            let dir = manifest_dir(path)?;
             let names = crate_names(&committed_text(graph, root, file)?);
             Some(names.into_iter().map(move |name| Crate {
                 name,
@@ -211,45 +196,9 @@ fn committed_text(graph: &Graph, root: &Path, file: FileId) -> Option<String> {
         .flatten()
 }
 
-#[derive(Deserialize)]
-struct Manifest {
-    package: Option<Named>,
-    lib: Option<Named>,
-    #[serde(default)]
-    bin: Vec<Named>,
-}
-
-#[derive(Deserialize)]
-struct Named {
-    name: Option<String>,
-}
-
-/// The names a manifest's crates are written by in paths (`-` read as `_`): its library's
-/// (`[lib] name`, else the package's name), then its binaries' (`[[bin]] name`, which a
-/// binary's backtraces print: `rg::search::…`). A workspace's manifest without a package
-/// names none; a manifest that is not TOML names none.
-fn crate_names(text: &str) -> Vec<String> {
-    let Ok(manifest) = toml::from_str::<Manifest>(text) else {
-        return Vec::new();
-    };
-    let Some(package) = manifest.package.and_then(|package| package.name) else {
-        return Vec::new();
-    };
-    let library = manifest.lib.and_then(|lib| lib.name).unwrap_or(package);
-    let binaries = manifest.bin.into_iter().filter_map(|bin| bin.name);
-    let mut names: Vec<String> = Vec::new();
-    for name in std::iter::once(library).chain(binaries) {
-        let name = name.replace('-', "_");
-        if Crates::is_crate_shaped(&name) && !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    names
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{crate_names, crate_reexports};
+    use super::crate_reexports;
 
     #[test]
     fn a_facade_crate_root_re_exports_crates_whole() {
@@ -272,33 +221,5 @@ mod tests {
                 ("globset", "globset"),
             ]
         );
-    }
-
-    #[test]
-    fn a_manifest_names_its_library_and_binaries_as_paths_write_them() {
-        let package = "[package]\nname = \"grep-searcher\"\nversion = \"0.1.0\"\n";
-        assert_eq!(crate_names(package), ["grep_searcher"]);
-        let renamed = "[package]\nname = \"serde-json\"\n[lib]\nname = \"json\"\n";
-        assert_eq!(crate_names(renamed), ["json"]);
-        // A `[lib]` table without a name keeps the package's.
-        let lib = "[package]\nname = \"globset\"\n[lib]\nbench = false\n";
-        assert_eq!(crate_names(lib), ["globset"]);
-        let binaries =
-            "[package]\nname = \"ripgrep\"\n[[bin]]\nname = \"rg\"\n[[bin]]\npath = \"x.rs\"\n";
-        assert_eq!(crate_names(binaries), ["ripgrep", "rg"]);
-    }
-
-    #[test]
-    fn a_workspace_or_a_damaged_manifest_names_no_crate() {
-        for text in [
-            "[workspace]\nmembers = [\"crates/*\"]\n",
-            "[lib]\nname = \"orphan\"\n",
-            "[package\nname = \"x\"",
-            "[package]\nname = 3\n",
-            "[package]\nname = \"Not A Crate\"\n",
-            "",
-        ] {
-            assert!(crate_names(text).is_empty(), "{text}");
-        }
     }
 }

@@ -124,9 +124,12 @@ pub fn fact_digest(content: &[u8; 32], language: Option<Language>, has_facts: bo
     *hasher.finalize().as_bytes()
 }
 
-/// The digest of the files a resolution covers: paths and languages, in order.
-pub fn files_digest(units: &[SourceUnit]) -> [u8; 32] {
+/// The digest of the files a resolution covers (paths and languages, in order) and of the
+/// crate table it read them with: a crate named anew resolves every file again, as a file
+/// added does.
+pub fn files_digest(units: &[SourceUnit], crates: &RustCrates) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
+    crates.digest_into(&mut hasher);
     for unit in units {
         hasher.update(&(unit.path.len() as u64).to_le_bytes());
         hasher.update(unit.path.as_bytes());
@@ -142,11 +145,12 @@ pub fn files_digest(units: &[SourceUnit]) -> [u8; 32] {
 /// returned to be freed where it costs the caller least.
 pub fn resolve_incremental<'a>(
     units: &'a [SourceUnit<'a>],
+    crates: &'a RustCrates,
     digests: &[[u8; 32]],
     scip: Option<&ScipFacts>,
     prior: impl FnOnce() -> Option<Memo>,
 ) -> (Resolved<'a>, Memo, Redone, Tables<'a>) {
-    let mut resolver = Resolver::new(units);
+    let mut resolver = Resolver::new(units, crates);
     resolver.build_nodes();
     resolver.build_indexes();
     let (memo, redone) = resolver.resolve_reusing(digests, prior());
@@ -170,7 +174,7 @@ impl<'a> Resolver<'a> {
                 keys
             })
             .collect();
-        let files_digest = files_digest(self.units);
+        let files_digest = files_digest(self.units, self.rust_crates);
         let mut prior = prior.filter(|p| {
             p.files_digest == files_digest
                 && p.files.len() == count

@@ -244,6 +244,9 @@ impl<'a> Resolver<'a> {
                 if node.kind.is_type() {
                     let scope = self.member_scope_of(*id);
                     self.member_of(file, scope, name, 0)
+                } else if node.kind == SymbolKind::Module {
+                    self.children_named(*id, name)
+                        .and_then(|ids| self.pick(role, ids))
                 } else {
                     None
                 }
@@ -330,9 +333,19 @@ impl<'a> Resolver<'a> {
                         files
                             .iter()
                             .find_map(|&f| self.top_level_of(f).get(*segment).map(|ids| ids[0]))
+                            .or_else(|| {
+                                // What a Rust module re-exports (`pub use`): a crate's
+                                // root names most of its items that way.
+                                (language == Language::Rust)
+                                    .then(|| files.iter().find_map(|&f| self.exported(f, segment)))
+                                    .flatten()
+                            })
                             .map(Target::Symbol)
                     }
                 }
+                Target::Symbol(id) if self.node(id).kind == SymbolKind::Module => self
+                    .children_named(id, segment)
+                    .map(|ids| Target::Symbol(ids[0])),
                 Target::Symbol(id) => {
                     let owner = self.member_scope_of(id);
                     let file = self.node(id).file?;

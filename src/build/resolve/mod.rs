@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+pub use crate::build::cargo::RustCrates;
 use crate::build::scip::ScipFacts;
 use crate::build::store::LazyFacts;
 use crate::syntax::extract::{collection_items, first_of_tuple};
@@ -54,7 +55,7 @@ use values::{
 };
 
 /// Bumped whenever resolution output changes for the same facts; part of the fingerprint.
-pub const RESOLVER_VERSION: u32 = 5;
+pub const RESOLVER_VERSION: u32 = 6;
 
 /// One inventoried file as resolution sees it.
 pub struct SourceUnit<'a> {
@@ -184,8 +185,9 @@ pub struct FileImports {
     pub unresolved: HashSet<String>,
     /// A wildcard import whose module is not in the graph.
     pub unresolved_wildcard: bool,
-    /// Names imported from Rust's standard library: never the repository's definitions,
-    /// whatever an unresolved wildcard may bring.
+    /// Names imported from Rust crates outside the repository (the standard library's, a
+    /// dependency's: `resolve::modules`' `outside_repository`): never the repository's
+    /// definitions, whatever an unresolved wildcard may bring.
     pub external: HashSet<String>,
     /// (target node, import site) for `imports` edges.
     pub edges: Vec<(u32, Span)>,
@@ -198,8 +200,12 @@ struct Outcome {
 }
 
 /// Resolves all files. `units` must be sorted by path.
-pub fn resolve<'a>(units: &'a [SourceUnit<'a>], scip: Option<&ScipFacts>) -> Resolved<'a> {
-    let mut resolver = Resolver::new(units);
+pub fn resolve<'a>(
+    units: &'a [SourceUnit<'a>],
+    crates: &'a RustCrates,
+    scip: Option<&ScipFacts>,
+) -> Resolved<'a> {
+    let mut resolver = Resolver::new(units, crates);
     resolver.build_nodes();
     resolver.build_indexes();
     resolver.bind_all_imports(None, None);
@@ -213,8 +219,12 @@ pub fn resolve<'a>(units: &'a [SourceUnit<'a>], scip: Option<&ScipFacts>) -> Res
 
 /// Heuristic (tree-sitter) edges compared with the precise edges of a SCIP index at the
 /// same sites (R-RES-4).
-pub fn evaluate_against_scip(units: &[SourceUnit], scip: &ScipFacts) -> merge_scip::EdgeEvaluation {
-    let mut resolver = Resolver::new(units);
+pub fn evaluate_against_scip(
+    units: &[SourceUnit],
+    crates: &RustCrates,
+    scip: &ScipFacts,
+) -> merge_scip::EdgeEvaluation {
+    let mut resolver = Resolver::new(units, crates);
     resolver.build_nodes();
     resolver.build_indexes();
     resolver.bind_all_imports(None, None);
@@ -257,6 +267,8 @@ struct Resolver<'a> {
     dotted_suffix: HashMap<String, Vec<u32>>,
     packages: HashMap<&'a str, Vec<u32>>,
     rust_modules: HashMap<(String, String), u32>,
+    /// The repository's library crates by name: where a path into another crate leads.
+    rust_crates: &'a RustCrates,
     /// Per file, what its imports bind as of the last finished pass of import binding
     /// (`incremental::bind_all_imports`); empty while the first pass runs. Names bound by
     /// imports that did not resolve (and an unresolved wildcard) are the only ones that
@@ -310,7 +322,7 @@ fn rust_module_of(path: &str) -> (String, String) {
 }
 
 impl<'a> Resolver<'a> {
-    fn new(units: &'a [SourceUnit<'a>]) -> Self {
+    fn new(units: &'a [SourceUnit<'a>], rust_crates: &'a RustCrates) -> Self {
         Resolver {
             units,
             out: Resolved::default(),
@@ -332,6 +344,7 @@ impl<'a> Resolver<'a> {
             dotted_suffix: HashMap::default(),
             packages: HashMap::default(),
             rust_modules: HashMap::default(),
+            rust_crates,
             imports: Vec::new(),
             overloaded: Vec::new(),
             edges: Vec::new(),

@@ -2,6 +2,7 @@
 //! JS/TS (paths and workspace packages), Go and Rust, and what each file's imports bind.
 
 use super::*;
+use crate::build::cargo::is_crate_shaped;
 
 impl<'a> Resolver<'a> {
     /// A name a file defines at top level or re-exports through an import, including
@@ -227,7 +228,15 @@ impl<'a> Resolver<'a> {
                 {
                     return Some(f);
                 }
-                return None;
+                // Another crate of the repository, by the name its manifest gives it.
+                let (name, rest) = segments.split_first()?;
+                let module = rest.join("::");
+                return self
+                    .rust_crates
+                    .roots(name)
+                    .iter()
+                    .find_map(|root| self.rust_modules.get(&(root.clone(), module.clone())))
+                    .copied();
             }
         }
         base.extend(segments.iter().map(|s| s.to_string()));
@@ -256,7 +265,8 @@ impl<'a> Resolver<'a> {
         for import in &facts.imports {
             let files = self.module_files(file, &import.module);
             let standard = self.language(file) == Some(Language::Rust)
-                && RUST_STANDARD_CRATES.contains(&rust_crate_of(&import.module));
+                && files.is_empty()
+                && self.outside_repository(file, &import.module);
             if import.wildcard {
                 unresolved_wildcard |= files.is_empty() && !standard;
                 for &f in &files {
@@ -267,7 +277,8 @@ impl<'a> Resolver<'a> {
             }
             let target = self.import_target(file, import, &files);
             let Some(target) = target else {
-                // A name from Rust's standard library is known not to be the repository's.
+                // A name from another crate than the repository's is known not to be
+                // one of its definitions.
                 if let Some(local) = import.local_name() {
                     if standard {
                         external.insert(local.to_string());
@@ -335,6 +346,22 @@ impl<'a> Resolver<'a> {
         };
         let sub_files = self.module_files(file, &sub);
         (!sub_files.is_empty()).then_some(Target::Files(sub_files))
+    }
+}
+
+impl Resolver<'_> {
+    /// Whether a Rust `use` path that leads to no file of the repository names a crate
+    /// outside it: the standard library's, or, once the repository's manifests name its
+    /// crates, a crate-shaped first segment that is none of them and no item of the file
+    /// (`use serde::Serialize`, `use regex::Regex` beside a crate `grep_regex`).
+    fn outside_repository(&self, file: u32, module: &str) -> bool {
+        let first = rust_crate_of(module);
+        RUST_STANDARD_CRATES.contains(&first)
+            || (!self.rust_crates.is_empty()
+                && is_crate_shaped(first)
+                && !matches!(first, "crate" | "self" | "super")
+                && self.rust_crates.roots(first).is_empty()
+                && !self.top_level_of(file).contains_key(first))
     }
 }
 

@@ -142,6 +142,15 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// The definitions named `name` directly inside `parent` (an inline module's items).
+    pub(super) fn children_named(&self, parent: u32, name: &str) -> Option<&Ids> {
+        file_read(self.node(parent).file?);
+        // The table's keys borrow the facts; every definition's name is a key of
+        // `by_name`, which lends the same text for that lifetime.
+        let (&name, _) = self.by_name.get_key_value(name)?;
+        self.children.get(&(parent, name))
+    }
+
     pub(super) fn top_level_of(&self, file: u32) -> &HashMap<&'a str, Vec<u32>> {
         file_read(file);
         &self.top_level[file as usize]

@@ -1,0 +1,223 @@
+//! What a `Cargo.toml` names: the crates of a package, as Rust paths write them
+//! (`grep-searcher` is `grep_searcher`), and the repository's library crates by those
+//! names, which resolution follows from one crate into another (`use
+//! grep_searcher::Searcher` in `crates/core/`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// A Rust package's manifest file name.
+pub const MANIFEST: &str = "Cargo.toml";
+
+#[derive(Deserialize)]
+struct Manifest {
+    package: Option<Named>,
+    lib: Option<Named>,
+    #[serde(default)]
+    bin: Vec<Named>,
+}
+
+#[derive(Deserialize)]
+struct Named {
+    name: Option<String>,
+}
+
+/// Whether `name` could be a crate's name as a path writes it: a Rust identifier in lower
+/// case (`Shape::new` and `os.path` are not).
+pub fn is_crate_shaped(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The names a manifest's crates are written by in paths (`-` read as `_`): its library's
+/// (`[lib] name`, else the package's name), then its binaries' (`[[bin]] name`, which a
+/// binary's backtraces print: `rg::search::…`). A workspace's manifest without a package
+/// names none; a manifest that is not TOML names none.
+pub fn crate_names(text: &str) -> Vec<String> {
+    let Ok(manifest) = toml::from_str::<Manifest>(text) else {
+        return Vec::new();
+    };
+    let Some(package) = manifest.package.and_then(|package| package.name) else {
+        return Vec::new();
+    };
+    let library = manifest.lib.and_then(|lib| lib.name).unwrap_or(package);
+    let binaries = manifest.bin.into_iter().filter_map(|bin| bin.name);
+    let mut names: Vec<String> = Vec::new();
+    for name in std::iter::once(library).chain(binaries) {
+        let name = name.replace('-', "_");
+        if is_crate_shaped(&name) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// The repository's library crates by the name other crates' paths give them: each
+/// package manifest's library name (`crate_names`' first) and the directory that holds
+/// its sources (`<package>/src`, where `src/lib.rs` is the crate root). Resolution reads
+/// `use name::…` and `name::item` through it; a crate renamed in a dependency table
+/// (`alias = { package = "…" }`) or a library at another path than `src/lib.rs` is not
+/// followed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RustCrates {
+    /// Crate name → source directories of the packages that name it (several packages
+    /// may: a fixture crate beside the real one), in path order.
+    roots: BTreeMap<String, Vec<String>>,
+}
+
+impl RustCrates {
+    /// The crates `manifests` name: `(path of a Cargo.toml, its text)`.
+    pub fn from_manifests<'m>(manifests: impl IntoIterator<Item = (&'m str, &'m str)>) -> Self {
+        let mut roots: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (path, text) in manifests {
+            let Some(dir) = manifest_dir(path) else {
+                continue;
+            };
+            let Some(name) = crate_names(text).into_iter().next() else {
+                continue;
+            };
+            let root = if dir.is_empty() {
+                "src".to_string()
+            } else {
+                format!("{dir}/src")
+            };
+            roots.entry(name).or_default().push(root);
+        }
+        for dirs in roots.values_mut() {
+            dirs.sort();
+            dirs.dedup();
+        }
+        RustCrates { roots }
+    }
+
+    /// The crates the build's manifests name, each read from `code_root` at its
+    /// inventoried path and size and taken only when its bytes are the inventory's
+    /// (`blake3` equal to `hash`): a manifest changed since the inventory, gone or
+    /// unreadable names no crate, so the table is a function of the build's inputs.
+    pub fn read<'m>(
+        code_root: &Path,
+        manifests: impl IntoIterator<Item = (&'m str, u64, &'m [u8; 32])>,
+    ) -> Self {
+        let texts: Vec<(&str, String)> = manifests
+            .into_iter()
+            .filter(|(path, _, _)| manifest_dir(path).is_some())
+            .filter_map(|(path, size, hash)| {
+                let bytes = crate::source::read(code_root, path, size).ok()?;
+                if blake3::hash(&bytes).as_bytes() != hash {
+                    return None;
+                }
+                Some((path, String::from_utf8(bytes).ok()?))
+            })
+            .collect();
+        Self::from_manifests(texts.iter().map(|(path, text)| (*path, text.as_str())))
+    }
+
+    /// The source directories of the library crate `name` (`crates/searcher/src`).
+    pub fn roots(&self, name: &str) -> &[String] {
+        self.roots.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.roots.is_empty()
+    }
+
+    /// Feeds the table to `hasher`: resolution reuses a prior resolution only under the
+    /// same table.
+    pub fn digest_into(&self, hasher: &mut blake3::Hasher) {
+        hasher.update(&(self.roots.len() as u64).to_le_bytes());
+        for (name, roots) in &self.roots {
+            hasher.update(&(name.len() as u64).to_le_bytes());
+            hasher.update(name.as_bytes());
+            hasher.update(&(roots.len() as u64).to_le_bytes());
+            for root in roots {
+                hasher.update(&(root.len() as u64).to_le_bytes());
+                hasher.update(root.as_bytes());
+            }
+        }
+    }
+}
+
+/// The directory of a `Cargo.toml` path (`""` at the repository's root); `None` for any
+/// other file.
+pub fn manifest_dir(path: &str) -> Option<&str> {
+    match path.strip_suffix(MANIFEST)? {
+        "" => Some(""),
+        dir => dir.strip_suffix('/'),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RustCrates, crate_names};
+
+    #[test]
+    fn a_manifest_names_its_library_and_binaries_as_paths_write_them() {
+        let package = "[package]\nname = \"grep-searcher\"\nversion = \"0.1.0\"\n";
+        assert_eq!(crate_names(package), ["grep_searcher"]);
+        let renamed = "[package]\nname = \"serde-json\"\n[lib]\nname = \"json\"\n";
+        assert_eq!(crate_names(renamed), ["json"]);
+        // A `[lib]` table without a name keeps the package's.
+        let lib = "[package]\nname = \"globset\"\n[lib]\nbench = false\n";
+        assert_eq!(crate_names(lib), ["globset"]);
+        let binaries =
+            "[package]\nname = \"ripgrep\"\n[[bin]]\nname = \"rg\"\n[[bin]]\npath = \"x.rs\"\n";
+        assert_eq!(crate_names(binaries), ["ripgrep", "rg"]);
+    }
+
+    #[test]
+    fn a_workspace_or_a_damaged_manifest_names_no_crate() {
+        for text in [
+            "[workspace]\nmembers = [\"crates/*\"]\n",
+            "[lib]\nname = \"orphan\"\n",
+            "[package\nname = \"x\"",
+            "[package]\nname = 3\n",
+            "[package]\nname = \"Not A Crate\"\n",
+            "",
+        ] {
+            assert!(crate_names(text).is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn library_crates_are_found_by_name_at_their_packages_sources() {
+        let crates = RustCrates::from_manifests([
+            (
+                "Cargo.toml",
+                "[package]\nname = \"ripgrep\"\n[[bin]]\nname = \"rg\"\n",
+            ),
+            (
+                "crates/searcher/Cargo.toml",
+                "[package]\nname = \"grep-searcher\"\n",
+            ),
+            (
+                "fuzz/searcher/Cargo.toml",
+                "[package]\nname = \"grep-searcher\"\n",
+            ),
+            (
+                "crates/json/Cargo.toml",
+                "[package]\nname = \"x\"\n[lib]\nname = \"json\"\n",
+            ),
+            ("Cargo.toml.orig", "[package]\nname = \"stray\"\n"),
+            ("crates/broken/Cargo.toml", "[package"),
+        ]);
+        assert_eq!(crates.roots("ripgrep"), ["src"]);
+        // A binary's name is not a library's: no path reaches into it.
+        assert!(crates.roots("rg").is_empty());
+        assert_eq!(
+            crates.roots("grep_searcher"),
+            ["crates/searcher/src", "fuzz/searcher/src"]
+        );
+        assert_eq!(crates.roots("json"), ["crates/json/src"]);
+        assert!(crates.roots("x").is_empty());
+        assert!(crates.roots("stray").is_empty());
+        let mut a = blake3::Hasher::new();
+        crates.digest_into(&mut a);
+        let mut b = blake3::Hasher::new();
+        RustCrates::default().digest_into(&mut b);
+        assert_ne!(a.finalize(), b.finalize());
+    }
+}

@@ -1099,6 +1099,14 @@ fn pathologically_nested_source_is_truncated_and_says_why() {
     assert!(partial["limit"].as_str().unwrap().contains("nested"));
     let status = s.atlas(&["status", "--format", "json"]).success().json();
     assert_eq!(status["partial_files"][0]["status"], "truncated");
+    // A limit is not a syntax error: each is counted as what it is.
+    assert_eq!(status["coverage"]["files_truncated"], 1);
+    assert_eq!(status["coverage"]["files_with_parse_errors"], 0);
+    let text = s.atlas(&["status"]).success().stdout;
+    assert!(
+        text.contains("(0 with parse errors, 1 cut by an extraction limit)"),
+        "{text}"
+    );
 }
 
 #[cfg(unix)]

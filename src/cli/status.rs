@@ -80,7 +80,11 @@ pub struct PartialStatus {
 pub struct Coverage {
     pub files_inventoried: usize,
     pub files_extracted: usize,
+    /// Files whose syntax errors the parser recovered from (`partial`).
     pub files_with_parse_errors: usize,
+    /// Files whose extraction an extraction limit cut short (`truncated`), counted apart
+    /// from syntax errors.
+    pub files_truncated: usize,
     pub files_text_only: usize,
     pub files_skipped: usize,
     pub skipped_by_reason: BTreeMap<String, usize>,
@@ -173,7 +177,14 @@ pub fn status(
     let coverage = Coverage {
         files_inventoried: graph.file_count() + skipped.len(),
         files_extracted: extracted,
-        files_with_parse_errors: partial_files.len(),
+        files_with_parse_errors: partial_files
+            .iter()
+            .filter(|p| p.status == ParseStatus::Partial.as_str())
+            .count(),
+        files_truncated: partial_files
+            .iter()
+            .filter(|p| p.status == ParseStatus::Truncated.as_str())
+            .count(),
         files_text_only: graph.file_count() - extracted,
         files_skipped: skipped.len(),
         skipped_by_reason,
@@ -306,8 +317,13 @@ fn render(s: &StatusReport) -> String {
     ));
     let c = &s.coverage;
     out.push_str(&format!(
-        "coverage    {} inventoried: {} extracted ({} with parse errors), {} text only, {} skipped\n",
-        c.files_inventoried, c.files_extracted, c.files_with_parse_errors, c.files_text_only, c.files_skipped
+        "coverage    {} inventoried: {} extracted ({} with parse errors, {} cut by an extraction limit), {} text only, {} skipped\n",
+        c.files_inventoried,
+        c.files_extracted,
+        c.files_with_parse_errors,
+        c.files_truncated,
+        c.files_text_only,
+        c.files_skipped
     ));
     if !c.unsupported_by_extension.is_empty() {
         let list: Vec<String> = c

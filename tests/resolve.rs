@@ -881,7 +881,8 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
 
 /// A path into another crate of the repository is read by the name its `Cargo.toml`
 /// gives the crate (`grep-searcher` is `grep_searcher`, a `[lib] name` wins): `use`,
-/// qualified paths through the crate root's re-exports and inline modules, and an
+/// qualified paths through the crate root's re-exports and inline modules, a facade
+/// crate's re-exported crates (`pub extern crate a as b;`, `pub use a as b;`), and an
 /// integration test naming its own library all bind what the compiler binds, where a
 /// name defined in two crates left a unique-name guess nothing to bind. A name imported
 /// from a crate the repository does not hold (a dependency) is never guessed to be one
@@ -937,12 +938,26 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
         pub struct Searcher;
 
         pub struct Serialize;
+        //- /crates/grep/Cargo.toml
+        [package]
+        name = "grep"
+        //- /crates/grep/src/lib.rs
+        pub extern crate grep_searcher as searcher;
+        pub use json as encoding;
         //- /crates/printer/Cargo.toml
         [package]
         name = "grep-printer"
         //- /crates/printer/src/lib.rs
         use grep_searcher::Searcher;
         use serde::Serialize;
+        use grep::searcher::Searcher as Facade;
+        //                  ^ imports: crates/searcher/src/searcher.rs::Searcher (import)
+
+        pub fn through_the_facade(searcher: &Facade) -> u32 {
+        //                                   ^ uses-type: crates/searcher/src/searcher.rs::Searcher (import)
+            grep::encoding::to_string()
+        //                  ^ calls: crates/json/src/lib.rs::to_string (qualified)
+        }
 
         pub fn print(searcher: &Searcher) -> u32 {
         //                      ^ uses-type: crates/searcher/src/searcher.rs::Searcher (import)

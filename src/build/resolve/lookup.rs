@@ -321,7 +321,10 @@ impl<'a> Resolver<'a> {
                                     } else {
                                         format!("{module}::{segment}")
                                     };
-                                    self.rust_modules.get(&(root, sub)).copied()
+                                    self.rust_modules
+                                        .get(&(root, sub))
+                                        .copied()
+                                        .or_else(|| self.reexported_module(f, segment))
                                 }
                                 _ => None,
                             }

@@ -231,18 +231,46 @@ impl<'a> Resolver<'a> {
                 // Another crate of the repository, by the name its manifest gives it.
                 let (name, rest) = segments.split_first()?;
                 let module = rest.join("::");
-                return self
-                    .rust_crates
-                    .roots(name)
-                    .iter()
-                    .find_map(|root| self.rust_modules.get(&(root.clone(), module.clone())))
-                    .copied();
+                return self.rust_crates.roots(name).iter().find_map(|root| {
+                    if let Some(&f) = self.rust_modules.get(&(root.clone(), module.clone())) {
+                        return Some(f);
+                    }
+                    let crate_root = *self.rust_modules.get(&(root.clone(), String::new()))?;
+                    self.rust_submodule(crate_root, rest)
+                });
             }
         }
         base.extend(segments.iter().map(|s| s.to_string()));
         self.rust_modules
             .get(&(crate_root, base.join("::")))
             .copied()
+    }
+
+    /// The file of the module `path` names below module file `file`: each segment a
+    /// module file of the same crate, or a module the file re-exports whole (`pub extern
+    /// crate grep_searcher as searcher;`, `pub use grep_searcher as searcher;`).
+    fn rust_submodule(&self, mut file: u32, path: &[&str]) -> Option<u32> {
+        for segment in path {
+            let (root, module) = rust_module_of(self.units[file as usize].path);
+            let sub = if module.is_empty() {
+                segment.to_string()
+            } else {
+                format!("{module}::{segment}")
+            };
+            file = match self.rust_modules.get(&(root, sub)) {
+                Some(&f) => f,
+                None => self.reexported_module(file, segment)?,
+            };
+        }
+        Some(file)
+    }
+
+    /// The module file `file` binds `name` to, when its imports bind a module whole.
+    pub(super) fn reexported_module(&self, file: u32, name: &str) -> Option<u32> {
+        match self.bound(file, name)? {
+            Target::Files(files) => files.first().copied(),
+            Target::Symbol(_) => None,
+        }
     }
 
     pub(super) fn bind_imports(&self, file: u32) -> FileImports {

@@ -33,7 +33,8 @@ use type_text::{strip_generics, type_name_and_qualifier};
 /// and of the fingerprint.
 /// 8: a call assigned at module level is never `RETURNED`, and a function's returned names
 /// leave out those of the functions nested in it.
-pub const EXTRACTOR_VERSION: u32 = 8;
+/// 9: Rust `extern crate a as b;` is an import of crate `a` bound as `b`.
+pub const EXTRACTOR_VERSION: u32 = 9;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is

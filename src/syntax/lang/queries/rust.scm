@@ -82,6 +82,8 @@
 
 ; ---- imports
 (use_declaration argument: (_) @import.tree) @import
+; `extern crate a as b;`: a facade crate's root re-exports crates whole this way.
+(extern_crate_declaration name: (identifier) @import.module alias: (identifier)? @import.alias) @import
 
 ; ---- type bindings (receiver types for member calls)
 (parameter pattern: (identifier) @binding.name type: (_) @binding.type) @binding

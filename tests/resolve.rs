@@ -882,8 +882,9 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
 /// A path into another crate of the repository is read by the name its `Cargo.toml`
 /// gives the crate (`grep-searcher` is `grep_searcher`, a `[lib] name` wins): `use`,
 /// qualified paths through the crate root's re-exports and inline modules, a facade
-/// crate's re-exported crates (`pub extern crate a as b;`, `pub use a as b;`), and an
-/// integration test naming its own library all bind what the compiler binds, where a
+/// crate's re-exported crates (`pub extern crate a as b;`, `pub use a as b;`), an
+/// integration test naming its own library, and a 2015-edition crate's `use` paths from
+/// its root (a manifest without `edition`) all bind what the compiler binds, where a
 /// name defined in two crates left a unique-name guess nothing to bind. A name imported
 /// from a crate the repository does not hold (a dependency) is never guessed to be one
 /// of its definitions.
@@ -938,6 +939,23 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
         pub struct Searcher;
 
         pub struct Serialize;
+        //- /crates/old/Cargo.toml
+        [package]
+        name = "old-style"
+        //- /crates/old/src/lib.rs
+        mod util;
+        mod nested;
+        //- /crates/old/src/util.rs
+        pub fn to_string() -> u32 {
+            3
+        }
+        //- /crates/old/src/nested.rs
+        use util::to_string;
+
+        pub fn run() -> u32 {
+            to_string()
+        //  ^ calls: crates/old/src/util.rs::to_string (import)
+        }
         //- /crates/grep/Cargo.toml
         [package]
         name = "grep"

@@ -3,7 +3,7 @@
 //! names, which resolution follows from one crate into another (`use
 //! grep_searcher::Searcher` in `crates/core/`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -13,15 +13,35 @@ pub const MANIFEST: &str = "Cargo.toml";
 
 #[derive(Deserialize)]
 struct Manifest {
-    package: Option<Named>,
+    package: Option<Package>,
     lib: Option<Named>,
     #[serde(default)]
     bin: Vec<Named>,
 }
 
 #[derive(Deserialize)]
+struct Package {
+    name: Option<String>,
+    /// A string, or a table (`edition.workspace = true`); absent means 2015.
+    edition: Option<toml::Value>,
+}
+
+#[derive(Deserialize)]
 struct Named {
     name: Option<String>,
+}
+
+/// Whether a package's manifest leaves it on the 2015 edition (no `edition`, or "2015"),
+/// where a `use` path is relative to the crate's root.
+fn is_2015(text: &str) -> bool {
+    toml::from_str::<Manifest>(text)
+        .ok()
+        .and_then(|manifest| manifest.package)
+        .is_some_and(|package| match package.edition {
+            None => true,
+            Some(toml::Value::String(edition)) => edition == "2015",
+            Some(_) => false,
+        })
 }
 
 /// Whether `name` could be a crate's name as a path writes it: a Rust identifier in lower
@@ -67,12 +87,15 @@ pub struct RustCrates {
     /// Crate name → source directories of the packages that name it (several packages
     /// may: a fixture crate beside the real one), in path order.
     roots: BTreeMap<String, Vec<String>>,
+    /// Source directories of the packages on the 2015 edition.
+    edition_2015: BTreeSet<String>,
 }
 
 impl RustCrates {
     /// The crates `manifests` name: `(path of a Cargo.toml, its text)`.
     pub fn from_manifests<'m>(manifests: impl IntoIterator<Item = (&'m str, &'m str)>) -> Self {
         let mut roots: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut edition_2015 = BTreeSet::new();
         for (path, text) in manifests {
             let Some(dir) = manifest_dir(path) else {
                 continue;
@@ -85,13 +108,19 @@ impl RustCrates {
             } else {
                 format!("{dir}/src")
             };
+            if is_2015(text) {
+                edition_2015.insert(root.clone());
+            }
             roots.entry(name).or_default().push(root);
         }
         for dirs in roots.values_mut() {
             dirs.sort();
             dirs.dedup();
         }
-        RustCrates { roots }
+        RustCrates {
+            roots,
+            edition_2015,
+        }
     }
 
     /// The crates the build's manifests name, each read from `code_root` at its
@@ -121,6 +150,12 @@ impl RustCrates {
         self.roots.get(name).map_or(&[], Vec::as_slice)
     }
 
+    /// Whether the package whose sources are at `root` is on the 2015 edition, where
+    /// `use a::b` names the crate root's module `a`.
+    pub fn is_2015(&self, root: &str) -> bool {
+        self.edition_2015.contains(root)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.roots.is_empty()
     }
@@ -137,6 +172,11 @@ impl RustCrates {
                 hasher.update(&(root.len() as u64).to_le_bytes());
                 hasher.update(root.as_bytes());
             }
+        }
+        hasher.update(&(self.edition_2015.len() as u64).to_le_bytes());
+        for root in &self.edition_2015 {
+            hasher.update(&(root.len() as u64).to_le_bytes());
+            hasher.update(root.as_bytes());
         }
     }
 }
@@ -212,6 +252,24 @@ mod tests {
             ["crates/searcher/src", "fuzz/searcher/src"]
         );
         assert_eq!(crates.roots("json"), ["crates/json/src"]);
+        // No `edition` is 2015; a workspace-inherited one is not.
+        assert!(crates.is_2015("crates/searcher/src"));
+        let editions = RustCrates::from_manifests([
+            (
+                "a/Cargo.toml",
+                "[package]\nname = \"a\"\nedition = \"2015\"\n",
+            ),
+            (
+                "b/Cargo.toml",
+                "[package]\nname = \"b\"\nedition = \"2021\"\n",
+            ),
+            (
+                "c/Cargo.toml",
+                "[package]\nname = \"c\"\nedition.workspace = true\n",
+            ),
+        ]);
+        assert!(editions.is_2015("a/src"));
+        assert!(!editions.is_2015("b/src") && !editions.is_2015("c/src"));
         assert!(crates.roots("x").is_empty());
         assert!(crates.roots("stray").is_empty());
         let mut a = blake3::Hasher::new();

@@ -228,6 +228,14 @@ impl<'a> Resolver<'a> {
                 {
                     return Some(f);
                 }
+                // On the 2015 edition a `use` path starts at the crate's root.
+                if self.rust_crates.is_2015(&crate_root)
+                    && let Some(&f) = self
+                        .rust_modules
+                        .get(&(crate_root.clone(), segments.join("::")))
+                {
+                    return Some(f);
+                }
                 // Another crate of the repository, by the name its manifest gives it.
                 let (name, rest) = segments.split_first()?;
                 let module = rest.join("::");

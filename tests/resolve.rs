@@ -886,8 +886,10 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
 /// integration test naming its own library, and a 2015-edition crate's `use` paths from
 /// its root (a manifest without `edition`) all bind what the compiler binds, where a
 /// name defined in two crates left a unique-name guess nothing to bind. A name imported
-/// from a crate the repository does not hold (a dependency) is never guessed to be one
-/// of its definitions.
+/// from a crate the manifests take from a registry (a dependency) is never guessed to be
+/// one of its definitions; any other unknown first segment still allows the guess. A
+/// package's `main.rs` is not its library; a 2021 package's `use` paths do not start at
+/// its root.
 #[test]
 fn rust_paths_into_another_crate_follow_its_manifest_name() {
     check(
@@ -899,6 +901,7 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
         [package]
         name = "grep-searcher"
         version = "0.1.0"
+        edition = "2021"
         //- /crates/searcher/src/lib.rs
         pub use crate::searcher::Searcher;
 
@@ -929,6 +932,7 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
         //- /crates/json/Cargo.toml
         [package]
         name = "serde-json-fork"
+        edition = "2021"
         [lib]
         name = "json"
         //- /crates/json/src/lib.rs
@@ -939,6 +943,47 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
         pub struct Searcher;
 
         pub struct Serialize;
+
+        pub fn only_here() -> u32 {
+            4
+        }
+        //- /crates/modern/Cargo.toml
+        [package]
+        name = "modern"
+        edition = "2021"
+        //- /crates/modern/src/lib.rs
+        mod util;
+        mod nested;
+        //- /crates/modern/src/util.rs
+        pub fn to_string() -> u32 {
+            5
+        }
+        //- /crates/modern/src/nested.rs
+        use util::to_string;
+
+        pub fn run() -> u32 {
+            to_string()
+        //  ^ frontier: to_string (call)
+        }
+        //- /crates/app/Cargo.toml
+        [package]
+        name = "app"
+        edition = "2021"
+        //- /crates/app/src/lib.rs
+        pub fn run() -> u32 {
+            6
+        }
+        //- /crates/app/src/main.rs
+        fn run() -> u32 {
+            7
+        }
+
+        fn main() {
+            app::run();
+        //       ^ calls: crates/app/src/lib.rs::run (qualified)
+            run();
+        //  ^ calls: crates/app/src/main.rs::run (scope)
+        }
         //- /crates/old/Cargo.toml
         [package]
         name = "old-style"
@@ -959,15 +1004,27 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
         //- /crates/grep/Cargo.toml
         [package]
         name = "grep"
+        edition = "2021"
         //- /crates/grep/src/lib.rs
         pub extern crate grep_searcher as searcher;
         pub use json as encoding;
         //- /crates/printer/Cargo.toml
         [package]
         name = "grep-printer"
+        edition = "2021"
+
+        [dependencies]
+        grep-searcher = { path = "../searcher" }
+        serde = "1"
         //- /crates/printer/src/lib.rs
         use grep_searcher::Searcher;
         use serde::Serialize;
+        use generated::only_here;
+
+        pub fn unknown() -> u32 {
+            only_here()
+        //  ^ calls: crates/json/src/lib.rs::only_here (unique-name, confidence=50)
+        }
         use grep::searcher::Searcher as Facade;
         //                  ^ imports: crates/searcher/src/searcher.rs::Searcher (import)
 

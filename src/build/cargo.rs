@@ -76,8 +76,74 @@ pub fn crate_names(text: &str) -> Vec<String> {
     names
 }
 
+/// The name paths give a package's library (`[lib] name`, else the package's name, `-`
+/// read as `_`), when it is an identifier: `Inflector` stays itself, where `crate_names`
+/// keeps only lower-case names.
+fn library_name(text: &str) -> Option<String> {
+    let manifest = toml::from_str::<Manifest>(text).ok()?;
+    let package = manifest.package?.name?;
+    let name = manifest
+        .lib
+        .and_then(|lib| lib.name)
+        .unwrap_or(package)
+        .replace('-', "_");
+    let identifier = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    identifier.then_some(name)
+}
+
+/// The tables of a manifest that declare dependencies: `[dependencies]`, `[dev-…]`,
+/// `[build-…]`, and the same under each `[target.<cfg>]`.
+fn dependency_tables(manifest: &toml::Table) -> Vec<&toml::Table> {
+    const KINDS: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let mut tables: Vec<&toml::Table> = KINDS
+        .iter()
+        .filter_map(|kind| manifest.get(*kind)?.as_table())
+        .collect();
+    if let Some(targets) = manifest.get("target").and_then(toml::Value::as_table) {
+        for target in targets.values().filter_map(toml::Value::as_table) {
+            tables.extend(
+                KINDS
+                    .iter()
+                    .filter_map(|kind| target.get(*kind)?.as_table()),
+            );
+        }
+    }
+    tables
+}
+
+/// The dependencies a manifest declares, by the names paths give them (`-` read as `_`):
+/// `(from a registry or git, from a path of the repository)`. A dependency inherited
+/// from the workspace (`serde.workspace = true`) counts as from a registry; the
+/// workspace's own table says which of those are paths.
+fn dependencies(text: &str) -> (Vec<String>, Vec<String>) {
+    let Ok(manifest) = toml::from_str::<toml::Table>(text) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut tables = dependency_tables(&manifest);
+    if let Some(workspace) = manifest
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(toml::Value::as_table)
+    {
+        tables.push(workspace);
+    }
+    let (mut external, mut local) = (Vec::new(), Vec::new());
+    for (key, value) in tables.into_iter().flatten() {
+        let name = key.replace('-', "_");
+        match value.as_table() {
+            Some(spec) if spec.contains_key("path") => local.push(name),
+            _ => external.push(name),
+        }
+    }
+    (external, local)
+}
+
 /// The repository's library crates by the name other crates' paths give them: each
-/// package manifest's library name (`crate_names`' first) and the directory that holds
+/// package manifest's library name (`library_name`) and the directory that holds
 /// its sources (`<package>/src`, where `src/lib.rs` is the crate root). Resolution reads
 /// `use name::…` and `name::item` through it; a crate renamed in a dependency table
 /// (`alias = { package = "…" }`) or a library at another path than `src/lib.rs` is not
@@ -89,6 +155,10 @@ pub struct RustCrates {
     roots: BTreeMap<String, Vec<String>>,
     /// Source directories of the packages on the 2015 edition.
     edition_2015: BTreeSet<String>,
+    /// Crates the manifests declare as dependencies from a registry or git, and never as
+    /// a path of the repository: what a `use` path starting with one names is not the
+    /// repository's.
+    dependencies: BTreeSet<String>,
 }
 
 impl RustCrates {
@@ -96,11 +166,15 @@ impl RustCrates {
     pub fn from_manifests<'m>(manifests: impl IntoIterator<Item = (&'m str, &'m str)>) -> Self {
         let mut roots: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut edition_2015 = BTreeSet::new();
+        let (mut external, mut local) = (BTreeSet::new(), BTreeSet::new());
         for (path, text) in manifests {
             let Some(dir) = manifest_dir(path) else {
                 continue;
             };
-            let Some(name) = crate_names(text).into_iter().next() else {
+            let (registry, paths) = dependencies(text);
+            external.extend(registry);
+            local.extend(paths);
+            let Some(name) = library_name(text) else {
                 continue;
             };
             let root = if dir.is_empty() {
@@ -117,9 +191,15 @@ impl RustCrates {
             dirs.sort();
             dirs.dedup();
         }
+        let dependencies = external
+            .difference(&local)
+            .filter(|name| !roots.contains_key(*name))
+            .cloned()
+            .collect();
         RustCrates {
             roots,
             edition_2015,
+            dependencies,
         }
     }
 
@@ -156,8 +236,13 @@ impl RustCrates {
         self.edition_2015.contains(root)
     }
 
+    /// Whether `name` is a crate the manifests take from a registry or git only.
+    pub fn is_dependency(&self, name: &str) -> bool {
+        self.dependencies.contains(name)
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.roots.is_empty()
+        self.roots.is_empty() && self.dependencies.is_empty()
     }
 
     /// Feeds the table to `hasher`: resolution reuses a prior resolution only under the
@@ -173,10 +258,12 @@ impl RustCrates {
                 hasher.update(root.as_bytes());
             }
         }
-        hasher.update(&(self.edition_2015.len() as u64).to_le_bytes());
-        for root in &self.edition_2015 {
-            hasher.update(&(root.len() as u64).to_le_bytes());
-            hasher.update(root.as_bytes());
+        for set in [&self.edition_2015, &self.dependencies] {
+            hasher.update(&(set.len() as u64).to_le_bytes());
+            for item in set {
+                hasher.update(&(item.len() as u64).to_le_bytes());
+                hasher.update(item.as_bytes());
+            }
         }
     }
 }
@@ -272,10 +359,61 @@ mod tests {
         assert!(!editions.is_2015("b/src") && !editions.is_2015("c/src"));
         assert!(crates.roots("x").is_empty());
         assert!(crates.roots("stray").is_empty());
-        let mut a = blake3::Hasher::new();
-        crates.digest_into(&mut a);
-        let mut b = blake3::Hasher::new();
-        RustCrates::default().digest_into(&mut b);
-        assert_ne!(a.finalize(), b.finalize());
+    }
+
+    #[test]
+    fn a_library_keeps_a_name_in_upper_case_and_never_takes_a_binarys() {
+        let crates = RustCrates::from_manifests([(
+            "inflector/Cargo.toml",
+            "[package]\nname = \"Inflector\"\n[[bin]]\nname = \"inflect\"\n",
+        )]);
+        assert_eq!(crates.roots("Inflector"), ["inflector/src"]);
+        assert!(crates.roots("inflect").is_empty());
+    }
+
+    #[test]
+    fn dependencies_from_a_registry_are_outside_and_paths_are_not() {
+        let crates = RustCrates::from_manifests([
+            (
+                "Cargo.toml",
+                "[workspace]\n[workspace.dependencies]\nlocal-dep = { path = \"crates/local\" }\nregex = \"1\"\n",
+            ),
+            (
+                "crates/app/Cargo.toml",
+                "[package]\nname = \"app\"\n\
+                 [dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\n\
+                 local-dep = { workspace = true }\nregex = { workspace = true }\n\
+                 sibling = { path = \"../sibling\" }\n\
+                 [dev-dependencies]\ntempfile = \"3\"\n\
+                 [target.'cfg(unix)'.dependencies]\nlibc = \"0.2\"\n",
+            ),
+            (
+                "crates/local/Cargo.toml",
+                "[package]\nname = \"local-dep\"\n",
+            ),
+        ]);
+        for name in ["serde", "regex", "tempfile", "libc"] {
+            assert!(crates.is_dependency(name), "{name}");
+        }
+        // A path dependency, and a crate of the repository, are not outside it.
+        for name in ["local_dep", "sibling", "app"] {
+            assert!(!crates.is_dependency(name), "{name}");
+        }
+        // The table is what resolution reuses a memo under: a dependency more changes it.
+        let digest = |crates: &RustCrates| {
+            let mut hasher = blake3::Hasher::new();
+            crates.digest_into(&mut hasher);
+            hasher.finalize()
+        };
+        let one_more = RustCrates::from_manifests([(
+            "crates/app/Cargo.toml",
+            "[package]\nname = \"app\"\n[dependencies]\nserde = \"1\"\nlog = \"0.4\"\n",
+        )]);
+        let fewer = RustCrates::from_manifests([(
+            "crates/app/Cargo.toml",
+            "[package]\nname = \"app\"\n[dependencies]\nserde = \"1\"\n",
+        )]);
+        assert_ne!(digest(&one_more), digest(&fewer));
+        assert_eq!(digest(&fewer), digest(&fewer.clone()));
     }
 }

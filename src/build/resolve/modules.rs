@@ -2,7 +2,6 @@
 //! JS/TS (paths and workspace packages), Go and Rust, and what each file's imports bind.
 
 use super::*;
-use crate::build::cargo::is_crate_shaped;
 
 impl<'a> Resolver<'a> {
     /// A name a file defines at top level or re-exports through an import, including
@@ -240,11 +239,15 @@ impl<'a> Resolver<'a> {
                 let (name, rest) = segments.split_first()?;
                 let module = rest.join("::");
                 return self.rust_crates.roots(name).iter().find_map(|root| {
+                    // The library's root: a package's `main.rs` shares its module path.
+                    let library = *self.file_by_path.get(format!("{root}/lib.rs").as_str())?;
+                    if rest.is_empty() {
+                        return Some(library);
+                    }
                     if let Some(&f) = self.rust_modules.get(&(root.clone(), module.clone())) {
                         return Some(f);
                     }
-                    let crate_root = *self.rust_modules.get(&(root.clone(), String::new()))?;
-                    self.rust_submodule(crate_root, rest)
+                    self.rust_submodule(library, rest)
                 });
             }
         }
@@ -387,17 +390,21 @@ impl<'a> Resolver<'a> {
 
 impl Resolver<'_> {
     /// Whether a Rust `use` path that leads to no file of the repository names a crate
-    /// outside it: the standard library's, or, once the repository's manifests name its
-    /// crates, a crate-shaped first segment that is none of them and no item of the file
-    /// (`use serde::Serialize`, `use regex::Regex` beside a crate `grep_regex`).
+    /// outside it: the standard library's, or a crate the manifests take from a registry
+    /// or git only (`use serde::Serialize`; `use regex::Regex` beside a crate
+    /// `grep_regex`), unless the file itself gives the name another meaning (an item, or
+    /// a name its imports bind: `use unix as imp; use imp::f;`).
     fn outside_repository(&self, file: u32, module: &str) -> bool {
         let first = rust_crate_of(module);
-        RUST_STANDARD_CRATES.contains(&first)
-            || (!self.rust_crates.is_empty()
-                && is_crate_shaped(first)
-                && !matches!(first, "crate" | "self" | "super")
-                && self.rust_crates.roots(first).is_empty()
-                && !self.top_level_of(file).contains_key(first))
+        if RUST_STANDARD_CRATES.contains(&first) {
+            return true;
+        }
+        self.rust_crates.is_dependency(first)
+            && !self.top_level_of(file).contains_key(first)
+            && !self.facts(file).is_some_and(|facts| {
+                facts.defs.iter().any(|d| d.name == first)
+                    || facts.imports.iter().any(|i| i.local_name() == Some(first))
+            })
     }
 }
 

@@ -887,7 +887,9 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
 /// its root (a manifest without `edition`) all bind what the compiler binds, where a
 /// name defined in two crates left a unique-name guess nothing to bind. A name imported
 /// from a crate the manifests take from a registry (a dependency) is never guessed to be
-/// one of its definitions; any other unknown first segment still allows the guess. A
+/// one of its definitions; any other unknown first segment still allows the guess, and
+/// so does a name imported as a module (`use a::b` also names a function `b` a macro
+/// re-exports). A crate root's `*` brings the macros the crate exports. A
 /// package's `main.rs` is not its library; a 2021 package's `use` paths do not start at
 /// its root.
 #[test]
@@ -920,6 +922,20 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
                 Searcher
             }
         }
+        //- /crates/searcher/src/macros.rs
+        #[macro_export]
+        macro_rules! assert_found {
+            ($e:expr) => {
+                $e
+            };
+        }
+        //- /crates/searcher/tests/glob.rs
+        use grep_searcher::*;
+
+        fn found() -> u32 {
+            assert_found!(1)
+        //  ^ calls: crates/searcher/src/macros.rs::assert_found (import)
+        }
         //- /crates/searcher/tests/it.rs
         use grep_searcher::Searcher;
         //                 ^ imports: crates/searcher/src/searcher.rs::Searcher (import)
@@ -946,6 +962,21 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
 
         pub fn only_here() -> u32 {
             4
+        }
+
+        mod join;
+        cfg_io! {
+            pub use join::join;
+        }
+
+        macro_rules! assert_found {
+            ($e:expr) => {
+                0
+            };
+        }
+        //- /crates/json/src/join.rs
+        pub fn join() -> u32 {
+            8
         }
         //- /crates/modern/Cargo.toml
         [package]
@@ -1022,11 +1053,13 @@ fn rust_paths_into_another_crate_follow_its_manifest_name() {
         use generated::only_here;
 
         pub fn unknown() -> u32 {
-            only_here()
+            only_here() + json::join::join() + join()
         //  ^ calls: crates/json/src/lib.rs::only_here (unique-name, confidence=50)
+        //                                     ^ calls: crates/json/src/join.rs::join (unique-name, confidence=50)
         }
         use grep::searcher::Searcher as Facade;
         //                  ^ imports: crates/searcher/src/searcher.rs::Searcher (import)
+        use json::join;
 
         pub fn through_the_facade(searcher: &Facade) -> u32 {
         //                                   ^ uses-type: crates/searcher/src/searcher.rs::Searcher (import)

@@ -751,6 +751,15 @@ impl<'a> Resolver<'a> {
             {
                 return ok(id, Resolution::Import, 80);
             }
+            // A Rust module's `*` also brings what it re-exports, and a crate root's the
+            // macros the crate exports.
+            if language == Language::Rust
+                && let Some(id) = self
+                    .exported(f, r.name.as_str())
+                    .filter(|&id| self.compatible(r.role, id))
+            {
+                return ok(id, Resolution::Import, 80);
+            }
         }
         if r.name == "Self"
             && language == Language::Rust

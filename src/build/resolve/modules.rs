@@ -24,6 +24,27 @@ impl<'a> Resolver<'a> {
             .iter()
             .filter(|&&f| f != file)
             .find_map(|&f| self.exported_at_depth(f, name, depth + 1))
+            .or_else(|| self.crate_macro(file, name))
+    }
+
+    /// A macro a Rust crate's root exports (`#[macro_export] macro_rules!` in any file of
+    /// the crate is named at its root: `use tokio_test::assert_ok`, `use tokio_test::*`).
+    /// The attribute is not extracted: any `macro_rules!` of the crate counts.
+    fn crate_macro(&self, file: u32, name: &str) -> Option<u32> {
+        if self.language(file) != Some(Language::Rust) {
+            return None;
+        }
+        let root = self.units[file as usize].path.strip_suffix("lib.rs")?;
+        if !(root.is_empty() || root.ends_with('/')) {
+            return None;
+        }
+        self.named(name)?.iter().copied().find(|&id| {
+            let node = self.node(id);
+            node.kind == SymbolKind::Macro
+                && node
+                    .file
+                    .is_some_and(|f| self.units[f as usize].path.starts_with(root))
+        })
     }
 
     /// Files a module text names, seen from `file`.
@@ -336,6 +357,17 @@ impl<'a> Resolver<'a> {
                 }
             }
             if let Some(local) = import.local_name() {
+                // A Rust `use a::b` names `b` in every namespace: bound here to a module
+                // (`a/b.rs`, `mod b;`), it may also be a function `a` re-exports where extraction
+                // does not see it (inside a macro: tokio's `cfg_io_util! { pub use
+                // join::join; }`), so a call of `b` may still fall back to a unique name.
+                let module = match &target {
+                    Target::Files(_) => true,
+                    Target::Symbol(id) => self.node(*id).kind == SymbolKind::Module,
+                };
+                if import.name.is_some() && module && self.language(file) == Some(Language::Rust) {
+                    unresolved.insert(local.to_string());
+                }
                 bindings.insert(local.to_string(), target.clone());
             }
             if import.alias.is_none() && import.name.is_none() {

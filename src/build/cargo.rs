@@ -241,10 +241,6 @@ impl RustCrates {
         self.dependencies.contains(name)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.roots.is_empty() && self.dependencies.is_empty()
-    }
-
     /// Feeds the table to `hasher`: resolution reuses a prior resolution only under the
     /// same table.
     pub fn digest_into(&self, hasher: &mut blake3::Hasher) {

@@ -432,7 +432,6 @@ impl Resolver<'_> {
             return true;
         }
         self.rust_crates.is_dependency(first)
-            && !self.top_level_of(file).contains_key(first)
             && !self.facts(file).is_some_and(|facts| {
                 facts.defs.iter().any(|d| d.name == first)
                     || facts.imports.iter().any(|i| i.local_name() == Some(first))

@@ -12,6 +12,19 @@ impl<'a> Resolver<'a> {
 
     pub(super) fn exported_at_depth(&self, file: u32, name: &str, depth: u32) -> Option<u32> {
         if let Some(ids) = self.top_level_of(file).get(name) {
+            // A Rust module and what a `use` of the same file brings under its name
+            // (`mod spawn; pub use spawn::spawn;`) live in different namespaces, so the
+            // `use` brings a function, a value or a macro: what a path ending in the name
+            // means, where the module's own paths go by file (`rust_modules`).
+            if self.language(file) == Some(Language::Rust)
+                && ids
+                    .iter()
+                    .all(|&id| self.node(id).kind == SymbolKind::Module)
+                && let Some(Target::Symbol(id)) = self.bound(file, name)
+                && self.node(*id).kind != SymbolKind::Module
+            {
+                return Some(*id);
+            }
             return ids.first().map(|&id| self.implementation_of(id, ids));
         }
         if let Some(Target::Symbol(id)) = self.bound(file, name) {
@@ -359,8 +372,9 @@ impl<'a> Resolver<'a> {
             if let Some(local) = import.local_name() {
                 // A Rust `use a::b` names `b` in every namespace: bound here to a module
                 // (`a/b.rs`, `mod b;`), it may also be a function `a` re-exports where extraction
-                // does not see it (inside a macro: tokio's `cfg_io_util! { pub use
-                // join::join; }`), so a call of `b` may still fall back to a unique name.
+                // does not see it (inside a macro whose body is not items: `cfg_if! { if
+                // #[cfg(unix)] { pub use join::join; } }`), so a call of `b` may still fall
+                // back to a unique name.
                 let module = match &target {
                     Target::Files(_) => true,
                     Target::Symbol(id) => self.node(*id).kind == SymbolKind::Module,
@@ -393,14 +407,29 @@ impl<'a> Resolver<'a> {
         let Some(name) = &import.name else {
             return (!files.is_empty()).then(|| Target::Files(files.to_vec()));
         };
+        let language = self.language(file)?;
         // The member as a definition (or re-export) of the module's files.
         for &f in files {
             if let Some(id) = self.exported(f, name) {
+                // A Rust module declared `mod b;` is the file it names: paths through
+                // the name go on in that file, where the declaration has no items.
+                if language == Language::Rust && self.node(id).kind == SymbolKind::Module {
+                    let sub_files =
+                        self.module_files(file, &format!("{}::{}", import.module, name));
+                    if !sub_files.is_empty() {
+                        return Some(Target::Files(sub_files));
+                    }
+                }
                 return Some(Target::Symbol(id));
             }
         }
+        // A module the Rust module's files bring by a `use` of their own.
+        if language == Language::Rust
+            && let Some(module) = files.iter().find_map(|&f| self.reexported_module(f, name))
+        {
+            return Some(Target::Files(vec![module]));
+        }
         // The member as a submodule (`from pkg import mod`, `use crate::a::b`).
-        let language = self.language(file)?;
         let sub = match language {
             Language::Rust => format!("{}::{}", import.module, name),
             Language::Python => {

@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use tree_sitter::{Node, Parser};
+use tree_sitter::{Node, Parser, Tree};
 
 use crate::error::Result;
 use crate::syntax::facts::{
@@ -34,7 +34,9 @@ use type_text::{strip_generics, type_name_and_qualifier};
 /// 8: a call assigned at module level is never `RETURNED`, and a function's returned names
 /// leave out those of the functions nested in it.
 /// 9: Rust `extern crate a as b;` is an import of crate `a` bound as `b`.
-pub const EXTRACTOR_VERSION: u32 = 9;
+/// 10: the items, calls and `use`s inside a Rust macro call in item position
+/// (`cfg_rt! { … }`) are extracted.
+pub const EXTRACTOR_VERSION: u32 = 10;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
@@ -68,7 +70,7 @@ pub fn extract(language: Language, source: &str) -> Result<FileFacts> {
 }
 
 fn extract_with(language: Language, source: &str, matches: MatchSource) -> Result<FileFacts> {
-    let tree = PARSERS.with(|parsers| {
+    let parsed = PARSERS.with(|parsers| {
         let mut parsers = parsers.borrow_mut();
         let index = match parsers.iter().position(|(l, _)| *l == language) {
             Some(i) => i,
@@ -83,10 +85,16 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
                 parsers.len() - 1
             }
         };
-        parsers[index].1.parse(source, None)
+        let parser = &mut parsers[index].1;
+        let tree = parser.parse(source, None)?;
+        let bodies = match language {
+            Language::Rust => macro_item_bodies(parser, source, tree.root_node()),
+            _ => MacroBodies::default(),
+        };
+        Some((tree, bodies))
     });
     let line_count = source.lines().count() as u32;
-    let Some(tree) = tree else {
+    let Some((tree, bodies)) = parsed else {
         return Ok(FileFacts {
             parse_status: ParseStatus::Partial,
             limit: None,
@@ -103,9 +111,18 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
     let root = tree.root_node();
     let (error_count, error_lines) = count_errors(root);
 
-    let mut collector = Collector::new(language, source, Parents::index(root));
-    let depth = collector.parents.deepest();
-    let cut = matches(root, source, &mut |captures| collector.add_match(captures));
+    let mut parents = Parents::index(root);
+    let depth = parents.deepest();
+    for body in &bodies.trees {
+        parents.add(body.root_node());
+    }
+    let mut collector = Collector::new(language, source, parents);
+    let mut cut = matches(root, source, &mut |captures| collector.add_match(captures));
+    for body in &bodies.trees {
+        cut |= matches(body.root_node(), source, &mut |captures| {
+            collector.add_match(captures)
+        });
+    }
     let mut facts = collector.finish();
     facts.line_count = line_count;
     facts.error_count = error_count;
@@ -121,6 +138,11 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
         facts.limit = Some(format!(
             "syntax nested {depth} deep; nothing deeper than {MAX_NESTING} is extracted"
         ));
+    } else if bodies.too_deep {
+        facts.parse_status = ParseStatus::Truncated;
+        facts.limit = Some(format!(
+            "macro calls nested {MAX_MACRO_NESTING} deep; items in deeper ones are not extracted"
+        ));
     } else if cut {
         facts.parse_status = ParseStatus::Truncated;
         facts.limit = Some(format!(
@@ -129,6 +151,116 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
         ));
     }
     Ok(facts)
+}
+
+/// Item-level macro calls inside one another deeper than this are not read as items.
+const MAX_MACRO_NESTING: u32 = 8;
+
+/// The bodies of a Rust file's item-level macro calls, parsed as items.
+#[derive(Default)]
+struct MacroBodies {
+    trees: Vec<Tree>,
+    /// A body held item-level macro calls nested deeper than `MAX_MACRO_NESTING`.
+    too_deep: bool,
+}
+
+/// tree-sitter leaves a macro call's body a token tree, so the items a crate writes
+/// inside one (`cfg_rt! { pub fn spawn… }`, how tokio gates whole modules) were not in
+/// the graph, nor their calls and `use`s. The body of every call in an item position
+/// (a file's, a module's, an `impl`'s or a trait's top level) is parsed again as Rust,
+/// restricted to its own bytes, so positions stay the file's and `Collector::finish`
+/// nests the items in the `impl` or module around the call. Only a body that parses
+/// cleanly into items is kept: `lazy_static! { static ref … }` or `impl_op!(u8, u16)`
+/// are not Rust items and stay token trees.
+fn macro_item_bodies(parser: &mut Parser, source: &str, root: Node) -> MacroBodies {
+    let mut bodies = MacroBodies::default();
+    let mut calls = Vec::new();
+    item_level_macro_calls(root, &mut calls);
+    let mut pending: Vec<(tree_sitter::Range, u32)> = calls.into_iter().map(|r| (r, 1)).collect();
+    while let Some((range, depth)) = pending.pop() {
+        if depth > MAX_MACRO_NESTING {
+            bodies.too_deep = true;
+            continue;
+        }
+        if parser.set_included_ranges(&[range]).is_err() {
+            continue;
+        }
+        let Some(tree) = parser.parse(source, None) else {
+            continue;
+        };
+        let inner = {
+            let body = tree.root_node();
+            let mut walk = body.walk();
+            let items = body.named_child_count() > 0
+                && !body.has_error()
+                && body
+                    .named_children(&mut walk)
+                    .all(|item| is_item(item.kind()));
+            if !items {
+                continue;
+            }
+            let mut inner = Vec::new();
+            item_level_macro_calls(body, &mut inner);
+            inner
+        };
+        pending.extend(inner.into_iter().map(|r| (r, depth + 1)));
+        bodies.trees.push(tree);
+    }
+    // The parser parses whole files again.
+    let _ = parser.set_included_ranges(&[]);
+    bodies
+}
+
+/// A node kind a Rust file's top level holds when it is items (and their comments).
+fn is_item(kind: &str) -> bool {
+    kind.ends_with("_item")
+        || matches!(
+            kind,
+            "use_declaration"
+                | "extern_crate_declaration"
+                | "macro_definition"
+                | "macro_invocation"
+                | "line_comment"
+                | "block_comment"
+        )
+}
+
+/// The bodies (between the delimiters) of the macro calls in item position under
+/// `node`: its own top level, and that of the modules, `impl`s and traits it holds.
+fn item_level_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
+    let mut walk = node.walk();
+    for child in node.named_children(&mut walk) {
+        match child.kind() {
+            "macro_invocation" => {
+                let last = u32::try_from(child.named_child_count().saturating_sub(1));
+                let Some(body) = last.ok().and_then(|last| child.named_child(last)) else {
+                    continue;
+                };
+                if body.kind() != "token_tree" || body.end_byte() < body.start_byte() + 2 {
+                    continue;
+                }
+                let (start, end) = (body.start_position(), body.end_position());
+                out.push(tree_sitter::Range {
+                    start_byte: body.start_byte() + 1,
+                    end_byte: body.end_byte() - 1,
+                    start_point: tree_sitter::Point {
+                        row: start.row,
+                        column: start.column + 1,
+                    },
+                    end_point: tree_sitter::Point {
+                        row: end.row,
+                        column: end.column.saturating_sub(1),
+                    },
+                });
+            }
+            "mod_item" | "impl_item" | "trait_item" | "foreign_mod_item" => {
+                if let Some(list) = child.child_by_field_name("body") {
+                    item_level_macro_calls(list, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn count_errors(root: Node) -> (u32, Vec<u32>) {

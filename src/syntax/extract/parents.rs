@@ -33,6 +33,20 @@ impl<'t> Parents<'t> {
         Parents { of, deepest }
     }
 
+    /// Indexes another tree of the same file (a macro call's body parsed as items): its
+    /// root has no parent, as a file's has none.
+    pub(super) fn add(&mut self, root: Node<'t>) {
+        let mut path: Vec<Node<'t>> = Vec::new();
+        let of = &mut self.of;
+        preorder(root, |node, depth| {
+            path.truncate(depth as usize);
+            if let Some(&parent) = path.last() {
+                of.insert(node.id(), parent);
+            }
+            path.push(node);
+        });
+    }
+
     /// What `node.parent()` answers, without walking down from the root.
     pub(super) fn of(&self, node: Node<'t>) -> Option<Node<'t>> {
         self.of.get(&node.id()).copied()

@@ -630,3 +630,104 @@ fn a_node_matched_more_ways_than_the_cap_is_truncated_and_says_so() {
     assert!(limit.contains(&MAX_MATCHES_PER_NODE.to_string()), "{limit}");
     assert_eq!(facts.imports.len(), MAX_MATCHES_PER_NODE);
 }
+
+/// Items written inside item-level macro calls (tokio's `cfg_rt! { … }`) are extracted
+/// at their own positions and nested in what surrounds the call; a body that is not
+/// items stays a token tree, and nesting past the limit is reported.
+#[test]
+fn rust_items_inside_item_level_macro_calls_are_extracted() {
+    let source = "\
+cfg_rt! {
+    mod spawn;
+    pub use spawn::spawn;
+
+    /// Runs it.
+    pub fn run(n: u32) -> u32 {
+        helper(n)
+    }
+
+    cfg_inner! {
+        pub struct Deep;
+    }
+}
+
+pub struct Runtime;
+
+impl Runtime {
+    cfg_rt! {
+        pub fn block_on(&self) {
+            self.enter();
+        }
+    }
+}
+
+lazy_static! {
+    static ref TABLE: u32 = 1;
+}
+
+impl_ops!(u8, u16);
+impl_ops! { u32 => fn }
+
+fn body() {
+    not_items! { pub fn hidden() {} }
+}
+";
+    let facts = extract(Language::Rust, source).expect("extraction never fails");
+    assert_eq!(facts.parse_status, ParseStatus::Complete);
+    let names = qualified(&facts);
+    // tree-sitter reads `lazy_static!`'s `static ref` as a static: it is one.
+    for expected in [
+        "spawn",
+        "run",
+        "Deep",
+        "Runtime",
+        "Runtime::block_on",
+        "TABLE",
+    ] {
+        assert!(names.contains(&expected), "missing {expected}: {names:?}");
+    }
+    for absent in ["hidden", "body::hidden", "u8", "u32"] {
+        assert!(!names.contains(&absent), "{absent} extracted: {names:?}");
+    }
+    let run = facts.defs.iter().find(|d| d.name == "run").unwrap();
+    assert_eq!(
+        (run.kind, run.span.start_line, run.name_span.start_line),
+        (SymbolKind::Function, 5, 5),
+        "positions are the file's"
+    );
+    assert_eq!(
+        run.doc.map(|d| d.start_line),
+        Some(4),
+        "its doc comment is found"
+    );
+    let block_on = facts.defs.iter().find(|d| d.name == "block_on").unwrap();
+    assert_eq!(block_on.kind, SymbolKind::Method);
+    let calls: Vec<_> = facts
+        .refs
+        .iter()
+        .filter(|r| r.role == RefRole::Call)
+        .map(|r| (r.name.as_str(), r.site.start_line))
+        .collect();
+    assert!(calls.contains(&("helper", 6)), "{calls:?}");
+    assert!(calls.contains(&("enter", 19)), "{calls:?}");
+    let imports: Vec<_> = facts.imports.iter().map(|i| i.local_name()).collect();
+    assert_eq!(imports, vec![Some("spawn")]);
+
+    // Calls nested past the limit: the outer ones are extracted, the cut is reported.
+    let depth = MAX_MACRO_NESTING as usize + 2;
+    let mut nested = String::new();
+    for level in 0..depth {
+        nested.push_str(&format!("m{level}! {{ pub fn f{level}() {{}}\n"));
+    }
+    nested.push_str(&"}\n".repeat(depth));
+    let facts = extract(Language::Rust, &nested).expect("extraction never fails");
+    assert_eq!(facts.parse_status, ParseStatus::Truncated);
+    assert!(
+        facts.limit.as_deref().unwrap_or("").contains("macro"),
+        "{:?}",
+        facts.limit
+    );
+    let names = qualified(&facts);
+    assert!(names.contains(&"f0") && names.contains(&"f7"), "{names:?}");
+    assert!(!names.contains(&"f9"), "{names:?}");
+}

@@ -36,7 +36,8 @@ use type_text::{strip_generics, type_name_and_qualifier};
 /// 9: Rust `extern crate a as b;` is an import of crate `a` bound as `b`.
 /// 10: the items, calls and `use`s inside a Rust macro call in item position
 /// (`cfg_rt! { … }`) are extracted.
-pub const EXTRACTOR_VERSION: u32 = 10;
+/// 11: and the calls inside one in expression position (`assert_eq!(parse(x), 3)`).
+pub const EXTRACTOR_VERSION: u32 = 11;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
@@ -153,8 +154,11 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
     Ok(facts)
 }
 
-/// Item-level macro calls inside one another deeper than this are not read as items.
+/// Macro calls inside one another deeper than this are not read.
 const MAX_MACRO_NESTING: u32 = 8;
+
+/// Expression bodies read by one parse (`macro_item_bodies`).
+const BODIES_PER_PARSE: usize = 32;
 
 /// The bodies of a Rust file's item-level macro calls, parsed as items.
 #[derive(Default)]
@@ -206,9 +210,82 @@ fn macro_item_bodies(parser: &mut Parser, source: &str, root: Node) -> MacroBodi
         pending.extend(inner.into_iter().map(|r| (r, depth + 1)));
         bodies.trees.push(tree);
     }
+    // Calls in expression position (`assert_eq!(parse(x), 3)`, `vec![make()]`): their
+    // bodies, delimiters included, read as expressions (tuples, arrays, blocks), then
+    // the calls found inside those, round by round. A parse reads up to
+    // `BODIES_PER_PARSE` bodies: adjacent ones join into chains such as `(a, b)(c)`,
+    // which call no name, and a chain stays far shallower than `MAX_NESTING`. Errors
+    // here are not the file's.
+    let mut round = Vec::new();
+    expression_macro_calls(root, &mut round);
+    for tree in &bodies.trees {
+        expression_macro_calls(tree.root_node(), &mut round);
+    }
+    let mut depth = 1;
+    while !round.is_empty() {
+        if depth > MAX_MACRO_NESTING {
+            bodies.too_deep = true;
+            break;
+        }
+        round.sort_unstable_by_key(|range| range.start_byte);
+        let mut next = Vec::new();
+        for ranges in round.chunks(BODIES_PER_PARSE) {
+            if parser.set_included_ranges(ranges).is_err() {
+                continue;
+            }
+            let Some(tree) = parser.parse(source, None) else {
+                continue;
+            };
+            expression_macro_calls(tree.root_node(), &mut next);
+            bodies.trees.push(tree);
+        }
+        round = next;
+        depth += 1;
+    }
     // The parser parses whole files again.
     let _ = parser.set_included_ranges(&[]);
     bodies
+}
+
+/// The bodies, delimiters included, of the macro calls under `node` that are not in
+/// item position (those are `item_level_macro_calls`').
+fn expression_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
+    let mut cursor = node.walk();
+    // The kinds of the current node's ancestors under `node`.
+    let mut above: Vec<&str> = Vec::new();
+    loop {
+        let current = cursor.node();
+        let mut descend = current.kind() != "token_tree";
+        if current.kind() == "macro_invocation" {
+            descend = false;
+            let item_position = above
+                .last()
+                .is_some_and(|p| matches!(*p, "source_file" | "declaration_list"));
+            let last = u32::try_from(current.named_child_count().saturating_sub(1));
+            if let Some(body) = last.ok().and_then(|last| current.named_child(last))
+                && body.kind() == "token_tree"
+                && !item_position
+            {
+                out.push(body.range());
+            }
+        }
+        if descend && cursor.goto_first_child() {
+            above.push(current.kind());
+            continue;
+        }
+        loop {
+            if cursor.node() == node {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+            above.pop();
+        }
+    }
 }
 
 /// A node kind a Rust file's top level holds when it is items (and their comments).

@@ -669,7 +669,7 @@ impl_ops!(u8, u16);
 impl_ops! { u32 => fn }
 
 fn body() {
-    not_items! { pub fn hidden() {} }
+    assert_eq!(parse(vec![make()]), 3);
 }
 ";
     let facts = extract(Language::Rust, source).expect("extraction never fails");
@@ -686,7 +686,7 @@ fn body() {
     ] {
         assert!(names.contains(&expected), "missing {expected}: {names:?}");
     }
-    for absent in ["hidden", "body::hidden", "u8", "u32"] {
+    for absent in ["u8", "u32"] {
         assert!(!names.contains(&absent), "{absent} extracted: {names:?}");
     }
     let run = facts.defs.iter().find(|d| d.name == "run").unwrap();
@@ -710,6 +710,19 @@ fn body() {
         .collect();
     assert!(calls.contains(&("helper", 6)), "{calls:?}");
     assert!(calls.contains(&("enter", 19)), "{calls:?}");
+    // Calls inside a call in expression position, and inside one nested in it, are
+    // the enclosing function's.
+    assert!(calls.contains(&("parse", 32)), "{calls:?}");
+    assert!(calls.contains(&("make", 32)), "{calls:?}");
+    let body = facts
+        .defs
+        .iter()
+        .position(|d| d.name == "body")
+        .map(|i| i as u32);
+    for name in ["parse", "make"] {
+        let call = facts.refs.iter().find(|r| r.name == name).unwrap();
+        assert_eq!(call.from, body, "{name}");
+    }
     let imports: Vec<_> = facts.imports.iter().map(|i| i.local_name()).collect();
     assert_eq!(imports, vec![Some("spawn")]);
 

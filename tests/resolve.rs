@@ -879,6 +879,55 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
     );
 }
 
+/// A package's `tests/` (likewise `benches/`, `examples/`) is one directory of crate
+/// roots and their modules: `tests/common/mod.rs` is `common` to `tests/api.rs`'s `mod
+/// common;`, and a test crate rooted at `tests/tests.rs` (`[[test]] path`) names its
+/// sibling modules `crate::util`.
+#[test]
+fn rust_test_crates_name_their_modules_by_path() {
+    check(
+        r#"
+        //- /Cargo.toml
+        [package]
+        name = "rt"
+        version = "0.1.0"
+        edition = "2021"
+
+        [[test]]
+        name = "integration"
+        path = "tests/tests.rs"
+        //- /src/lib.rs
+        pub fn lib_fn() {}
+        //- /tests/tests.rs
+        mod util;
+        mod misc;
+        //- /tests/util.rs
+        pub fn helper() -> u32 {
+            1
+        }
+        //- /tests/misc.rs
+        use crate::util::helper;
+        //                ^ imports: tests/util.rs::helper (import)
+
+        fn uses_it() -> u32 {
+            helper()
+        //  ^ calls: tests/util.rs::helper (import)
+        }
+        //- /tests/common/mod.rs
+        pub fn setup() -> u32 {
+            2
+        }
+        //- /tests/api.rs
+        mod common;
+
+        fn api() -> u32 {
+            common::setup()
+        //          ^ calls: tests/common/mod.rs::setup (qualified)
+        }
+        "#,
+    );
+}
+
 /// Items a crate writes inside item-level macro calls (tokio gates modules with
 /// `cfg_rt! { … }`) are definitions like any other, and so are the `use`s there. A
 /// module declared `mod task;` is its file when a path goes on through a `use` of it,

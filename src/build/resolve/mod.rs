@@ -55,7 +55,7 @@ use values::{
 };
 
 /// Bumped whenever resolution output changes for the same facts; part of the fingerprint.
-pub const RESOLVER_VERSION: u32 = 7;
+pub const RESOLVER_VERSION: u32 = 8;
 
 /// One inventoried file as resolution sees it.
 pub struct SourceUnit<'a> {
@@ -304,10 +304,20 @@ fn strip_ext(path: &str) -> &str {
     }
 }
 
-/// Rust: (crate root dir, module path) of a file.
+/// Rust: (crate root dir, module path) of a file. Outside `src/`, the files under a
+/// package's `tests/`, `benches/` or `examples/` share that directory as their root, each
+/// module named by its path there: `tests/common/mod.rs` is `common`, which a test
+/// crate's `mod common;` and a `[[test]] path = "tests/tests.rs"` crate's `crate::common`
+/// both name (`tests/it.rs` is `it`; a root's own `mod` lookup falls back to the
+/// directory, `Resolver::rust_module`).
 fn rust_module_of(path: &str) -> (String, String) {
     let segments: Vec<&str> = path.split('/').collect();
-    let Some(src) = segments.iter().rposition(|s| *s == "src") else {
+    let dirs = &segments[..segments.len() - 1];
+    let root = dirs.iter().rposition(|s| *s == "src").or_else(|| {
+        dirs.iter()
+            .rposition(|s| matches!(*s, "tests" | "benches" | "examples"))
+    });
+    let Some(src) = root else {
         return (dir_of(path).to_string(), String::new());
     };
     let crate_root = segments[..=src].join("/");

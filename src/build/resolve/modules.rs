@@ -261,8 +261,10 @@ impl<'a> Resolver<'a> {
                 {
                     return Some(f);
                 }
-                // On the 2015 edition a `use` path starts at the crate's root.
-                if self.rust_crates.is_2015(&crate_root)
+                // On the 2015 edition a `use` path starts at the crate's root, and so
+                // does a `mod` of a test, bench or example crate's root file (each
+                // `tests/*.rs` is one, named by its stem in `rust_module_of`).
+                if (self.rust_crates.is_2015(&crate_root) || !crate_root_is_src(&crate_root))
                     && let Some(&f) = self
                         .rust_modules
                         .get(&(crate_root.clone(), segments.join("::")))
@@ -471,6 +473,11 @@ impl Resolver<'_> {
 /// The crates of Rust's standard library: what a `use` names under them is never a
 /// definition of the repository.
 const RUST_STANDARD_CRATES: [&str; 4] = ["std", "core", "alloc", "proc_macro"];
+
+/// Whether a Rust crate root directory (`rust_module_of`) is a package's `src/`.
+fn crate_root_is_src(root: &str) -> bool {
+    root == "src" || root.ends_with("/src")
+}
 
 /// The crate a Rust `use` path starts at (`std` of `::std::time`).
 fn rust_crate_of(module: &str) -> &str {

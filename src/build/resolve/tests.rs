@@ -8,7 +8,12 @@ fn rust_module_paths() {
         rust_module_of("crates/x/src/a/mod.rs"),
         ("crates/x/src".into(), "a".into())
     );
-    assert_eq!(rust_module_of("tests/it.rs"), ("tests".into(), "".into()));
+    assert_eq!(rust_module_of("tests/it.rs"), ("tests".into(), "it".into()));
+    assert_eq!(
+        rust_module_of("crates/x/tests/common/mod.rs"),
+        ("crates/x/tests".into(), "common".into())
+    );
+    assert_eq!(rust_module_of("build.rs"), ("".into(), "".into()));
 }
 
 #[test]

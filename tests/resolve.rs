@@ -879,6 +879,89 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
     );
 }
 
+/// A crate's own `macro_rules!` are in scope without a `use` (`#[macro_use] mod macros;`
+/// is not extracted): a bare call of a name one of them defines is theirs, except a name
+/// of the standard library's macros defined in another file.
+#[test]
+fn rust_a_crates_own_macros_are_in_scope_without_a_use() {
+    check(
+        r#"
+        //- /Cargo.toml
+        [package]
+        name = "rt"
+        version = "0.1.0"
+        edition = "2021"
+        //- /src/lib.rs
+        #[macro_use]
+        mod macros;
+        mod user;
+        //- /src/macros.rs
+        macro_rules! check {
+            ($e:expr) => {
+                $e
+            };
+        }
+
+        macro_rules! writeln {
+            ($($t:tt)*) => {};
+        }
+        //- /src/user.rs
+        fn run() -> u32 {
+            check!(1)
+        //  ^ calls: src/macros.rs::check (unique-name)
+        }
+
+        fn standard(out: &mut String) {
+            writeln!(out, "x");
+        //  ^ !calls: src/macros.rs::writeln
+        }
+        "#,
+    );
+}
+
+/// `super` inside an inline module (`#[cfg(test)] mod tests { use super::*; }`) leaves
+/// that module, not the file: it names the file's own items, and only the `super`s left
+/// over climb the module tree.
+#[test]
+fn rust_super_inside_an_inline_module_stays_in_its_file() {
+    check(
+        r#"
+        //- /Cargo.toml
+        [package]
+        name = "rt"
+        version = "0.1.0"
+        edition = "2021"
+        //- /src/lib.rs
+        pub mod a;
+
+        pub fn f() -> u32 {
+            0
+        }
+        //- /src/a.rs
+        pub fn f() -> u32 {
+            1
+        }
+
+        #[cfg(test)]
+        mod tests {
+            use super::f;
+        //             ^ imports: src/a.rs::f (import)
+
+            fn t() -> u32 {
+                super::f() + super::super::f()
+        //             ^ calls: src/a.rs::f (qualified)
+        //                                 ^ calls: src/lib.rs::f (qualified)
+            }
+
+            mod deeper {
+                use super::super::f;
+        //                        ^ imports: src/a.rs::f (import)
+            }
+        }
+        "#,
+    );
+}
+
 /// A package's `tests/` (likewise `benches/`, `examples/`) is one directory of crate
 /// roots and their modules: `tests/common/mod.rs` is `common` to `tests/api.rs`'s `mod
 /// common;`, and a test crate rooted at `tests/tests.rs` (`[[test]] path`) names its

@@ -22,6 +22,16 @@ impl<'a> Resolver<'a> {
         let Some(ids) = self.named(r.name.as_str()) else {
             return Err(0);
         };
+        if let Some(id) = (r.role == RefRole::Call)
+            .then(|| self.crate_macro_in_scope(file, ids))
+            .flatten()
+        {
+            return Ok(Outcome {
+                target: id,
+                resolution: Resolution::UniqueName,
+                confidence: 50,
+            });
+        }
         if !self.opaquely_imported(file, r.name.as_str()) {
             return Err(self.candidate_count(r));
         }
@@ -47,6 +57,32 @@ impl<'a> Resolver<'a> {
             }),
             other => Err(other.len() as u32),
         }
+    }
+
+    /// The one `macro_rules!` of `file`'s own Rust crate among `ids`: a crate's macros are
+    /// in scope without a `use` below their definition or a `#[macro_use] mod` (neither
+    /// is extracted), so a bare call of a name only one of them defines is theirs. A
+    /// macro named as one of the standard library's (a module's own `writeln!`) is taken
+    /// in its file only: elsewhere the name is the standard one.
+    fn crate_macro_in_scope(&self, file: u32, ids: &[u32]) -> Option<u32> {
+        if self.language(file) != Some(Language::Rust) {
+            return None;
+        }
+        let (root, _) = rust_module_of(self.units[file as usize].path);
+        let mut macros = ids.iter().copied().filter(|&id| {
+            let node = self.node(id);
+            let Some(at) = node.file else {
+                return false;
+            };
+            node.kind == SymbolKind::Macro
+                && if STANDARD_MACROS.contains(&&*node.name) {
+                    at == file
+                } else {
+                    rust_module_of(self.units[at as usize].path).0 == root
+                }
+        });
+        let first = macros.next()?;
+        macros.next().is_none().then_some(first)
     }
 
     /// Whether Rust code in `file` could name `id`: not when `id` is in a crate that
@@ -276,31 +312,33 @@ impl<'a> Resolver<'a> {
         let first = *segments.first()?;
         let mut resolution = Resolution::Qualified;
         // The scope the first segment names.
-        let mut scope: Option<Target> =
-            if language == Language::Rust && matches!(first, "crate" | "self" | "super") {
-                let module_segments: Vec<&str> = segments
-                    .iter()
-                    .copied()
-                    .take_while(|s| matches!(*s, "crate" | "self" | "super"))
-                    .collect();
-                let path = module_segments.join("::");
-                self.rust_module(self.units[file as usize].path, &path)
-                    .map(|f| Target::Files(vec![f]))
-            } else if first == "Self" {
-                self.enclosing_type(facts, r.from)
-                    .and_then(|t| self.type_named(file, t))
-                    .map(Target::Symbol)
-            } else if let Some(t) = self.bound(file, first) {
-                resolution = Resolution::Import;
-                Some(t.clone())
-            } else if let Some(id) = self.type_named(file, first) {
-                Some(Target::Symbol(id))
-            } else if language == Language::Rust {
-                self.rust_module(self.units[file as usize].path, first)
-                    .map(|f| Target::Files(vec![f]))
-            } else {
-                None
-            };
+        let mut scope: Option<Target> = if language == Language::Rust
+            && matches!(first, "crate" | "self" | "super")
+        {
+            let module_segments: Vec<&str> = segments
+                .iter()
+                .copied()
+                .take_while(|s| matches!(*s, "crate" | "self" | "super"))
+                .collect();
+            let path = module_segments.join("::");
+            let path = super::modules::out_of_inline_modules(facts, &r.site, &path).unwrap_or(path);
+            self.rust_module(self.units[file as usize].path, &path)
+                .map(|f| Target::Files(vec![f]))
+        } else if first == "Self" {
+            self.enclosing_type(facts, r.from)
+                .and_then(|t| self.type_named(file, t))
+                .map(Target::Symbol)
+        } else if let Some(t) = self.bound(file, first) {
+            resolution = Resolution::Import;
+            Some(t.clone())
+        } else if let Some(id) = self.type_named(file, first) {
+            Some(Target::Symbol(id))
+        } else if language == Language::Rust {
+            self.rust_module(self.units[file as usize].path, first)
+                .map(|f| Target::Files(vec![f]))
+        } else {
+            None
+        };
         let skip = segments
             .iter()
             .take_while(|s| matches!(**s, "crate" | "self" | "super"))
@@ -382,3 +420,43 @@ impl<'a> Resolver<'a> {
         })
     }
 }
+
+/// Macros of Rust's standard library a bare call names wherever the crate defines none
+/// in the same file (`crate_macro_in_scope`).
+const STANDARD_MACROS: &[&str] = &[
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "cfg",
+    "column",
+    "compile_error",
+    "concat",
+    "dbg",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "env",
+    "eprint",
+    "eprintln",
+    "file",
+    "format",
+    "format_args",
+    "include",
+    "include_bytes",
+    "include_str",
+    "line",
+    "matches",
+    "module_path",
+    "option_env",
+    "panic",
+    "print",
+    "println",
+    "stringify",
+    "thread_local",
+    "todo",
+    "unimplemented",
+    "unreachable",
+    "vec",
+    "write",
+    "writeln",
+];

@@ -338,6 +338,16 @@ impl<'a> Resolver<'a> {
             };
         };
         for import in &facts.imports {
+            let inline = (self.language(file) == Some(Language::Rust))
+                .then(|| out_of_inline_modules(facts, &import.site, &import.module))
+                .flatten();
+            let import = match inline {
+                Some(module) => &Import {
+                    module,
+                    ..import.clone()
+                },
+                None => import,
+            };
             let files = self.module_files(file, &import.module);
             let standard = self.language(file) == Some(Language::Rust)
                 && files.is_empty()
@@ -473,6 +483,34 @@ impl Resolver<'_> {
 /// The crates of Rust's standard library: what a `use` names under them is never a
 /// definition of the repository.
 const RUST_STANDARD_CRATES: [&str; 4] = ["std", "core", "alloc", "proc_macro"];
+
+/// A Rust path's leading `super`s seen from `site`: those that only leave inline modules
+/// of the file (`mod tests { use super::*; }`) stay in the file, so the path is
+/// rewritten to start at the file's own module (`self::…`, or the `super`s left over);
+/// `None` where no `super` leaves an inline module. A path into an inline module that
+/// still encloses the site is read at the file's top level.
+pub(super) fn out_of_inline_modules(facts: &FileFacts, site: &Span, path: &str) -> Option<String> {
+    let supers = path.split("::").take_while(|s| *s == "super").count();
+    if supers == 0 {
+        return None;
+    }
+    let depth = facts
+        .defs
+        .iter()
+        .filter(|d| d.kind == SymbolKind::Module && d.span.contains(site) && d.span != *site)
+        .count();
+    if depth == 0 {
+        return None;
+    }
+    let rest: Vec<&str> = path.split("::").skip(supers).collect();
+    let left = supers.saturating_sub(depth);
+    let head = if left == 0 {
+        vec!["self"; 1]
+    } else {
+        vec!["super"; left]
+    };
+    Some(head.into_iter().chain(rest).collect::<Vec<_>>().join("::"))
+}
 
 /// Whether a Rust crate root directory (`rust_module_of`) is a package's `src/`.
 fn crate_root_is_src(root: &str) -> bool {

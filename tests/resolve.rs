@@ -881,7 +881,7 @@ fn rust_unique_name_guesses_see_only_what_the_file_could() {
 
 /// A crate's own `macro_rules!` are in scope without a `use` (`#[macro_use] mod macros;`
 /// is not extracted): a bare call of a name one of them defines is theirs, except a name
-/// of the standard library's macros defined in another file.
+/// of the standard library's macros defined in another file, or a name the file imports.
 #[test]
 fn rust_a_crates_own_macros_are_in_scope_without_a_use() {
     check(
@@ -905,7 +905,13 @@ fn rust_a_crates_own_macros_are_in_scope_without_a_use() {
         macro_rules! writeln {
             ($($t:tt)*) => {};
         }
+
+        macro_rules! ready {
+            () => {};
+        }
         //- /src/user.rs
+        use std::future::ready;
+
         fn run() -> u32 {
             check!(1)
         //  ^ calls: src/macros.rs::check (unique-name)
@@ -914,6 +920,11 @@ fn rust_a_crates_own_macros_are_in_scope_without_a_use() {
         fn standard(out: &mut String) {
             writeln!(out, "x");
         //  ^ !calls: src/macros.rs::writeln
+        }
+
+        fn imported() {
+            ready(());
+        //  ^ !calls: src/macros.rs::ready
         }
         "#,
     );

@@ -22,7 +22,7 @@ impl<'a> Resolver<'a> {
         let Some(ids) = self.named(r.name.as_str()) else {
             return Err(0);
         };
-        if let Some(id) = (r.role == RefRole::Call)
+        if let Some(id) = (r.role == RefRole::Call && !self.imports_name(file, &r.name))
             .then(|| self.crate_macro_in_scope(file, ids))
             .flatten()
         {

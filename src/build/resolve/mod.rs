@@ -55,7 +55,7 @@ use values::{
 };
 
 /// Bumped whenever resolution output changes for the same facts; part of the fingerprint.
-pub const RESOLVER_VERSION: u32 = 9;
+pub const RESOLVER_VERSION: u32 = 10;
 
 /// One inventoried file as resolution sees it.
 pub struct SourceUnit<'a> {

@@ -201,6 +201,17 @@ impl<'a> Resolver<'a> {
         })
     }
 
+    /// Whether any `use` of `file` names `name`, followed or not (`use std::future::ready`,
+    /// `use anyhow::bail`): a bare call of it is not a macro the crate itself defines.
+    pub(super) fn imports_name(&self, file: u32, name: &str) -> bool {
+        bindings_read(file);
+        self.imports.get(file as usize).is_some_and(|imports| {
+            imports.unresolved.contains(name)
+                || imports.external.contains(name)
+                || imports.bindings.get(name).is_some()
+        })
+    }
+
     /// Whether another definition shares the node's (file, qualified name, kind).
     pub(super) fn is_overloaded(&self, id: u32) -> bool {
         self.overloaded.get(id as usize).copied().unwrap_or(true)

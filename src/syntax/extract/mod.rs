@@ -37,7 +37,9 @@ use type_text::{strip_generics, type_name_and_qualifier};
 /// 10: the items, calls and `use`s inside a Rust macro call in item position
 /// (`cfg_rt! { … }`) are extracted.
 /// 11: and the calls inside one in expression position (`assert_eq!(parse(x), 3)`).
-pub const EXTRACTOR_VERSION: u32 = 11;
+/// 12: not inside a quoting macro (`quote! { … }`); a macro body nested deeper than the
+/// limit makes the file `truncated`.
+pub const EXTRACTOR_VERSION: u32 = 12;
 
 /// Syntax nested deeper than this is not extracted: hostile or generated files
 /// (`f(f(f(…)))` 40,000 deep) would otherwise cost quadratic time. The file is
@@ -113,10 +115,11 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
     let (error_count, error_lines) = count_errors(root);
 
     let mut parents = Parents::index(root);
-    let depth = parents.deepest();
     for body in &bodies.trees {
         parents.add(body.root_node());
     }
+    // A macro body read as code nests as deep as its own tree does.
+    let depth = parents.deepest();
     let mut collector = Collector::new(language, source, parents);
     let mut cut = matches(root, source, &mut |captures| collector.add_match(captures));
     for body in &bodies.trees {
@@ -217,9 +220,9 @@ fn macro_item_bodies(parser: &mut Parser, source: &str, root: Node) -> MacroBodi
     // which call no name, and a chain stays far shallower than `MAX_NESTING`. Errors
     // here are not the file's.
     let mut round = Vec::new();
-    expression_macro_calls(root, &mut round);
+    expression_macro_calls(root, source, &mut round);
     for tree in &bodies.trees {
-        expression_macro_calls(tree.root_node(), &mut round);
+        expression_macro_calls(tree.root_node(), source, &mut round);
     }
     let mut depth = 1;
     while !round.is_empty() {
@@ -236,7 +239,7 @@ fn macro_item_bodies(parser: &mut Parser, source: &str, root: Node) -> MacroBodi
             let Some(tree) = parser.parse(source, None) else {
                 continue;
             };
-            expression_macro_calls(tree.root_node(), &mut next);
+            expression_macro_calls(tree.root_node(), source, &mut next);
             bodies.trees.push(tree);
         }
         round = next;
@@ -248,8 +251,8 @@ fn macro_item_bodies(parser: &mut Parser, source: &str, root: Node) -> MacroBodi
 }
 
 /// The bodies, delimiters included, of the macro calls under `node` that are not in
-/// item position (those are `item_level_macro_calls`').
-fn expression_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
+/// item position (those are `item_level_macro_calls`') and run as written (`quotes_code`).
+fn expression_macro_calls(node: Node, source: &str, out: &mut Vec<tree_sitter::Range>) {
     let mut cursor = node.walk();
     // The kinds of the current node's ancestors under `node`.
     let mut above: Vec<&str> = Vec::new();
@@ -260,7 +263,8 @@ fn expression_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
             descend = false;
             let item_position = above
                 .last()
-                .is_some_and(|p| matches!(*p, "source_file" | "declaration_list"));
+                .is_some_and(|p| matches!(*p, "source_file" | "declaration_list"))
+                || quotes_code(current, source);
             let last = u32::try_from(current.named_child_count().saturating_sub(1));
             if let Some(body) = last.ok().and_then(|last| current.named_child(last))
                 && body.kind() == "token_tree"
@@ -288,6 +292,21 @@ fn expression_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
     }
 }
 
+/// A macro whose body is code it generates, not code that runs where it is written
+/// (`quote! { impl X { … } }` in a procedural macro): read as code, it would add
+/// definitions and calls that are not there.
+fn quotes_code(call: Node, source: &str) -> bool {
+    let Some(name) = call.child_by_field_name("macro") else {
+        return false;
+    };
+    let name = name.child_by_field_name("name").unwrap_or(name);
+    let text = source.get(name.byte_range()).unwrap_or("");
+    matches!(
+        text,
+        "quote" | "quote_spanned" | "parse_quote" | "parse_quote_spanned"
+    )
+}
+
 /// A node kind a Rust file's top level holds when it is items (and their comments).
 fn is_item(kind: &str) -> bool {
     kind.ends_with("_item")
@@ -303,41 +322,47 @@ fn is_item(kind: &str) -> bool {
 }
 
 /// The bodies (between the delimiters) of the macro calls in item position under
-/// `node`: its own top level, and that of the modules, `impl`s and traits it holds.
+/// `node`: its own top level, and that of the modules, `impl`s and traits it holds (a
+/// stack, not recursion: hostile files nest modules thousands deep).
 fn item_level_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
-    let mut walk = node.walk();
-    for child in node.named_children(&mut walk) {
-        match child.kind() {
-            "macro_invocation" => {
-                let last = u32::try_from(child.named_child_count().saturating_sub(1));
-                let Some(body) = last.ok().and_then(|last| child.named_child(last)) else {
-                    continue;
-                };
-                if body.kind() != "token_tree" || body.end_byte() < body.start_byte() + 2 {
-                    continue;
+    let mut lists = vec![node];
+    while let Some(list) = lists.pop() {
+        let mut walk = list.walk();
+        for child in list.named_children(&mut walk) {
+            match child.kind() {
+                "macro_invocation" => {
+                    let last = u32::try_from(child.named_child_count().saturating_sub(1));
+                    let Some(body) = last.ok().and_then(|last| child.named_child(last)) else {
+                        continue;
+                    };
+                    if body.kind() != "token_tree" || body.end_byte() < body.start_byte() + 2 {
+                        continue;
+                    }
+                    let (start, end) = (body.start_position(), body.end_position());
+                    out.push(tree_sitter::Range {
+                        start_byte: body.start_byte() + 1,
+                        end_byte: body.end_byte() - 1,
+                        start_point: tree_sitter::Point {
+                            row: start.row,
+                            column: start.column + 1,
+                        },
+                        end_point: tree_sitter::Point {
+                            row: end.row,
+                            column: end.column.saturating_sub(1),
+                        },
+                    });
                 }
-                let (start, end) = (body.start_position(), body.end_position());
-                out.push(tree_sitter::Range {
-                    start_byte: body.start_byte() + 1,
-                    end_byte: body.end_byte() - 1,
-                    start_point: tree_sitter::Point {
-                        row: start.row,
-                        column: start.column + 1,
-                    },
-                    end_point: tree_sitter::Point {
-                        row: end.row,
-                        column: end.column.saturating_sub(1),
-                    },
-                });
-            }
-            "mod_item" | "impl_item" | "trait_item" | "foreign_mod_item" => {
-                if let Some(list) = child.child_by_field_name("body") {
-                    item_level_macro_calls(list, out);
+                "mod_item" | "impl_item" | "trait_item" | "foreign_mod_item" => {
+                    if let Some(body) = child.child_by_field_name("body") {
+                        lists.push(body);
+                    }
                 }
+                _ => {}
             }
-            _ => {}
         }
     }
+    // In file order, as the recursion found them.
+    out.sort_unstable_by_key(|range| range.start_byte);
 }
 
 fn count_errors(root: Node) -> (u32, Vec<u32>) {

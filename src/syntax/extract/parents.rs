@@ -33,17 +33,18 @@ impl<'t> Parents<'t> {
         Parents { of, deepest }
     }
 
-    /// Indexes another tree of the same file (a macro call's body parsed as items): its
-    /// root has no parent, as a file's has none.
+    /// Indexes another tree of the same file (a macro call's body parsed as code): its
+    /// root has no parent, as a file's has none; its depth counts from its own root.
     pub(super) fn add(&mut self, root: Node<'t>) {
         let mut path: Vec<Node<'t>> = Vec::new();
-        let of = &mut self.of;
+        let (of, deepest) = (&mut self.of, &mut self.deepest);
         preorder(root, |node, depth| {
             path.truncate(depth as usize);
             if let Some(&parent) = path.last() {
                 of.insert(node.id(), parent);
             }
             path.push(node);
+            *deepest = (*deepest).max(depth);
         });
     }
 

@@ -744,3 +744,52 @@ fn body() {
     assert!(names.contains(&"f0") && names.contains(&"f7"), "{names:?}");
     assert!(!names.contains(&"f9"), "{names:?}");
 }
+
+/// Hostile Rust nesting: modules far deeper than a recursion's stack allows are walked
+/// without one, and a macro body that nests deeper than the limit, in a file that does
+/// not, is reported as cut.
+#[test]
+fn rust_macro_bodies_never_overflow_and_report_their_depth() {
+    let depth = 30_000;
+    let source = format!("{}{}", "mod a { ".repeat(depth), "} ".repeat(depth));
+    let facts = extract(Language::Rust, &source).expect("extraction never fails");
+    assert_eq!(facts.parse_status, ParseStatus::Truncated);
+
+    let calls = 300;
+    let source = format!(
+        "fn f() {{\n    assert!({}x{});\n}}\n",
+        "g(".repeat(calls),
+        ")".repeat(calls)
+    );
+    let facts = extract(Language::Rust, &source).expect("extraction never fails");
+    assert_eq!(
+        facts.parse_status,
+        ParseStatus::Truncated,
+        "{:?}",
+        facts.limit
+    );
+    assert!(
+        facts.limit.as_deref().unwrap_or("").contains("nested"),
+        "{:?}",
+        facts.limit
+    );
+    assert!(
+        facts.refs.iter().any(|r| r.name == "g"),
+        "the outer calls are kept"
+    );
+}
+
+/// A quoting macro's body is code it generates (`quote! { … }`), not code that runs
+/// there: none of it is extracted.
+#[test]
+fn rust_quoted_code_is_not_extracted() {
+    let source = "fn expand() -> TokenStream {\n    quote! { impl X { fn serialize(&self) { helper() } } }\n}\n";
+    let facts = extract(Language::Rust, source).expect("extraction never fails");
+    let names = qualified(&facts);
+    assert_eq!(names, vec!["expand"]);
+    assert!(
+        !facts.refs.iter().any(|r| r.name == "helper"),
+        "{:?}",
+        facts.refs
+    );
+}

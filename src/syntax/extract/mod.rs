@@ -91,7 +91,7 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
         let parser = &mut parsers[index].1;
         let tree = parser.parse(source, None)?;
         let bodies = match language {
-            Language::Rust => macro_item_bodies(parser, source, tree.root_node()),
+            Language::Rust => macro_bodies(parser, source, tree.root_node()),
             _ => MacroBodies::default(),
         };
         Some((tree, bodies))
@@ -145,7 +145,7 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
     } else if bodies.too_deep {
         facts.parse_status = ParseStatus::Truncated;
         facts.limit = Some(format!(
-            "macro calls nested {MAX_MACRO_NESTING} deep; items in deeper ones are not extracted"
+            "macro calls nested {MAX_MACRO_NESTING} deep; what deeper ones hold is not extracted"
         ));
     } else if cut {
         facts.parse_status = ParseStatus::Truncated;
@@ -160,14 +160,14 @@ fn extract_with(language: Language, source: &str, matches: MatchSource) -> Resul
 /// Macro calls inside one another deeper than this are not read.
 const MAX_MACRO_NESTING: u32 = 8;
 
-/// Expression bodies read by one parse (`macro_item_bodies`).
+/// Expression bodies read by one parse (`macro_bodies`).
 const BODIES_PER_PARSE: usize = 32;
 
-/// The bodies of a Rust file's item-level macro calls, parsed as items.
+/// The bodies of a Rust file's macro calls, parsed as items or as expressions.
 #[derive(Default)]
 struct MacroBodies {
     trees: Vec<Tree>,
-    /// A body held item-level macro calls nested deeper than `MAX_MACRO_NESTING`.
+    /// A body held macro calls nested deeper than `MAX_MACRO_NESTING`.
     too_deep: bool,
 }
 
@@ -179,7 +179,7 @@ struct MacroBodies {
 /// nests the items in the `impl` or module around the call. Only a body that parses
 /// cleanly into items is kept: `lazy_static! { static ref … }` or `impl_op!(u8, u16)`
 /// are not Rust items and stay token trees.
-fn macro_item_bodies(parser: &mut Parser, source: &str, root: Node) -> MacroBodies {
+fn macro_bodies(parser: &mut Parser, source: &str, root: Node) -> MacroBodies {
     let mut bodies = MacroBodies::default();
     let mut calls = Vec::new();
     item_level_macro_calls(root, &mut calls);
@@ -265,9 +265,7 @@ fn expression_macro_calls(node: Node, source: &str, out: &mut Vec<tree_sitter::R
                 .last()
                 .is_some_and(|p| matches!(*p, "source_file" | "declaration_list"))
                 || quotes_code(current, source);
-            let last = u32::try_from(current.named_child_count().saturating_sub(1));
-            if let Some(body) = last.ok().and_then(|last| current.named_child(last))
-                && body.kind() == "token_tree"
+            if let Some(body) = macro_body(current)
                 && !item_position
             {
                 out.push(body.range());
@@ -331,11 +329,10 @@ fn item_level_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
         for child in list.named_children(&mut walk) {
             match child.kind() {
                 "macro_invocation" => {
-                    let last = u32::try_from(child.named_child_count().saturating_sub(1));
-                    let Some(body) = last.ok().and_then(|last| child.named_child(last)) else {
+                    let Some(body) = macro_body(child) else {
                         continue;
                     };
-                    if body.kind() != "token_tree" || body.end_byte() < body.start_byte() + 2 {
+                    if body.end_byte() < body.start_byte() + 2 {
                         continue;
                     }
                     let (start, end) = (body.start_position(), body.end_position());
@@ -361,8 +358,15 @@ fn item_level_macro_calls(node: Node, out: &mut Vec<tree_sitter::Range>) {
             }
         }
     }
-    // In file order, as the recursion found them.
+    // In file order, whatever order the stack visited them in.
     out.sort_unstable_by_key(|range| range.start_byte);
+}
+
+/// A macro call's body: its token tree (`cfg_rt! { … }`, `assert!(…)`).
+fn macro_body(call: Node) -> Option<Node> {
+    let last = u32::try_from(call.named_child_count().checked_sub(1)?).ok()?;
+    call.named_child(last)
+        .filter(|body| body.kind() == "token_tree")
 }
 
 fn count_errors(root: Node) -> (u32, Vec<u32>) {

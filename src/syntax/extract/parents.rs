@@ -18,19 +18,10 @@ pub(super) struct Parents<'t> {
 
 impl<'t> Parents<'t> {
     pub(super) fn index(root: Node<'t>) -> Self {
-        let mut of =
-            FxHashMap::with_capacity_and_hasher(root.descendant_count(), Default::default());
-        let mut path: Vec<Node<'t>> = Vec::new();
-        let mut deepest = 0;
-        preorder(root, |node, depth| {
-            path.truncate(depth as usize);
-            if let Some(&parent) = path.last() {
-                of.insert(node.id(), parent);
-            }
-            path.push(node);
-            deepest = deepest.max(depth);
-        });
-        Parents { of, deepest }
+        let of = FxHashMap::with_capacity_and_hasher(root.descendant_count(), Default::default());
+        let mut parents = Parents { of, deepest: 0 };
+        parents.add(root);
+        parents
     }
 
     /// Indexes another tree of the same file (a macro call's body parsed as code): its

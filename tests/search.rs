@@ -69,6 +69,67 @@ fn a_portuguese_search_is_searched_with_its_english_words_and_says_so() {
     assert_eq!(english.hits[0].symbol, "apply_discount");
 }
 
+/// A pasted bug report's sections on the reporter's environment are not searched, and
+/// the answer says which were set aside (`query::environment`): their words (an OS line
+/// that names a manylinux wheel) bring no code in, as they do outside such a section.
+#[test]
+fn an_issues_environment_sections_are_set_aside_and_said() {
+    let s = Sandbox::with_fixture("python");
+    s.write(
+        "ops/wheels.py",
+        "def linux_wheel_tag(arch):\n    \"\"\"Manylinux wheel tag per arch.\"\"\"\n    return \"manylinux_\" + arch\n",
+    );
+    s.build_json();
+    let issue = "Checkout applies the discount twice\n\
+        **Describe the bug**\n\
+        the cart total is discounted twice at checkout when a customer pays for a cart \
+        with more than one item in it, and the price shown on the receipt is lower than \
+        the price the shop expects to be paid for the whole order\n\
+        \n\
+        **Environment**\n\
+        - OS: Linux, a manylinux wheel\n\
+        - Python version: 3.12\n";
+    let out = searched(s.search(issue).top_k(30));
+    assert_eq!(out.query, issue, "the query is echoed as asked");
+    assert_eq!(out.searched, None);
+    assert_eq!(
+        out.set_aside,
+        vec![common::SetAside {
+            heading: "Environment".into(),
+            lines: 3
+        }]
+    );
+    assert!(
+        !out.symbols().contains(&"linux_wheel_tag"),
+        "{:?}",
+        out.hits
+    );
+    assert!(
+        out.symbols()[..3].contains(&"checkout"),
+        "{:?}",
+        out.symbols()
+    );
+    // The same words outside such a section are searched.
+    let plain = issue.replace("**Environment**", "**Also seen**");
+    let out = searched(s.search(&plain).top_k(30));
+    assert!(out.set_aside.is_empty());
+    assert!(
+        out.hits
+            .iter()
+            .any(|h| h.symbol == "linux_wheel_tag" && h.found_by("bm25")),
+        "{:?}",
+        out.symbols()
+    );
+    let text = s.search(issue).top_k(3).run().success();
+    assert!(
+        text.stderr.contains(
+            "note[atlas-search-environment]: sections on the environment were not searched: `Environment` (3 lines)"
+        ),
+        "{}",
+        text.stderr
+    );
+}
+
 /// An empty search, or one with no word in it, is a wrong call (typed, exit 2), never a
 /// success with no hits or with the vector arm's arbitrary neighbours of punctuation.
 #[test]

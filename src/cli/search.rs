@@ -95,6 +95,17 @@ fn search(call: &Call, args: &SearchArgs) -> Result<SearchOutput, AtlasError> {
         profile == ResponseProfile::Compact,
         config,
     )?;
+    if !output.set_aside.is_empty() {
+        let headings: Vec<String> = output
+            .set_aside
+            .iter()
+            .map(|s| format!("`{}` ({} lines)", s.heading, s.lines))
+            .collect();
+        eprintln!(
+            "note[atlas-search-environment]: sections on the environment were not searched: {}",
+            headings.join(", ")
+        );
+    }
     if let Some(searched) = &output.searched {
         eprintln!("note[atlas-search-glossary]: a Portuguese question, searched as `{searched}`");
     }

@@ -4,6 +4,7 @@
 pub mod context;
 pub mod crates;
 pub mod demangle;
+pub mod environment;
 pub mod expand;
 pub mod glossary;
 pub mod inspect;

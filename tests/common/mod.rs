@@ -652,6 +652,9 @@ pub struct SearchOut {
     pub query: String,
     /// What was searched when it is not `query` (a Portuguese question in English too).
     pub searched: Option<String>,
+    /// Sections on the reporter's environment that were not searched.
+    #[serde(default)]
+    pub set_aside: Vec<SetAside>,
     pub profile: String,
     pub hits: Vec<Hit>,
     /// Absent in the compact profile.
@@ -659,6 +662,13 @@ pub struct SearchOut {
     pub reranked: Option<bool>,
     /// Present when results were cut to fit.
     pub budget: Option<Budget>,
+}
+
+/// A section of a search's query that was not searched: its heading and its lines.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SetAside {
+    pub heading: String,
+    pub lines: usize,
 }
 
 impl SearchOut {

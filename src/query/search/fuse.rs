@@ -26,8 +26,15 @@ impl SearchIndex {
         // the answer echoes what was asked and says what was added (`searched`). The
         // judge reads the question as asked.
         let asked = query;
-        let searched = crate::query::glossary::with_english(asked);
-        let query = searched.as_deref().unwrap_or(asked);
+        // An issue's sections on the reporter's environment are set aside (`environment`),
+        // and said so.
+        let without = crate::query::environment::without_environment(asked);
+        let (kept, set_aside) = match &without {
+            Some(w) => (w.text.as_str(), w.set_aside.clone()),
+            None => (asked, Vec::new()),
+        };
+        let searched = crate::query::glossary::with_english(kept);
+        let query = searched.as_deref().unwrap_or(kept);
         let arms = config.arms()?;
         // Split fusion's files, weighed with their own BM25 evidence (`split`).
         let file_order = config.file_order()?;
@@ -366,6 +373,7 @@ impl SearchIndex {
         Ok(SearchOutput {
             query: asked.to_string(),
             searched,
+            set_aside,
             hits,
             arms: ArmCounts {
                 bm25: bm25.len() + bm25_sections.len(),

@@ -165,6 +165,10 @@ pub struct SearchOutput {
     /// words appended (`glossary`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub searched: Option<String>,
+    /// Sections of the query on the reporter's environment, not searched
+    /// (`query::environment`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<crate::query::environment::SetAside>,
     pub hits: Vec<Hit>,
     /// Candidates each arm returned before fusion.
     pub arms: ArmCounts,

@@ -63,6 +63,10 @@ pub struct SearchResponse {
     /// What was searched when it is not `query` (`SearchOutput::searched`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub searched: Option<String>,
+    /// Sections of the query on the reporter's environment, not searched
+    /// (`SearchOutput::set_aside`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<crate::query::environment::SetAside>,
     pub profile: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hits: Option<Vec<Hit>>,
@@ -167,6 +171,7 @@ pub fn respond(
         ResponseProfile::Full => SearchResponse {
             query: output.query,
             searched: output.searched,
+            set_aside: output.set_aside,
             profile: "full",
             hits: Some(output.hits),
             compact_hits: None,
@@ -196,6 +201,7 @@ pub fn respond(
             SearchResponse {
                 query: output.query,
                 searched: output.searched,
+                set_aside: output.set_aside,
                 profile: "compact",
                 hits: None,
                 compact_hits: Some(kept),

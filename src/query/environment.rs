@@ -116,11 +116,13 @@ fn headings(lines: &[&str]) -> Vec<Heading> {
     out
 }
 
-/// A fence's character and length when the (left-trimmed) line opens or closes one.
+/// A fence's character and length when the (left-trimmed) line opens or closes one. A
+/// backtick fence's info string has no backtick: "```x = 1```" is inline code.
 fn fence_marker(trimmed: &str) -> Option<(char, usize)> {
     let c = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
     let n = trimmed.chars().take_while(|x| *x == c).count();
-    (n >= 3).then_some((c, n))
+    let info = &trimmed[n..];
+    (n >= 3 && !(c == '`' && info.contains('`'))).then_some((c, n))
 }
 
 /// `# Title`, up to six marks, at most three spaces in (a closing run of marks dropped).
@@ -271,6 +273,9 @@ mod tests {
         // A section set aside ends at the next heading outside code, not inside it.
         let issue = "a\n## Environment\n```\n# Steps\n```\nlinux\n## Steps\nb\n";
         assert_eq!(kept(issue), "a\n## Steps\nb\n");
+        // Triple backticks opened and closed on one line are inline code, not a fence.
+        let issue = "a\n```x = 1``` fails\n## Environment\nlinux\n## Steps\nb\n";
+        assert_eq!(kept(issue), "a\n```x = 1``` fails\n## Steps\nb\n");
         // A dashed line under a fence's close is no setext title.
         let issue = "a\n~~~\nversion\n~~~\n---\nb\n";
         assert_eq!(without_environment(issue), None);

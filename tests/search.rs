@@ -71,13 +71,18 @@ fn a_portuguese_search_is_searched_with_its_english_words_and_says_so() {
 
 /// A pasted bug report's sections on the reporter's environment are not searched, and
 /// the answer says which were set aside (`query::environment`): their words (an OS line
-/// that names a manylinux wheel) bring no code in, as they do outside such a section.
+/// that names a manylinux wheel) bring no code in, as they do outside such a section, and
+/// the next section is searched.
 #[test]
 fn an_issues_environment_sections_are_set_aside_and_said() {
     let s = Sandbox::with_fixture("python");
     s.write(
         "ops/wheels.py",
         "def linux_wheel_tag(arch):\n    \"\"\"Manylinux wheel tag per arch.\"\"\"\n    return \"manylinux_\" + arch\n",
+    );
+    s.write(
+        "ops/ledger.py",
+        "def ledger_checksum(rows):\n    \"\"\"Ledger checksum.\"\"\"\n    return sum(rows)\n",
     );
     s.build_json();
     let issue = "Checkout applies the discount twice\n\
@@ -88,7 +93,9 @@ fn an_issues_environment_sections_are_set_aside_and_said() {
         \n\
         **Environment**\n\
         - OS: Linux, a manylinux wheel\n\
-        - Python version: 3.12\n";
+        - Python version: 3.12\n\
+        **Expected behavior**\n\
+        one discount, and the ledger checksum matches\n";
     let out = searched(s.search(issue).top_k(30));
     assert_eq!(out.query, issue, "the query is echoed as asked");
     assert_eq!(out.searched, None);
@@ -104,8 +111,11 @@ fn an_issues_environment_sections_are_set_aside_and_said() {
         "{:?}",
         out.hits
     );
+    // The section ends at the next heading: what follows is searched.
     assert!(
-        out.symbols()[..3].contains(&"checkout"),
+        out.hits
+            .iter()
+            .any(|h| h.symbol == "ledger_checksum" && h.found_by("bm25")),
         "{:?}",
         out.symbols()
     );

@@ -1,19 +1,18 @@
 //! Sections of an issue text that describe the reporter's environment, set aside before a
-//! search. Bug-report templates ask for them (GitHub's own: "Desktop: OS, Browser,
-//! Version"; black's "Environment"; tokio's "Version" and "Platform"; gin's "Go Version"
-//! and "Operating System"; hono's "What version of Hono are you using?"), and agents paste
-//! issues whole. What such a section holds (`Sphinx version: 5.0.2`, `OS: Linux`, a
-//! package's `show_versions()` dump) names the project and its dependencies, not the code
-//! at fault: searched, its words brought the project's central files (its application
-//! class, its version report) ahead of the files the rest of the issue describes
-//! (docs/QUALITY.md).
+//! search. Bug-report templates ask for them (black's "Environment"; tokio's "Version" and
+//! "Platform"; gin's "Go Version" and "Operating System"; hono's "What version of Hono
+//! are you using?"), and agents paste issues whole. What such a section holds (`Sphinx
+//! version: 5.0.2`, `OS: Linux`, a package's `show_versions()` dump) names the project
+//! and its dependencies, not the code at fault: searched, its words brought the project's
+//! central files (its application class, its version report) ahead of the files the rest
+//! of the issue describes (docs/QUALITY.md).
 //!
-//! A section is a Markdown heading (`# …` to `###### …`, a line that is only `**…**`, or
-//! a setext title underlined by `===`/`---`) and what follows it up to the next heading;
-//! headings inside fenced code are code, not headings. Its title names the environment
-//! when, in at most `MAX_TITLE_WORDS` words, it says environment, version(s), platform,
-//! runtime, OS or operating system, or system information or details. What is set aside
-//! is reported (heading and line count) with the answer: never dropped silently.
+//! A section is a Markdown heading (`## …`, a line that is only `**…**`, a one-line
+//! paragraph underlined by `===`/`---`, or `# …` after a blank line) and what follows it
+//! up to the next heading; code, fenced or indented, holds no heading. Its title names
+//! the environment when it ends with a word that does (`names_the_environment`), or asks
+//! for one. What is set aside is reported (heading and line count) with the answer: never
+//! dropped silently.
 
 use serde::Serialize;
 
@@ -67,7 +66,8 @@ pub fn without_environment(text: &str) -> Option<WithoutEnvironment> {
             }
         }
     }
-    if set_aside.is_empty() || kept.trim().is_empty() {
+    // What is left must hold a word to search, or the text is searched whole.
+    if set_aside.is_empty() || !kept.chars().any(char::is_alphanumeric) {
         return None;
     }
     Some(WithoutEnvironment {
@@ -92,7 +92,7 @@ fn headings(lines: &[&str]) -> Vec<Heading> {
     let mut fence: Option<(char, usize)> = None;
     for (index, line) in lines.iter().enumerate() {
         let trimmed = line.trim_start();
-        if let Some(marker) = fence_marker(trimmed) {
+        if let Some(marker) = fence_marker(trimmed).filter(|_| block_level(line)) {
             match fence {
                 None => fence = Some(marker),
                 Some((c, n)) if marker.0 == c && marker.1 >= n => fence = None,
@@ -103,17 +103,60 @@ fn headings(lines: &[&str]) -> Vec<Heading> {
         if fence.is_some() {
             continue;
         }
-        if let Some(title) = atx_title(line).or_else(|| bold_title(line)) {
+        if !block_level(line) {
+            continue;
+        }
+        // One mark after a line of text is an unfenced Python or shell comment far more
+        // often than a heading; after a blank line it is read as one.
+        let after_blank = index == 0 || lines[index - 1].trim().is_empty();
+        let comment = line.trim_start().starts_with("# ") && !after_blank;
+        if let Some(title) = atx_title(line)
+            .filter(|_| !comment)
+            .or_else(|| bold_title(line))
+        {
             out[index] = Heading::Title(title);
         } else if index > 0 && is_setext_underline(line) && out[index - 1] == Heading::None {
-            let title = lines[index - 1].trim();
-            if !title.is_empty() && fence_marker(title).is_none() {
+            // A title is a one-line paragraph: what stands before it is a blank line, the
+            // text's start or a tag (`<details>`); under a list item `---` is a rule.
+            let before = lines[index - 1];
+            let title = before.trim();
+            let alone =
+                index < 2 || lines[index - 2].trim().is_empty() || tag_line(lines[index - 2]);
+            if !title.is_empty()
+                && alone
+                && block_level(before)
+                && paragraph_line(before)
+                && fence_marker(title).is_none()
+            {
                 out[index - 1] = Heading::Title(title.to_string());
                 out[index] = Heading::Underline;
             }
         }
     }
     out
+}
+
+/// Whether a line is indented less than code is (four spaces), as a heading, an underline
+/// or a fence must be.
+fn block_level(line: &str) -> bool {
+    line.len() - line.trim_start_matches(' ').len() <= 3
+}
+
+/// Whether a line could be a one-line paragraph's only line: not a list item, a quote or
+/// a table row.
+fn paragraph_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let list = t.starts_with("- ") || t.starts_with("* ") || t.starts_with("+ ") || {
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
+    };
+    !(list || t.starts_with('>') || t.starts_with('|'))
+}
+
+/// A line that only holds an HTML tag (`<details>`), which may stand before a title.
+fn tag_line(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with('<') && t.ends_with('>')
 }
 
 /// A fence's character and length when the (left-trimmed) line opens or closes one. A
@@ -169,30 +212,63 @@ fn is_setext_underline(line: &str) -> bool {
     trimmed.len() >= 3 && (trimmed.bytes().all(|b| b == b'=') || trimmed.bytes().all(|b| b == b'-'))
 }
 
-/// Whether a heading's title asks for the environment.
+/// Words that name the environment when a title ends with one.
+const ENVIRONMENT_WORDS: &[&str] = &[
+    "environment",
+    "environments",
+    "version",
+    "versions",
+    "platform",
+    "platforms",
+    "runtime",
+    "os",
+];
+
+/// Words a template puts after the one that names the environment (`System details`,
+/// `Python version used`, `pylint --version output`).
+const TRAILING: &[&str] = &["info", "information", "details", "used", "output"];
+
+/// Whether a heading's title asks for the environment: it ends with a word that names it
+/// (`Environment`, `Python version`, `OS`, `Operating System`, `System details`), or it
+/// asks for one (`What version of Hono are you using?`). A title about the bug that only
+/// mentions one (`Runtime error`, `Regression in version 2`, `os.path.join drops the
+/// drive`) does not: its words are the report.
 fn names_the_environment(title: &str) -> bool {
-    let words: Vec<String> = title
-        .split(|c: char| !c.is_alphanumeric())
+    // Parenthesised asides (`(with version if possible)`) are not the title.
+    let mut plain = String::with_capacity(title.len());
+    let mut depth = 0usize;
+    for c in title.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let question = plain.trim_end().ends_with('?');
+    let words: Vec<String> = plain
+        .split(|c: char| c.is_whitespace() || c == '/')
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
         .collect();
     if words.is_empty() || words.len() > MAX_TITLE_WORDS {
         return false;
     }
-    let has = |w: &str| words.iter().any(|x| x == w);
-    let pair = |a: &str, b: &[&str]| {
-        words
-            .windows(2)
-            .any(|p| p[0] == a && b.contains(&p[1].as_str()))
-    };
-    has("environment")
-        || has("version")
-        || has("versions")
-        || has("platform")
-        || has("runtime")
-        || has("os")
-        || pair("operating", &["system"])
-        || pair("system", &["info", "information", "details"])
+    let names = |w: &str| ENVIRONMENT_WORDS.contains(&w);
+    if question && matches!(words[0].as_str(), "what" | "which") {
+        return words.iter().any(|w| names(w));
+    }
+    let mut end = words.len();
+    let mut trailed = false;
+    while end > 1 && TRAILING.contains(&words[end - 1].as_str()) {
+        end -= 1;
+        trailed = true;
+    }
+    let last = words[end - 1].as_str();
+    names(last) || (last == "system" && (trailed || (end > 1 && words[end - 2] == "operating")))
 }
 
 #[cfg(test)]
@@ -253,8 +329,19 @@ mod tests {
             "bug\n**Description**\nx\n"
         );
         assert_eq!(
-            kept("bug in merge\nINSTALLED VERSIONS\n------------------\npython: 3.8\n"),
-            "bug in merge\n"
+            kept("bug in merge\n\nINSTALLED VERSIONS\n------------------\npython: 3.8\n"),
+            "bug in merge\n\n"
+        );
+        assert_eq!(
+            kept("bug\n<details>\nINSTALLED VERSIONS\n---\npython: 3.8\n"),
+            "bug\n<details>\n"
+        );
+        assert_eq!(kept("x\n### pylint --version output\n2.1\n"), "x\n");
+        assert_eq!(
+            kept(
+                "x\n### What runtime/platform is your app running on? (with version if possible)\nBun\n"
+            ),
+            "x\n"
         );
         assert_eq!(
             kept(
@@ -294,7 +381,7 @@ mod tests {
             assert_eq!(without_environment(text), None, "{text}");
         }
         // A long title is prose.
-        let long = "# when the version of the parser that we ship with the package is older than twelve\nx\n";
+        let long = "## when the version of the parser that we ship with the package is older than twelve\nx\n";
         assert_eq!(without_environment(long), None);
     }
 
@@ -338,5 +425,43 @@ mod tests {
             without_environment("## Environment\nLinux\nPython 3.9\n"),
             None
         );
+        // What is left must hold a word.
+        assert_eq!(
+            without_environment("---\n**Environment**\nOS: Linux\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_title_about_the_bug_that_mentions_the_environment_is_kept() {
+        for text in [
+            "intro\n## Runtime shutdown hangs\nthe runtime hangs\n",
+            "intro\n### os.path.join drops the drive\nC: is lost\n",
+            "intro\n### Environment variables are ignored\nFOO=1 is unset\n",
+            "intro\n**Runtime error**\nTraceback (most recent call last):\n",
+            "intro\n### Regression in version 2\nparse fails\n",
+            "intro\n### Steps to reproduce (OS: Windows)\nrun it\n",
+            "intro\n**Note: only fails since version 10**\nmore\n",
+            "intro\n**Type system**\nmore\n",
+        ] {
+            assert_eq!(without_environment(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn unfenced_code_and_rules_are_not_headings() {
+        for text in [
+            // An unfenced comment, even one that ends with a version.
+            "import numpy as np\n# fails on numpy version\nnp.foo()\nTraceback\n",
+            // `---` under a list item is a rule; under a paragraph's second line, the title
+            // would be the whole paragraph.
+            "- Python version: 3.8\n---\nTraceback\n",
+            "it fails with a shape error\nsince the latest version\n---\nTraceback\n",
+            // Indented four spaces: code.
+            "text\n    ## Environment\n    x = 1\nmore\n",
+            "text\n    **Version**\nmore\n",
+        ] {
+            assert_eq!(without_environment(text), None, "{text}");
+        }
     }
 }
